@@ -1,0 +1,65 @@
+"""Actions to a new message list (SPEC §6): drop pairs together, cut long results, touch nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .policy import Action
+from .state import cut
+from .transcript import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, Transcript
+
+TRUNCATION_MARKER = ("[JEV archived the full result. Ask the host to restore the scoped snapshot; "
+                     "do not re-execute this tool for recovery.]")
+SHORT_RESULT_SLACK = 160
+
+
+def truncated_output(text: str, head_chars: int) -> tuple[TextBlock, ...] | None:
+    """The replacement output for a TRUNCATE_RESULT, or None when the result is short enough to keep."""
+    if len(text) <= head_chars + SHORT_RESULT_SLACK:
+        return None
+    return (TextBlock(cut(text, head_chars) + "\n" + TRUNCATION_MARKER),)
+
+
+def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], truncate_head_chars: int) -> list[Message]:
+    """The compacted history. Unchanged messages are the same objects; changed ones keep every field
+    but their content; a message left with no blocks is removed."""
+    dropped: set[str] = set()
+    replaced: dict[str, ToolResultBlock] = {}
+    touched: set[int] = set()
+    for pair in transcript.pairs:
+        action = decisions.get(pair.key, Action.KEEP)
+        if action is Action.DROP_PAIR:
+            dropped.add(pair.call_id)
+            touched.update((pair.call_message, pair.result_message))
+        elif action is Action.TRUNCATE_RESULT:
+            output = truncated_output(pair.result.text, truncate_head_chars)
+            if output is not None:
+                r = pair.result
+                replaced[pair.call_id] = ToolResultBlock(r.id, r.name, output, r.state, r.metadata)
+                touched.add(pair.result_message)
+    out: list[Message] = []
+    for i, message in enumerate(transcript.messages):
+        if i not in touched:
+            out.append(message)
+            continue
+        blocks: list[Block] = []
+        for block in message.content:
+            if isinstance(block, (ToolUseBlock, ToolResultBlock)) and block.id in dropped:
+                continue
+            if isinstance(block, ToolResultBlock) and block.id in replaced:
+                block = replaced[block.id]
+            blocks.append(block)
+        if blocks:
+            out.append(message.replace(content=tuple(blocks)))
+    _assert_results_have_calls(out)
+    return out
+
+
+def _assert_results_have_calls(messages: Sequence[Message]) -> None:
+    calls: set[str] = set()
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                calls.add(block.id)
+            elif isinstance(block, ToolResultBlock) and block.id not in calls:
+                raise RuntimeError(f"internal error: result {block.id!r} would survive without its call")

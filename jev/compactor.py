@@ -1,0 +1,248 @@
+"""The compactor: validate, ask the judge, guard against change, decide, archive, then (maybe) adopt.
+
+One budget covers the whole plan; the first failed batch cancels the rest; nothing partial is applied;
+ENFORCE adopts only after the archive acknowledged the snapshot of the original history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from archive.scope import Scope
+
+from .apply import apply_actions
+from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
+from .errors import ArchiveError, ConfigError, JevError, JudgeError, TranscriptError
+from .judges.base import Judge, JudgeRequest, validate_answers
+from .policy import PINNED_SCORES, Action, CompactionConfig, Scores, candidates, decide
+from .questions import Batch, batches
+from .records import PairRecord, build_record, deliver, recommendation
+from .state import fit_state
+from .transcript import Message, Transcript, analyze, canonical_json
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, also when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="jev-sync")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _error(exc: BaseException) -> Decision:
+    return Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=str(exc) or type(exc).__name__,
+                    error_kind=type(exc).__name__)
+
+
+class Compactor:
+    """Judged, reversible compaction of one agent's history. Holds the judge, config, options and archive."""
+
+    def __init__(self, judge: Judge, config: CompactionConfig | None = None,
+                 options: ExecutionOptions | None = None, archive: Any = None) -> None:
+        self.judge = judge
+        self.config = config if config is not None else CompactionConfig()
+        self.options = options if options is not None else ExecutionOptions()
+        if not isinstance(self.config, CompactionConfig):
+            raise ConfigError("config must be a jev.CompactionConfig")
+        if not isinstance(self.options, ExecutionOptions):
+            raise ConfigError("options must be a jev.ExecutionOptions")
+        if self.options.mode is Mode.ENFORCE and archive is None:
+            raise ConfigError("ENFORCE requires durable archive")
+        if not callable(getattr(judge, "ask", None)):
+            raise ConfigError("judge must have an async ask(request) method")
+        self.archive = archive
+
+    # --- public API -----------------------------------------------------------------------------
+
+    async def plan(self, messages: Sequence[Message], *, scope: Scope | None = None,
+                   context: Any = None) -> Decision:
+        """Judge the history and return a `Decision`; emits one record (two if cancelled mid-way: none + CANCELLED)."""
+        started = time.monotonic()
+        record_pairs: list[PairRecord] = []
+        if self.options.mode is Mode.OFF:
+            decision = Decision(Status.SKIPPED, Reason.DISABLED)
+        else:
+            try:
+                async with asyncio.timeout(self.options.budget):
+                    decision = await self._plan(messages, scope, record_pairs)
+            except TimeoutError:
+                decision = Decision(Status.ERROR, Reason.TIMEOUT,
+                                    detail=f"plan exceeded its budget of {self.options.budget}s",
+                                    error_kind="TimeoutError")
+                record_pairs.clear()
+            except asyncio.CancelledError:
+                self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, ())
+                raise
+        self._emit(context, decision, started, tuple(record_pairs))
+        return decision
+
+    async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None,
+                      context: Any = None) -> list[Message] | None:
+        """The history the host should use, or None = "run your standard compaction" (OFF and SHADOW)."""
+        decision = await self.plan(messages, scope=scope, context=context)
+        if self.options.mode is not Mode.ENFORCE:
+            return None
+        if decision.status is Status.DECIDED and decision.plan is not None:
+            return list(decision.plan.messages)
+        return list(messages)
+
+    def plan_sync(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None) -> Decision:
+        """`plan` for non-async hosts."""
+        return run_sync(self.plan(messages, scope=scope, context=context))
+
+    def compact_sync(self, messages: Sequence[Message], *, scope: Scope | None = None,
+                     context: Any = None) -> list[Message] | None:
+        """`compact` for non-async hosts."""
+        return run_sync(self.compact(messages, scope=scope, context=context))
+
+    # --- the plan, step by step ---------------------------------------------------------------
+
+    async def _plan(self, messages: Sequence[Message], scope: Scope | None,
+                    record_pairs: list[PairRecord]) -> Decision:
+        try:
+            return await self._steps(messages, scope, record_pairs)
+        except (JevError, TypeError, ValueError, RuntimeError, OSError) as exc:
+            return _error(exc)
+
+    async def _steps(self, messages: Sequence[Message], scope: Scope | None,
+                     record_pairs: list[PairRecord]) -> Decision:
+        config, enforce = self.config, self.options.mode is Mode.ENFORCE
+        if enforce and not isinstance(scope, Scope):
+            raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
+        snapshot = self._snapshot(messages)
+        transcript = analyze(messages)
+        judged = candidates(transcript, config)
+        if not judged:
+            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES)
+        state = fit_state(transcript, config.max_state_tokens)
+        plan_batches = batches(judged, state.tokens, config.max_questions, config.max_request_tokens)
+        probabilities, tokens_in, tokens_out = await self._ask_all(state.value, plan_batches, transcript)
+
+        if self._serialize(messages) != snapshot:
+            return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
+                            detail="the history changed while it was being judged")
+
+        decisions, scores = self._decide(transcript, {p.key for p in judged}, probabilities)
+        record_pairs.extend(PairRecord(p.key, p.call_id, p.tool, scores[p.key].keep_call, scores[p.key].keep_result,
+                                       decisions[p.key].value, scores[p.key].reason, len(p.result.text))
+                            for p in judged)
+        compacted = apply_actions(transcript, decisions, config.truncate_head_chars)
+        before = len(snapshot.decode())
+        after = len(canonical_json(compacted).decode())
+        reduction = 1.0 - after / before
+        pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
+        common = dict(decisions=decisions, scores=scores, pairs=pair_table, requests=len(plan_batches),
+                      input_tokens=tokens_in, output_tokens=tokens_out, state_stage=state.stage, reduction=reduction)
+        if after >= before or reduction < config.minimum_reduction:
+            plan = Plan(tuple(messages), **common)
+            return Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False))
+
+        reference = ""
+        if enforce:
+            reference = await self._archive(scope, transcript.messages)
+        plan = Plan(tuple(compacted), archive_reference=reference, **common)
+        reason = Reason.ARCHIVED_PROPOSAL if enforce else Reason.SHADOW_PROPOSAL
+        return Decision(Status.DECIDED, reason, plan, recommendation(plan, True))
+
+    def _snapshot(self, messages: Sequence[Message]) -> bytes:
+        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+            raise TranscriptError("messages must be a list of jev.Message")
+        data = self._serialize(messages)
+        # chars <= bytes in UTF-8, so only decode when the byte length alone does not settle it
+        if len(data) > self.config.max_transcript_chars and len(data.decode()) > self.config.max_transcript_chars:
+            raise TranscriptError(f"transcript limit: canonical JSON exceeds max_transcript_chars "
+                                  f"{self.config.max_transcript_chars}")
+        return data
+
+    @staticmethod
+    def _serialize(messages: Sequence[Message]) -> bytes:
+        try:
+            return canonical_json(list(messages))
+        except TypeError as exc:
+            raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
+
+    async def _ask_all(self, state: dict[str, Any], plan_batches: list[Batch],
+                       transcript: Transcript) -> tuple[dict[str, float | None], int, int]:
+        """All batches, at most `max_concurrent_requests` in flight; the first failure stops the rest."""
+        gate = asyncio.Semaphore(self.config.max_concurrent_requests)
+        failed = False
+        results: list[tuple[dict[str, float | None], int, int]] = []
+
+        async def one(batch: Batch) -> None:
+            nonlocal failed
+            async with gate:
+                if failed:  # a batch failed while this one was queued: never send it
+                    return
+                try:
+                    answers = await self.judge.ask(JudgeRequest(state, batch.questions, transcript))
+                    checked = validate_answers(answers, batch.ids)
+                except JevError:
+                    failed = True
+                    raise
+                except Exception as exc:
+                    failed = True
+                    raise JudgeError(f"judge failed ({type(exc).__name__})") from exc
+                results.append((checked, answers.input_tokens, answers.output_tokens))
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for batch in plan_batches:
+                    group.create_task(one(batch))
+        except BaseExceptionGroup as group_error:
+            first = next((e for e in group_error.exceptions if not isinstance(e, asyncio.CancelledError)),
+                         group_error.exceptions[0])
+            raise first from None
+        merged: dict[str, float | None] = {}
+        for checked, _, _ in results:
+            merged.update(checked)
+        return merged, sum(r[1] for r in results), sum(r[2] for r in results)
+
+    def _decide(self, transcript: Transcript, judged: set[str],
+                probabilities: dict[str, float | None]) -> tuple[dict[str, Action], dict[str, Scores]]:
+        decisions: dict[str, Action] = {}
+        scores: dict[str, Scores] = {}
+        for pair in transcript.pairs:
+            if pair.key in judged:
+                decisions[pair.key], scores[pair.key] = decide(
+                    probabilities[f"call_{pair.key}"], probabilities[f"result_{pair.key}"], self.config)
+            else:
+                decisions[pair.key], scores[pair.key] = Action.KEEP, PINNED_SCORES
+        return decisions, scores
+
+    async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
+        # A write already under way finishes even if the budget ends: documented, never adopted.
+        try:
+            reference = await asyncio.to_thread(self.archive.save, scope, messages)
+        except JevError:
+            raise
+        except Exception as exc:
+            raise ArchiveError(f"archive did not acknowledge snapshot ({type(exc).__name__})") from exc
+        if not isinstance(reference, str) or not reference.strip():
+            raise ArchiveError("archive did not acknowledge snapshot")
+        return reference
+
+    def _emit(self, context: Any, decision: Decision, started: float, pairs: tuple[PairRecord, ...]) -> None:
+        elapsed_ms = round((time.monotonic() - started) * 1000)
+        record = build_record(decision, version=self.options.version, mode=self.options.mode.value,
+                              elapsed_ms=elapsed_ms, pairs=pairs)
+        deliver(self.options.observer, context, record)

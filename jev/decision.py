@@ -1,0 +1,100 @@
+"""The outcome of one plan: modes, statuses, reasons, the `Plan` value and the `Decision` around it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .errors import ConfigError
+from .policy import Action, Scores
+from .transcript import Message
+
+
+class Mode(str, Enum):
+    """OFF: nothing runs. SHADOW: judge and record, change nothing. ENFORCE: adopt after archiving."""
+
+    OFF = "OFF"
+    SHADOW = "SHADOW"
+    ENFORCE = "ENFORCE"
+
+
+class Status(str, Enum):
+    DECIDED = "DECIDED"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    ERROR = "ERROR"
+    CANCELLED = "CANCELLED"
+    SKIPPED = "SKIPPED"
+
+
+class Reason(str, Enum):
+    DISABLED = "DISABLED"
+    NO_CANDIDATES = "NO_CANDIDATES"
+    TIMEOUT = "TIMEOUT"
+    CALL_OR_RESPONSE_ERROR = "CALL_OR_RESPONSE_ERROR"
+    TRANSCRIPT_CHANGED = "TRANSCRIPT_CHANGED"
+    INSUFFICIENT_REDUCTION = "INSUFFICIENT_REDUCTION"
+    ARCHIVED_PROPOSAL = "ARCHIVED_PROPOSAL"
+    SHADOW_PROPOSAL = "SHADOW_PROPOSAL"
+    CANCELLED = "CANCELLED"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A judged proposal: the candidate history and, per pair key, the action, scores and (call id, tool)."""
+
+    messages: tuple[Message, ...]
+    decisions: Mapping[str, Action]
+    scores: Mapping[str, Scores]
+    pairs: Mapping[str, tuple[str, str]]
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    state_stage: str
+    reduction: float
+    archive_reference: str = ""
+
+    def count(self, action: Action) -> int:
+        return sum(1 for a in self.decisions.values() if a is action)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What `Compactor.plan` returns. `detail` explains an ERROR for humans; records carry only
+    `error_kind`, never the text."""
+
+    status: Status
+    reason: Reason
+    plan: Plan | None = None
+    recommendation: Mapping[str, str] = field(default_factory=dict)
+    detail: str = ""
+    error_kind: str = ""
+
+
+Observer = Callable[[Any, Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionOptions:
+    """How plans run: the mode, one wall-clock budget in seconds per plan, a version tag for records,
+    and an observer `(context, record)` that receives one decision record per plan."""
+
+    mode: Mode = Mode.OFF
+    budget: float = 2.0
+    version: str = "v1"
+    observer: Observer | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))
+        except ValueError:
+            raise ConfigError(f"mode must be one of OFF, SHADOW, ENFORCE (got {self.mode!r})") from None
+        b = self.budget
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
+            raise ConfigError(f"budget must be a positive number of seconds (got {b!r})")
+        if not isinstance(self.version, str) or not self.version.strip():
+            raise ConfigError(f"version must be a non-blank string (got {self.version!r})")
+        if self.observer is not None and not callable(self.observer):
+            raise ConfigError("observer must be callable as observer(context, record)")

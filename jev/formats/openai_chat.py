@@ -1,0 +1,156 @@
+"""OpenAI Chat Completions messages (`tool_calls` on assistant messages, `role: tool` results).
+
+Chat messages have no ids: they get `m0`, `m1`, … on load and lose them again on dump. Whatever the jev
+model has no field for (the exact `arguments` string, `content: null`, content-part lists, `developer`
+role, `refusal`, `audio`, …) travels in `metadata["jev.source"]`, so `dump(load(x)) == x`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ..errors import FormatError
+from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
+
+NAME = "openai-chat"
+SOURCE_KEY = "jev.source"
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+_CORE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id"}
+
+
+def _parts_to_blocks(content: Any, where: str) -> tuple[tuple[Block, ...], str]:
+    """Content to blocks, plus how it was written: 'string', 'null', 'absent' or 'list'."""
+    if isinstance(content, str):
+        return ((TextBlock(content),) if content else ()), "string"
+    if content is None:
+        return (), "null"
+    if not isinstance(content, list):
+        raise FormatError(f"{where}.content: must be a string, null or a list of parts")
+    blocks: list[Block] = []
+    for k, part in enumerate(content):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise FormatError(f"{where}.content[{k}]: a content part must be an object with a 'type'")
+        if part["type"] == "text" and set(part) == {"type", "text"} and isinstance(part["text"], str):
+            blocks.append(TextBlock(part["text"]))
+        else:
+            blocks.append(OtherBlock(part))
+    return tuple(blocks), "list"
+
+
+def _blocks_to_content(blocks: Sequence[Block], form: str) -> Any:
+    if form == "list":
+        return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data)  # type: ignore[union-attr]
+                for b in blocks]
+    text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+    if form == "null" and not text:
+        return None
+    return text
+
+
+def load(data: Any) -> list[Message]:
+    """Messages from a Chat Completions `messages` array."""
+    if not isinstance(data, list):
+        raise FormatError(f"messages: must be a JSON array (got {type(data).__name__})")
+    tool_names: dict[str, str] = {}
+    out: list[Message] = []
+    for i, raw in enumerate(data):
+        where = f"messages[{i}]"
+        if not isinstance(raw, dict):
+            raise FormatError(f"{where}: must be a JSON object")
+        role = raw.get("role")
+        if role not in _ROLES:
+            raise FormatError(f"{where}.role: unsupported chat role {role!r}")
+        source: dict[str, Any] = {k: v for k, v in raw.items() if k not in _CORE_KEYS}
+        if role != _ROLES[role]:
+            source["role"] = role
+        if "content" not in raw:
+            blocks, form = (), "absent"
+        else:
+            blocks, form = _parts_to_blocks(raw["content"], where)
+        if form != "string":
+            source["content_form"] = form
+        name = raw.get("name")
+        if name is not None and not isinstance(name, str):
+            raise FormatError(f"{where}.name: must be a string")
+        if role == "tool":
+            call_id = raw.get("tool_call_id")
+            if not isinstance(call_id, str):
+                raise FormatError(f"{where}.tool_call_id: required string for a tool message")
+            output: str | tuple[Block, ...] = raw["content"] if isinstance(raw.get("content"), str) else blocks
+            blocks = (ToolResultBlock(call_id, tool_names.get(call_id, ""), output),)
+        elif "tool_calls" in raw:
+            blocks = blocks + _load_calls(raw["tool_calls"], where, tool_names, source)
+        out.append(Message(f"m{i}", _ROLES[role], blocks, name, {SOURCE_KEY: source} if source else None))
+    return out
+
+
+def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict[str, Any]) -> tuple[Block, ...]:
+    if not isinstance(calls, list):
+        raise FormatError(f"{where}.tool_calls: must be a list")
+    blocks: list[Block] = []
+    extras: dict[str, Any] = {}
+    for k, call in enumerate(calls):
+        cw = f"{where}.tool_calls[{k}]"
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(call.get("id"), str) or not isinstance(fn.get("name"), str) \
+                or not isinstance(fn.get("arguments"), str):
+            raise FormatError(f"{cw}: needs a string 'id' and a 'function' with string 'name' and 'arguments'")
+        try:
+            arguments: Any = orjson.loads(fn["arguments"])
+        except orjson.JSONDecodeError:
+            arguments = fn["arguments"]
+        extras[call["id"]] = {"call": {k2: v for k2, v in call.items() if k2 != "function"},
+                              "function": {k2: v for k2, v in fn.items() if k2 != "name"}}
+        tool_names[call["id"]] = fn["name"]
+        blocks.append(ToolUseBlock(call["id"], fn["name"], arguments))
+    source["tool_calls"] = extras
+    return tuple(blocks)
+
+
+def _dump_call(block: ToolUseBlock, extra: dict[str, Any] | None) -> dict[str, Any]:
+    call = dict(extra["call"]) if extra else {"id": block.id, "type": "function"}
+    fn = dict(extra["function"]) if extra else {}
+    raw = fn.get("arguments")
+    if raw is None or _parse(raw) != block.input:
+        fn["arguments"] = block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode()
+    call["id"] = block.id
+    call["function"] = {"name": block.name, **fn}
+    return call
+
+
+def _parse(raw: str) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+
+
+def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """A Chat Completions `messages` array; generated ids are dropped."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        source = dict((message.metadata or {}).get(SOURCE_KEY) or {})
+        form = source.pop("content_form", "string")
+        call_extras = source.pop("tool_calls", None)
+        d: dict[str, Any] = {"role": source.pop("role", message.role)}
+        results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+        if message.role == "tool" and results:
+            result = results[0]
+            d["tool_call_id"] = result.id
+            output = result.output
+            d["content"] = output if isinstance(output, str) else _blocks_to_content(output, form)
+        else:
+            body = [b for b in message.content if not isinstance(b, ToolUseBlock)]
+            if form != "absent" or body:
+                d["content"] = _blocks_to_content(body, "string" if form == "absent" else form)
+            calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
+            if calls:
+                d["tool_calls"] = [_dump_call(c, (call_extras or {}).get(c.id)) for c in calls]
+        if message.name is not None:
+            d["name"] = message.name
+        d.update(source)
+        out.append(d)
+    return out

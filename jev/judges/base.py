@@ -1,0 +1,91 @@
+"""The judge protocol: one request (state + questions, and for in-process judges the transcript) in,
+one probability or refusal per question out. Answers are checked here, never trusted."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import JudgeError
+from ..questions import Question
+from ..transcript import Transcript
+
+
+class Refusal:
+    """An explicit per-question refusal: a valid answer meaning "do not know" (the pair is kept)."""
+
+    _instance: Refusal | None = None
+
+    def __new__(cls) -> Refusal:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "REFUSAL"
+
+
+REFUSAL = Refusal()
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRequest:
+    """What a judge is asked. Remote judges send `state` and `questions` only; tool outputs never leave
+    the process. In-process judges may also read `transcript` (validated, with its pair table)."""
+
+    state: Mapping[str, Any]
+    questions: tuple[Question, ...]
+    transcript: Transcript | None = None
+
+    def questions_map(self) -> dict[str, dict[str, str]]:
+        return {q.id: q.wire() for q in self.questions}
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """A judge's reply as received: `probabilities` maps question ids to a value or `REFUSAL`."""
+
+    probabilities: Mapping[str, Any]
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything with `async ask(request) -> Answers`."""
+
+    async def ask(self, request: JudgeRequest) -> Answers: ...
+
+
+def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None]:
+    """Probabilities by question id (None = refusal), or `JudgeError` for any invalid answer set."""
+    if not isinstance(answers, Answers):
+        raise JudgeError("empty compaction reply")
+    got = answers.probabilities
+    if not isinstance(got, Mapping) or not got:
+        raise JudgeError("empty compaction reply")
+    expected = set(ids)
+    if set(got) != expected:
+        missing = sorted(expected - set(got))
+        extra = sorted(set(got) - expected)
+        raise JudgeError(f"answer keys do not match request keys (missing {missing[:3]}, extra {extra[:3]})")
+    out: dict[str, float | None] = {}
+    for qid in ids:
+        value = got[qid]
+        if value is REFUSAL:
+            out[qid] = None
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise JudgeError(f"answer for question {qid!r} must be a probability or a refusal "
+                             f"(got {type(value).__name__})")
+        elif not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise JudgeError(f"answer for question {qid!r} contains an invalid probability")
+        else:
+            out[qid] = float(value)
+    for name in ("input_tokens", "output_tokens"):
+        usage = getattr(answers, name)
+        if isinstance(usage, bool) or not isinstance(usage, int) or usage < 0:
+            raise JudgeError(f"judge usage {name} must be a non-negative integer")
+    return out

@@ -1,0 +1,156 @@
+"""Policy: the config, which pairs may be judged (SPEC §3), and scores to actions (SPEC §6).
+
+Rules beat scores: a pinned pair is never a candidate, and uncertainty is never permission to delete.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .errors import ConfigError
+from .transcript import Pair, ThinkingBlock, Transcript
+
+SUSPENDED_METADATA_KEYS = ("suspended", "pending", "jev.suspended")
+
+
+class Action(str, Enum):
+    """What happens to one pair."""
+
+    KEEP = "KEEP"
+    TRUNCATE_RESULT = "TRUNCATE_RESULT"
+    DROP_PAIR = "DROP_PAIR"
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """The judge's two probabilities for a pair (None when refused or pinned-by-rule) and why."""
+
+    keep_call: float | None
+    keep_result: float | None
+    reason: str
+
+
+PINNED_SCORES = Scores(1.0, 1.0, "PINNED")
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number (got {value!r})")
+    return float(value)
+
+
+def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer (got {value!r})")
+    if value < low or (high is not None and value > high):
+        rule = f">= {low}" if high is None else f"in {low}..{high}"
+        raise ConfigError(f"{name} must be {rule} (got {value})")
+    return value
+
+
+def _names(name: str, values: Iterable[str]) -> frozenset[str]:
+    if isinstance(values, str):
+        raise ConfigError(f"{name} must be a collection of strings, not one string (got {values!r})")
+    out = frozenset(values)
+    for v in out:
+        if not isinstance(v, str) or not v.strip():
+            raise ConfigError(f"{name} must contain non-blank strings (got {v!r})")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionConfig:
+    """Limits and thresholds of one compactor. The default thresholds are for demonstration: calibrate."""
+
+    discard_threshold: float = 0.2
+    keep_threshold: float = 0.8
+    preserve_recent_messages: int = 6
+    max_state_tokens: int = 25_000
+    max_request_tokens: int = 30_000
+    max_questions: int = 128
+    max_concurrent_requests: int = 4
+    truncate_head_chars: int = 300
+    minimum_reduction: float = 0.1
+    max_transcript_chars: int = 5_000_000
+    eligible_tools: frozenset[str] = field(default_factory=frozenset)
+    pinned_message_ids: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        d = _number("discard_threshold", self.discard_threshold)
+        k = _number("keep_threshold", self.keep_threshold)
+        if d < 0:
+            raise ConfigError(f"discard_threshold must be >= 0 (got {d})")
+        if k > 1:
+            raise ConfigError(f"keep_threshold must be <= 1 (got {k})")
+        if not d < k:
+            raise ConfigError(f"keep_threshold must be > discard_threshold (got {k} <= {d})")
+        _integer("preserve_recent_messages", self.preserve_recent_messages, 0)
+        _integer("max_state_tokens", self.max_state_tokens, 1)
+        _integer("max_request_tokens", self.max_request_tokens, 2)
+        if self.max_request_tokens <= self.max_state_tokens:
+            raise ConfigError(f"max_request_tokens must be > max_state_tokens "
+                              f"(got {self.max_request_tokens} <= {self.max_state_tokens})")
+        _integer("max_questions", self.max_questions, 2, 512)
+        _integer("max_concurrent_requests", self.max_concurrent_requests, 1, 16)
+        _integer("truncate_head_chars", self.truncate_head_chars, 0)
+        m = _number("minimum_reduction", self.minimum_reduction)
+        if not 0 <= m < 1:
+            raise ConfigError(f"minimum_reduction must be in [0, 1) (got {m})")
+        _integer("max_transcript_chars", self.max_transcript_chars, 1)
+        object.__setattr__(self, "eligible_tools", _names("eligible_tools", self.eligible_tools))
+        object.__setattr__(self, "pinned_message_ids", _names("pinned_message_ids", self.pinned_message_ids))
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], where: str = "config") -> CompactionConfig:
+        """A config from a JSON object of field names (as `jev compact --config` reads it)."""
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where}: must be a JSON object of CompactionConfig fields")
+        known = set(cls.__dataclass_fields__)
+        for key in values:
+            if key not in known:
+                raise ConfigError(f"{where}: unknown CompactionConfig field {key!r}")
+        return cls(**values)
+
+
+def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> set[int]:
+    """Indices of the messages no judgment may touch (SPEC §3)."""
+    n = len(transcript.messages)
+    pinned = {0} if n else set()
+    pinned.update(range(max(0, n - config.preserve_recent_messages), n))
+    for i, message in enumerate(transcript.messages):
+        if (message.role == "system" or message.id in config.pinned_message_ids or message.pinned_by_metadata
+                or any(isinstance(b, ThinkingBlock) for b in message.content)):
+            pinned.add(i)
+    return pinned
+
+
+def _pair_rule_pins(pair: Pair, config: CompactionConfig) -> bool:
+    result = pair.result
+    meta = result.metadata or {}
+    return (pair.tool not in config.eligible_tools or result.state != "success"
+            or any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS) or not result.text_only)
+
+
+def candidates(transcript: Transcript, config: CompactionConfig) -> list[Pair]:
+    """Pairs that may be judged, in key order: neither message pinned and no pair rule holds."""
+    pinned = pinned_message_indices(transcript, config)
+    return [p for p in transcript.pairs
+            if p.call_message not in pinned and p.result_message not in pinned and not _pair_rule_pins(p, config)]
+
+
+def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig) -> tuple[Action, Scores]:
+    """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED."""
+    if keep_call is None or keep_result is None:
+        return Action.KEEP, Scores(keep_call, keep_result, "REFUSED")
+    d, k = config.discard_threshold, config.keep_threshold
+    if keep_result <= d and keep_call <= d:
+        return Action.DROP_PAIR, Scores(keep_call, keep_result, "DROP_PAIR")
+    if keep_result <= d and keep_call >= k:
+        return Action.TRUNCATE_RESULT, Scores(keep_call, keep_result, "TRUNCATE_RESULT")
+    if keep_result >= k:
+        return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
+    return Action.KEEP, Scores(keep_call, keep_result, "UNCERTAIN")

@@ -1,0 +1,95 @@
+"""The two yes/no questions per candidate pair and their batching under the request budget (SPEC §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .errors import StateBudgetError
+from .state import estimate_tenths
+from .transcript import Pair, canonical_json
+
+ENVELOPE_TOKENS = 20
+
+
+def call_question(key: str) -> str:
+    return (f"Knowing that tool call {key} occurred, with its input, is still needed to continue this task "
+            "correctly.")
+
+
+def result_question(key: str) -> str:
+    return (f"The full result of tool call {key} is still needed verbatim for the next work; removing it from "
+            "active context risks losing necessary evidence.")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One yes/no question: `id` is `call_tK` or `result_tK`."""
+
+    id: str
+    instructions: str
+
+    def wire(self) -> dict[str, str]:
+        """The System One `noul` question object."""
+        return {"type": "noul", "instructions": self.instructions}
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Questions sent together with the full state in one judge request."""
+
+    questions: tuple[Question, ...]
+    tokens: int
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(q.id for q in self.questions)
+
+
+def questions_for(pair: Pair) -> tuple[Question, Question]:
+    return Question(f"call_{pair.key}", call_question(pair.key)), Question(f"result_{pair.key}", result_question(pair.key))
+
+
+def _entry_tenths(question: Question) -> int:
+    """Estimated tenths of tokens of `"id":{...}` inside the questions map.
+
+    Entries are joined by `,` and wrapped in `{}` (0.9 tokens each); entry borders fall on quote
+    characters, so the estimate of the whole map is exactly the sum of its parts.
+    """
+    return estimate_tenths(canonical_json({question.id: question.wire()}).decode()[1:-1])
+
+
+_BRACES, _COMMA = 18, 9
+
+
+def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_request_tokens: int) -> list[Batch]:
+    """Pairs in key order, two questions each, packed so that every request fits both limits."""
+    out: list[Batch] = []
+    current: list[Question] = []
+    tenths = _BRACES
+
+    def room(total_tenths: int) -> bool:
+        return state_tokens + -(-total_tenths // 10) + ENVELOPE_TOKENS <= max_request_tokens
+
+    for pair in pairs:
+        qs = questions_for(pair)
+        own = sum(_entry_tenths(q) for q in qs) + _COMMA  # the comma between the pair's two entries
+        add = own + (_COMMA if current else 0)
+        fits = len(current) + 2 <= max_questions and room(tenths + add)
+        if not fits and current:
+            out.append(Batch(tuple(current), -(-tenths // 10)))
+            current, tenths, add = [], _BRACES, own
+            fits = room(tenths + add)
+        if not fits:
+            raise StateBudgetError(f"no room for compaction questions: pair {pair.key} does not fit "
+                                   f"max_request_tokens {max_request_tokens} beside a state of ~{state_tokens} tokens")
+        current.extend(qs)
+        tenths += add
+    if current:
+        out.append(Batch(tuple(current), -(-tenths // 10)))
+    return out
+
+
+def questions_map(batch: Batch) -> dict[str, dict[str, str]]:
+    """The wire `questions` object of a batch."""
+    return {q.id: q.wire() for q in batch.questions}

@@ -1,0 +1,159 @@
+"""Decision records and where they go (SPEC §7).
+
+A record holds metadata only: statuses, counts, scores and sizes — never message text, tool inputs or
+outputs, or exception text. A sink is any callable `(context, record)`; the ones here write JSON Lines to
+any fsspec URL, log through `logging`, or deliver from a bounded background queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import orjson
+
+from .decision import Decision, Plan
+from .policy import Action
+
+PURPOSE = "context_compaction"
+log = logging.getLogger("jev.records")
+
+
+@dataclass(frozen=True, slots=True)
+class PairRecord:
+    """The judgment of one candidate pair, for calibration: scores, action, and the result's size."""
+
+    key: str
+    call_id: str
+    tool: str
+    keep_call: float | None
+    keep_result: float | None
+    action: str
+    reason: str
+    result_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decision record."""
+
+    purpose: str
+    version: str
+    mode: str
+    status: str
+    reason: str
+    elapsed_ms: int
+    recommendation: Mapping[str, str] = field(default_factory=dict)
+    pairs: tuple[PairRecord, ...] = ()
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"purpose": self.purpose, "version": self.version, "mode": self.mode, "status": self.status,
+             "reason": self.reason, "elapsed_ms": self.elapsed_ms, "recommendation": dict(self.recommendation),
+             "pairs": [{"key": p.key, "call_id": p.call_id, "tool": p.tool, "keep_call": p.keep_call,
+                        "keep_result": p.keep_result, "action": p.action, "reason": p.reason,
+                        "result_chars": p.result_chars} for p in self.pairs]}
+        if self.error:
+            d["error"] = self.error
+        return d
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.to_dict())
+
+
+def recommendation(plan: Plan | None, decided: bool) -> dict[str, str]:
+    """The string map a host reads from a record (all values strings, as the reference has them)."""
+    if plan is None:
+        return {}
+    rec = {"requests": str(plan.requests), "state_stage": plan.state_stage,
+           "input_tokens": str(plan.input_tokens), "output_tokens": str(plan.output_tokens),
+           "reduction": f"{plan.reduction:.4f}"}
+    if decided:
+        rec.update({"pairs_removed": str(plan.count(Action.DROP_PAIR)),
+                    "results_truncated": str(plan.count(Action.TRUNCATE_RESULT)),
+                    "archive_reference": plan.archive_reference})
+    return rec
+
+
+def build_record(decision: Decision, *, version: str, mode: str, elapsed_ms: int,
+                 pairs: tuple[PairRecord, ...] = ()) -> Record:
+    return Record(PURPOSE, version, mode, decision.status.value, decision.reason.value, elapsed_ms,
+                  dict(decision.recommendation), pairs, decision.error_kind)
+
+
+def deliver(observer: Callable[[Any, Record], None] | None, context: Any, record: Record) -> None:
+    """Call the observer; its exceptions are logged and swallowed (observability never changes outcomes)."""
+    if observer is None:
+        return
+    try:
+        observer(context, record)
+    except Exception:  # noqa: BLE001 - by contract
+        log.warning("decision record observer failed; record dropped", exc_info=True)
+
+
+class JsonlSink:
+    """Appends one JSON line per record to a file on any fsspec URL (`/path`, `file://`, `memory://`, …)."""
+
+    def __init__(self, url: str, **storage_options: Any) -> None:
+        self.url = url
+        self._fs, self._path = fsspec.core.url_to_fs(url, **storage_options)
+        self._lock = threading.Lock()
+        parent = self._fs._parent(self._path)
+        if parent:
+            self._fs.makedirs(parent, exist_ok=True)
+
+    def __call__(self, context: Any, record: Record) -> None:
+        line = record.to_json() + b"\n"
+        with self._lock, self._fs.open(self._path, "ab") as f:
+            f.write(line)
+
+
+class LoggingSink:
+    """Logs each record as JSON at `level` on the `jev.records` logger (or `logger`)."""
+
+    def __init__(self, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
+        self.logger = logger or log
+        self.level = level
+
+    def __call__(self, context: Any, record: Record) -> None:
+        self.logger.log(self.level, "%s", record.to_json().decode())
+
+
+class AsyncSink:
+    """Delivers to `inner` from a daemon thread through a bounded queue; when full, drops with a warning
+    so that a slow sink never blocks a plan. `close()` drains what is queued."""
+
+    def __init__(self, inner: Callable[[Any, Record], None], maxsize: int = 256) -> None:
+        self.inner = inner
+        self.dropped = 0
+        self._queue: queue.Queue[tuple[Any, Record] | None] = queue.Queue(maxsize)
+        self._thread = threading.Thread(target=self._run, name="jev-records", daemon=True)
+        self._thread.start()
+
+    def __call__(self, context: Any, record: Record) -> None:
+        try:
+            self._queue.put_nowait((context, record))
+        except queue.Full:
+            self.dropped += 1
+            log.warning("decision record queue full (%d); record dropped", self._queue.maxsize)
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            deliver(self.inner, *item)
+
+    def close(self, timeout: float | None = 5.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+
+def fanout(*observers: Callable[[Any, Record], None]) -> Callable[[Any, Record], None]:
+    """One observer that calls several, each isolated from the others' failures."""
+    def observe(context: Any, record: Record) -> None:
+        for observer in observers:
+            deliver(observer, context, record)
+    return observe

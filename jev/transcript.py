@@ -1,0 +1,333 @@
+"""The transcript model (SPEC §1), its own JSON form, canonical JSON, and validation + pairing (SPEC §2).
+
+Messages and blocks are frozen values: the library never mutates what a host hands it, and untouched
+messages can be passed back as the very same objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeAlias
+
+import orjson
+
+from .errors import FormatError, TranscriptError
+
+ROLES = ("system", "user", "assistant", "tool")
+RESULT_STATES = ("success", "error", "rejected", "incomplete", "pending")
+PINNED_METADATA_KEY = "jev.context.pinned"
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text."""
+
+    text: str
+    type: ClassVar[str] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """Model reasoning; pins its message and is never sent to a judge."""
+
+    thinking: str
+    type: ClassVar[str] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool call: `id` is the call id, `input` any JSON value."""
+
+    id: str
+    name: str
+    input: Any
+    type: ClassVar[str] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class OtherBlock:
+    """Any other block (image, audio, file, unknown), kept verbatim as its JSON object."""
+
+    data: Mapping[str, Any]
+
+    @property
+    def type(self) -> str:
+        return str(self.data.get("type", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The result of call `id`; `output` is a string (one text block) or a tuple of blocks."""
+
+    id: str
+    name: str
+    output: str | tuple[Block, ...]
+    state: str = "success"
+    metadata: Mapping[str, Any] | None = None
+    type: ClassVar[str] = "tool_result"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.output, list):
+            object.__setattr__(self, "output", tuple(self.output))
+        if self.state not in RESULT_STATES:
+            raise FormatError(f"tool_result state must be one of {', '.join(RESULT_STATES)} (got {self.state!r})")
+
+    @property
+    def text(self) -> str:
+        """The result's text: the string output, or its text blocks joined with newlines."""
+        if isinstance(self.output, str):
+            return self.output
+        return "\n".join(b.text for b in self.output if isinstance(b, TextBlock))
+
+    @property
+    def text_only(self) -> bool:
+        """True when every output block is text (non-text output pins the pair, SPEC §3)."""
+        return isinstance(self.output, str) or all(isinstance(b, TextBlock) for b in self.output)
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | OtherBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One transcript message; `name`, `metadata` and `timestamp` are carried through untouched."""
+
+    id: str
+    role: str
+    content: tuple[Block, ...]
+    name: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    timestamp: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, list):
+            object.__setattr__(self, "content", tuple(self.content))
+        if self.role not in ROLES:
+            raise FormatError(f"message role must be one of {', '.join(ROLES)} (got {self.role!r})")
+        if not isinstance(self.id, str):
+            raise FormatError(f"message id must be a string (got {type(self.id).__name__})")
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined with newlines (thinking excluded)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def pinned_by_metadata(self) -> bool:
+        return self.metadata is not None and self.metadata.get(PINNED_METADATA_KEY) is True
+
+    def replace(self, **changes: Any) -> Message:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+# --- the library's own JSON form (format `jev`) -------------------------------------------------
+
+
+def block_to_dict(block: Block) -> dict[str, Any]:
+    """The JSON object of one block."""
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResultBlock):
+        output = block.output if isinstance(block.output, str) else [block_to_dict(b) for b in block.output]
+        d: dict[str, Any] = {"type": "tool_result", "id": block.id, "name": block.name, "output": output,
+                             "state": block.state}
+        if block.metadata is not None:
+            d["metadata"] = block.metadata
+        return d
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking}
+    return dict(block.data)
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The JSON object of one message; absent optional fields are left out."""
+    d: dict[str, Any] = {"id": message.id, "role": message.role,
+                         "content": [block_to_dict(b) for b in message.content]}
+    if message.name is not None:
+        d["name"] = message.name
+    if message.metadata is not None:
+        d["metadata"] = message.metadata
+    if message.timestamp is not None:
+        d["timestamp"] = message.timestamp
+    return d
+
+
+_BLOCK_FIELDS = {
+    "text": ({"type", "text"}, set()),
+    "thinking": ({"type", "thinking"}, set()),
+    "tool_use": ({"type", "id", "name", "input"}, set()),
+    "tool_result": ({"type", "id", "name", "output"}, {"state", "metadata"}),
+}
+_MESSAGE_FIELDS = ({"id", "role", "content"}, {"name", "metadata", "timestamp"})
+
+
+def _check_fields(obj: Any, where: str, required: set[str], optional: set[str], what: str) -> None:
+    if not isinstance(obj, dict):
+        raise FormatError(f"{where}: {what} must be a JSON object (got {type(obj).__name__})")
+    missing = required - obj.keys()
+    if missing:
+        raise FormatError(f"{where}: {what} is missing required field {sorted(missing)[0]!r}")
+    unknown = obj.keys() - required - optional
+    if unknown:
+        raise FormatError(f"{where}: unknown field {sorted(unknown)[0]!r} in {what}")
+
+
+def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
+    value = obj[key]
+    if not isinstance(value, str):
+        raise FormatError(f"{where}.{key}: must be a string (got {type(value).__name__})")
+    return value
+
+
+def block_from_dict(obj: Any, where: str) -> Block:
+    """One block from its JSON object; unknown types become `OtherBlock` (validation decides later)."""
+    if not isinstance(obj, dict):
+        raise FormatError(f"{where}: block must be a JSON object (got {type(obj).__name__})")
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise FormatError(f"{where}.type: must be a string")
+    if kind not in _BLOCK_FIELDS:
+        return OtherBlock(obj)
+    required, optional = _BLOCK_FIELDS[kind]
+    _check_fields(obj, where, required, optional, f"a {kind} block")
+    if kind == "text":
+        return TextBlock(_str_field(obj, "text", where))
+    if kind == "thinking":
+        return ThinkingBlock(_str_field(obj, "thinking", where))
+    if kind == "tool_use":
+        return ToolUseBlock(_str_field(obj, "id", where), _str_field(obj, "name", where), obj["input"])
+    output = obj["output"]
+    if isinstance(output, list):
+        output = tuple(block_from_dict(b, f"{where}.output[{i}]") for i, b in enumerate(output))
+    elif not isinstance(output, str):
+        raise FormatError(f"{where}.output: must be a string or a list of blocks (got {type(output).__name__})")
+    state = obj.get("state", "success")
+    if state not in RESULT_STATES:
+        raise FormatError(f"{where}.state: must be one of {', '.join(RESULT_STATES)} (got {state!r})")
+    metadata = obj.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise FormatError(f"{where}.metadata: must be a JSON object")
+    return ToolResultBlock(_str_field(obj, "id", where), _str_field(obj, "name", where), output, state, metadata)
+
+
+def message_from_dict(obj: Any, where: str) -> Message:
+    """One message from its JSON object, with errors that name the path (`messages[3].content[1].id`)."""
+    required, optional = _MESSAGE_FIELDS
+    _check_fields(obj, where, required, optional, "a message")
+    role = _str_field(obj, "role", where)
+    if role not in ROLES:
+        raise FormatError(f"{where}.role: must be one of {', '.join(ROLES)} (got {role!r})")
+    content = obj["content"]
+    if not isinstance(content, list):
+        raise FormatError(f"{where}.content: must be a list of blocks (got {type(content).__name__})")
+    blocks = tuple(block_from_dict(b, f"{where}.content[{i}]") for i, b in enumerate(content))
+    name = obj.get("name")
+    if name is not None and not isinstance(name, str):
+        raise FormatError(f"{where}.name: must be a string")
+    metadata = obj.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise FormatError(f"{where}.metadata: must be a JSON object")
+    timestamp = obj.get("timestamp")
+    if timestamp is not None and not isinstance(timestamp, str):
+        raise FormatError(f"{where}.timestamp: must be a string")
+    return Message(_str_field(obj, "id", where), role, blocks, name, metadata, timestamp)
+
+
+def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
+    """A message list from the `jev` JSON form."""
+    if not isinstance(data, list):
+        raise FormatError(f"{where}: must be a JSON array of messages (got {type(data).__name__})")
+    return [message_from_dict(m, f"{where}[{i}]") for i, m in enumerate(data)]
+
+
+# --- canonical JSON ----------------------------------------------------------------------------
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Message):
+        return message_to_dict(value)
+    if isinstance(value, (TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, OtherBlock)):
+        return block_to_dict(value)
+    if isinstance(value, (frozenset, set)):
+        return sorted(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON (SPEC §1): orjson with sorted keys, UTF-8; messages and blocks in their `jev` form."""
+    return orjson.dumps(value, default=_default, option=_CANONICAL)
+
+
+def canonical_chars(value: Any) -> int:
+    """Size in the spec's unit: characters of the canonical JSON."""
+    return len(canonical_json(value).decode())
+
+
+# --- validation and pairing (SPEC §2) --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A call and its result: key `tK` in the order results appear; indices point into the messages."""
+
+    key: str
+    call_id: str
+    tool: str
+    call_message: int
+    result_message: int
+    call: ToolUseBlock
+    result: ToolResultBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A validated message list with its pair table and the ids of calls still pending."""
+
+    messages: tuple[Message, ...]
+    pairs: tuple[Pair, ...]
+    pending: frozenset[str] = field(default_factory=frozenset)
+
+    def pair_by_call_id(self) -> dict[str, Pair]:
+        return {p.call_id: p for p in self.pairs}
+
+
+def analyze(messages: Sequence[Message]) -> Transcript:
+    """Validate a transcript and pair its calls and results, or raise `TranscriptError` naming the culprit."""
+    seen_messages: set[str] = set()
+    for i, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise TranscriptError(f"messages[{i}] is a {type(message).__name__}, not a jev.Message")
+        if message.id in seen_messages:
+            raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
+        seen_messages.add(message.id)
+
+    calls: dict[str, tuple[int, ToolUseBlock]] = {}
+    answered: set[str] = set()
+    pairs: list[Pair] = []
+    for i, message in enumerate(messages):
+        for j, block in enumerate(message.content):
+            where = f"messages[{i}].content[{j}]"
+            if isinstance(block, ToolUseBlock):
+                if not block.id.strip() or block.id in calls:
+                    raise TranscriptError(f"ambiguous call id {block.id!r} at {where}")
+                calls[block.id] = (i, block)
+            elif isinstance(block, ToolResultBlock):
+                call = calls.get(block.id)
+                if call is None or call[0] >= i or call[1].name != block.name or block.id in answered:
+                    raise TranscriptError(f"unpaired result {block.id!r} ({block.name}) at {where}")
+                answered.add(block.id)
+                pairs.append(Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block))
+            elif not isinstance(block, (TextBlock, ThinkingBlock)):
+                raise TranscriptError(f"unsupported transcript content {block.type!r} at {where}")
+    pending = frozenset(calls.keys() - answered)
+    return Transcript(tuple(messages), tuple(pairs), pending)
