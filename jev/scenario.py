@@ -4,8 +4,16 @@ scripted model step. `jev demo`, `examples/fix_login.py` and the tests share it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+from archive import FileArchive, Scope
+
+from .compactor import Compactor
+from .decision import Decision, ExecutionOptions, Mode, Status
+from .judges import LocalJudge, ReplayJudge
 from .policy import CompactionConfig
+from .records import Record
 from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
 CONSTRAINT = "Never edit generated files. Fix the failing count test."
@@ -45,3 +53,30 @@ class ScriptedModel:
             if needed not in request:
                 raise AssertionError(f"the model lost {needed!r}")
         return "The test expects count 3; generated files remain unchanged."
+
+
+async def run_reference(workdir: Path) -> dict[str, Any]:
+    """The scenario in ENFORCE with the reference answers and a file archive, then the model step and a
+    restore; returns what happened (for `jev demo`)."""
+    archive = FileArchive(workdir / "archive", 1_000_000)
+    records: list[Record] = []
+    judge = ReplayJudge(REFERENCE_ANSWERS["answers"], default=REFERENCE_ANSWERS["default"],
+                        model=REFERENCE_ANSWERS["model"])
+    options = ExecutionOptions(Mode.ENFORCE, 3.0, "offline-demo", lambda _ctx, record: records.append(record))
+    compactor = Compactor(judge, CONFIG, options, archive)
+    scope = Scope(USER, AGENT, SESSION)
+    history = messages()
+    decision = await compactor.plan(history, scope=scope)
+    adopted = list(decision.plan.messages) if decision.status is Status.DECIDED and decision.plan else history
+    model = ScriptedModel()
+    answer = model(adopted)
+    reference = records[-1].recommendation.get("archive_reference", "")
+    restored = archive.restore(scope, reference) if reference else []
+    return {"decision": decision, "history": adopted, "judge_calls": judge.calls, "model_calls": model.calls,
+            "answer": answer, "archive": archive, "reference": reference, "restored": restored,
+            "restored_equal": restored == history}
+
+
+async def run_local(history: Sequence[Message]) -> Decision:
+    """The same transcript judged in SHADOW by the embedded local judge."""
+    return await Compactor(LocalJudge(), CONFIG, ExecutionOptions(Mode.SHADOW, 3.0, "offline-demo")).plan(history)

@@ -1,0 +1,1 @@
+"""The `jev` command line (SPEC §10): `demo`, `compact`, `restore`."""

@@ -1,0 +1,75 @@
+"""What every command shares: usage errors, reading JSON input, writing JSON output, the stderr console."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from archive.scope import Scope
+
+from ..decision import Status
+from ..errors import ConfigError
+
+EXIT_OK, EXIT_USAGE, EXIT_ERROR = 0, 2, 3
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input: one line on stderr, exit 2, nothing on stdout."""
+
+
+def read_json(source: str, what: str = "INPUT") -> Any:
+    """Parse JSON from a file path or `-` (stdin); errors say what and where."""
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {source!r}: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise UsageError(f"{what} {source!r} is empty")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"{what} {source!r} is not valid JSON: {exc}") from None
+
+
+def write_json(value: Any, out: str | None) -> None:
+    """JSON to stdout, or atomically to `out` (never a partial file)."""
+    data = orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+    if out is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    target = Path(out).resolve()
+    fd, tmp = tempfile.mkstemp(prefix=".jev-out-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def console(quiet: bool) -> Console:
+    """The human summary goes to stderr; `-q` silences it."""
+    return Console(stderr=True, quiet=quiet, highlight=False)
+
+
+def exit_code(status: Status) -> int:
+    return EXIT_ERROR if status in (Status.ERROR, Status.CANCELLED) else EXIT_OK
+
+
+def scope_from_args(args: Any) -> Scope | None:
+    """The archive scope from --user/--agent/--session, None when none is given."""
+    given = [args.user, args.agent, args.session]
+    if not any(given):
+        return None
+    try:
+        return Scope(args.user or "", args.agent or "", args.session or "")
+    except ConfigError as exc:
+        raise UsageError(f"--user, --agent and --session: {exc}") from None

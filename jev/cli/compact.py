@@ -1,0 +1,162 @@
+"""`jev compact`: plan (and in ENFORCE, apply) a compaction of a transcript file."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from typing import Any
+
+from archive import open_archive
+
+from ..compactor import Compactor
+from ..decision import Decision, ExecutionOptions, Mode, Status
+from ..errors import ArchiveError, ConfigError, FormatError
+from ..formats import FORMATS, PLANNED, detect, dump, load
+from ..judges import LocalJudge, ReplayJudge, SystemOneJudge
+from ..policy import CompactionConfig
+from ..records import JsonlSink
+from .common import UsageError, console, exit_code, read_json, scope_from_args, write_json
+
+DEFAULT_BUDGET = 10.0
+
+
+def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("compact", parents=[parent], help="judge a transcript and propose (or apply) a compaction")
+    p.add_argument("input", metavar="INPUT|-", help="transcript JSON file, or - for stdin")
+    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS + PLANNED)}")
+    p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"])
+    p.add_argument("--judge", default="local", help="local | systemone | openai | replay:FILE")
+    p.add_argument("--judge-url", help="System One base URL (else JEV_BASE_URL)")
+    p.add_argument("--judge-model", help="model name sent to the judge")
+    p.add_argument("--config", help="JSON file of CompactionConfig fields by their Python names")
+    p.add_argument("--eligible-tools", help="comma-separated tools whose history may be judged")
+    p.add_argument("--keep-threshold", type=float)
+    p.add_argument("--discard-threshold", type=float)
+    p.add_argument("--preserve-recent", type=int)
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the whole plan")
+    p.add_argument("--archive", help="archive directory (ENFORCE)")
+    p.add_argument("--user")
+    p.add_argument("--agent")
+    p.add_argument("--session")
+    p.add_argument("--records", help="append decision records (JSON Lines) to this path or fsspec URL")
+    p.add_argument("--out", help="write the JSON result here instead of stdout")
+    p.set_defaults(run=run)
+
+
+def _config(args: argparse.Namespace) -> CompactionConfig:
+    try:
+        config = CompactionConfig()
+        if args.config:
+            values = read_json(args.config, "--config")
+            if isinstance(values, dict):
+                for key in ("eligible_tools", "pinned_message_ids"):
+                    if isinstance(values.get(key), list):
+                        values[key] = frozenset(values[key])
+            config = CompactionConfig.from_mapping(values, f"--config {args.config}")
+        overrides: dict[str, Any] = {}
+        if args.eligible_tools is not None:
+            overrides["eligible_tools"] = frozenset(t.strip() for t in args.eligible_tools.split(",") if t.strip())
+        for flag, field in (("keep_threshold", "keep_threshold"), ("discard_threshold", "discard_threshold"),
+                            ("preserve_recent", "preserve_recent_messages")):
+            if getattr(args, flag) is not None:
+                overrides[field] = getattr(args, flag)
+        return dataclasses.replace(config, **overrides) if overrides else config
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def judge_from(spec: str, url: str | None, model: str | None) -> Any:
+    """The judge a `--judge` value names; credentials come from the environment only."""
+    try:
+        if spec == "local":
+            return LocalJudge()
+        if spec == "systemone":
+            return SystemOneJudge(url, **({"model": model} if model else {}))
+        if spec.startswith("replay:"):
+            return ReplayJudge.from_file(spec.removeprefix("replay:"))
+    except (ConfigError, FormatError) as exc:
+        raise UsageError(str(exc)) from None
+    if spec == "openai":
+        raise UsageError("--judge openai (OpenAI Decisions) is not available in this version; "
+                         "use local, systemone or replay:FILE")
+    raise UsageError(f"--judge must be local, systemone, openai or replay:FILE (got {spec!r})")
+
+
+def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -> dict[str, Any]:
+    plan = decision.plan
+    adopted = decision.status is Status.DECIDED and mode is Mode.ENFORCE and plan is not None
+    out: dict[str, Any] = {
+        "status": decision.status.value, "reason": decision.reason.value, "mode": mode.value,
+        "messages": dump(list(plan.messages) if adopted else messages, fmt),
+        "decisions": {k: a.value for k, a in plan.decisions.items()} if plan else {},
+        "scores": {k: {"keep_call": s.keep_call, "keep_result": s.keep_result, "reason": s.reason}
+                   for k, s in plan.scores.items()} if plan else {},
+        "pairs": {k: {"call_id": c, "tool": t} for k, (c, t) in plan.pairs.items()} if plan else {},
+        "requests": plan.requests if plan else 0,
+        "state_stage": plan.state_stage if plan else "",
+        "input_tokens": plan.input_tokens if plan else 0,
+        "output_tokens": plan.output_tokens if plan else 0,
+        "reduction": plan.reduction if plan else 0.0,
+        "archive_reference": plan.archive_reference if plan else "",
+    }
+    if decision.detail:
+        out["detail"] = decision.detail
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    out = console(args.quiet)
+    data = read_json(args.input)
+    try:
+        fmt = detect(data) if args.format == "auto" else args.format
+        messages = load(data, fmt)
+    except FormatError as exc:
+        raise UsageError(f"INPUT {args.input!r}: {exc}") from None
+    config = _config(args)
+    mode = Mode(args.mode.upper())
+    scope = scope_from_args(args)
+    archive = None
+    if mode is Mode.ENFORCE:
+        if not args.archive or scope is None:
+            raise UsageError("--mode enforce needs --archive and --user, --agent, --session")
+        try:
+            archive = open_archive(args.archive)
+        except (ArchiveError, ConfigError) as exc:
+            raise UsageError(f"--archive {args.archive!r}: {exc}") from None
+    judge = judge_from(args.judge, args.judge_url, args.judge_model) if mode is not Mode.OFF else LocalJudge()
+    try:
+        observer = JsonlSink(args.records) if args.records else None
+        options = ExecutionOptions(mode, args.budget, "cli", observer)
+    except (ConfigError, ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    compactor = Compactor(judge, config, options, archive)
+    with out.status(f"judging {len(messages)} messages…") if out.is_terminal else _nothing():
+        decision = compactor.plan_sync(messages, scope=scope)
+    result = result_json(decision, mode, messages, fmt)
+    write_json(result, args.out)
+    _summary(out, result, os.fspath(args.input))
+    return exit_code(decision.status)
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _summary(out: Any, result: dict[str, Any], source: str) -> None:
+    counts: dict[str, int] = {}
+    for action in result["decisions"].values():
+        counts[action] = counts.get(action, 0) + 1
+    line = f"[bold]{result['status']}[/] / {result['reason']} ({result['mode']}) for {source}"
+    if result["decisions"]:
+        line += f": {len(result['decisions'])} pairs " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        line += f"; reduction {result['reduction']:.1%}, {result['requests']} judge request(s)"
+    if result["archive_reference"]:
+        line += f"; archived {result['archive_reference'][:12]}…"
+    if result.get("detail"):
+        line += f" — {result['detail']}"
+    out.print(line)

@@ -1,0 +1,46 @@
+"""The `jev` command: JSON on stdout (the machine contract), a short summary on stderr.
+
+Exit 0 on any orderly outcome (DECIDED, INCONCLUSIVE, SKIPPED), 3 on ERROR/CANCELLED, 2 on bad usage or
+unreadable input (one line, no traceback, nothing on stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import compact, demo, restore
+from .common import EXIT_USAGE, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    p = _Parser(prog="jev", description="Judged, reversible context compaction for LLM agents.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    demo.add_parser(sub, parent)
+    compact.add_parser(sub, parent)
+    restore.add_parser(sub, parent)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+        return int(args.run(args))
+    except UsageError as exc:
+        print(f"jev: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("jev: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`jev restore`: read an archived snapshot (or one pair of it) back, verified; never re-runs a tool."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from archive import open_archive
+from archive.snapshot import check_reference
+
+from ..errors import ArchiveError, ConfigError, FormatError
+from ..formats import dump
+from .common import EXIT_ERROR, EXIT_OK, UsageError, console, scope_from_args, write_json
+
+
+def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("restore", parents=[parent], help="restore an archived snapshot")
+    p.add_argument("ref", metavar="REF", help="the archive reference (64 hex characters)")
+    p.add_argument("--archive", required=True, help="archive directory")
+    p.add_argument("--user", required=True)
+    p.add_argument("--agent", required=True)
+    p.add_argument("--session", required=True)
+    p.add_argument("--call-id", help="restore only this call and its result")
+    p.add_argument("--format", default="jev", help="output format (default jev)")
+    p.add_argument("--out", help="write the JSON result here instead of stdout")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = console(args.quiet)
+    try:
+        check_reference(args.ref)
+    except ArchiveError as exc:
+        raise UsageError(f"REF {args.ref!r}: {exc} (expected 64 lowercase hex characters)") from None
+    scope = scope_from_args(args)
+    try:
+        archive = open_archive(args.archive)
+    except (ArchiveError, ConfigError) as exc:
+        raise UsageError(f"--archive {args.archive!r}: {exc}") from None
+    try:
+        messages = (archive.restore_pair(scope, args.ref, args.call_id) if args.call_id
+                    else archive.restore(scope, args.ref))
+        rendered = dump(messages, args.format)
+    except FormatError as exc:
+        raise UsageError(f"--format: {exc}") from None
+    except ArchiveError as exc:
+        write_json({"status": "ERROR", "reference": args.ref, "detail": str(exc)}, args.out)
+        out.print(f"[bold red]restore failed[/]: {exc}")
+        return EXIT_ERROR
+    write_json({"status": "RESTORED", "reference": args.ref, "call_id": args.call_id, "messages": rendered},
+               args.out)
+    what = f"pair {args.call_id}" if args.call_id else "snapshot"
+    out.print(f"[bold]restored[/] {what}: {len(messages)} message(s), verified against {args.ref[:12]}…")
+    return EXIT_OK

@@ -1,0 +1,136 @@
+"""The tenant-facing service config: `{"jev": {"compaction": {...}}}` in a session's overrides JSON (SPEC §8).
+
+Only the listed keys are accepted, so a tenant can never set a key, an endpoint or an archive path.
+Absent, blank or OFF builds nothing: no judge client, no archive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .compactor import Compactor
+from .decision import ExecutionOptions, Mode, Observer
+from .errors import ConfigError
+from .judges.base import Judge
+from .policy import CompactionConfig
+
+SETTINGS = ("mode", "version", "budgetMillis", "threshold", "rejectionThreshold", "eligibleTools",
+            "preserveRecentMessages", "maxStateTokens", "maxRequestTokens", "maxQuestions", "truncateHeadChars",
+            "minimumReduction")
+MAX_BUDGET_MILLIS = 30_000
+MAX_STATE_TOKENS = 25_000
+MAX_REQUEST_TOKENS = 30_000
+SERVICE_MAX_TRANSCRIPT_CHARS = 5_000_000
+
+_INTEGERS = {  # JSON key -> (CompactionConfig field, default)
+    "preserveRecentMessages": ("preserve_recent_messages", 6),
+    "maxStateTokens": ("max_state_tokens", MAX_STATE_TOKENS),
+    "maxRequestTokens": ("max_request_tokens", MAX_REQUEST_TOKENS),
+    "maxQuestions": ("max_questions", 128),
+    "truncateHeadChars": ("truncate_head_chars", 300),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    """A parsed, enabled tenant config. Hashable and compared by value: part of an agent's build identity."""
+
+    mode: Mode
+    version: str
+    budget_millis: int
+    config: CompactionConfig
+
+    def options(self, observer: Observer | None = None) -> ExecutionOptions:
+        return ExecutionOptions(self.mode, self.budget_millis / 1000, self.version, observer)
+
+
+def _integer(obj: dict[str, Any], key: str, default: int) -> int:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"compaction setting {key} must be an integer (got {value!r})")
+    return value
+
+
+def _number(obj: dict[str, Any], key: str) -> float:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"explicit compaction thresholds required: {key} must be a JSON number (got {value!r})")
+    return float(value)
+
+
+def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
+    """The enabled config from overrides JSON, or None when absent, blank or OFF."""
+    if overrides_json is None or not overrides_json.strip():
+        return None
+    try:
+        root = orjson.loads(overrides_json)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"Invalid compaction configuration: not JSON ({exc})") from None
+    if not isinstance(root, dict):
+        raise ConfigError("Invalid compaction configuration: overrides must be a JSON object")
+    jev = root.get("jev")
+    if jev is None:
+        return None
+    if not isinstance(jev, dict):
+        raise ConfigError("Invalid compaction configuration: jev must be an object")
+    compaction = jev.get("compaction")
+    if compaction is None:
+        return None
+    if not isinstance(compaction, dict):
+        raise ConfigError("compaction must be an object")
+    for key in compaction:
+        if key not in SETTINGS:
+            raise ConfigError(f"Unknown compaction setting {key!r}")
+    mode_name = compaction.get("mode", "OFF")
+    if mode_name not in Mode.__members__:
+        raise ConfigError(f"compaction setting mode must be one of OFF, SHADOW, ENFORCE (got {mode_name!r})")
+    mode = Mode(mode_name)
+    if mode is Mode.OFF:
+        return None
+    version = compaction.get("version", "v1")
+    if not isinstance(version, str) or not version.strip():
+        raise ConfigError(f"compaction setting version must be a non-blank string (got {version!r})")
+    budget = _integer(compaction, "budgetMillis", 3000)
+    if not 1 <= budget <= MAX_BUDGET_MILLIS:
+        raise ConfigError(f"compaction budget exceeds service limits: budgetMillis must be 1..{MAX_BUDGET_MILLIS} "
+                          f"(got {budget})")
+    keep, discard = _number(compaction, "threshold"), _number(compaction, "rejectionThreshold")
+    tools = compaction.get("eligibleTools")
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools):
+        raise ConfigError("compaction setting eligibleTools must be a list of non-blank tool names "
+                          "(the tools whose history is safe to forget)")
+    ints = {field: _integer(compaction, key, default) for key, (field, default) in _INTEGERS.items()}
+    for key, limit in (("maxStateTokens", MAX_STATE_TOKENS), ("maxRequestTokens", MAX_REQUEST_TOKENS)):
+        if ints[_INTEGERS[key][0]] > limit:
+            raise ConfigError(f"compaction budget exceeds service limits: {key} must be <= {limit}")
+    reduction = compaction.get("minimumReduction", 0.1)
+    if isinstance(reduction, bool) or not isinstance(reduction, (int, float)):
+        raise ConfigError(f"compaction setting minimumReduction must be a number (got {reduction!r})")
+    try:
+        config = CompactionConfig(discard_threshold=discard, keep_threshold=keep, minimum_reduction=float(reduction),
+                                  max_transcript_chars=SERVICE_MAX_TRANSCRIPT_CHARS, eligible_tools=frozenset(tools),
+                                  **ints)
+    except ConfigError as exc:
+        raise ConfigError(f"invalid compaction config: {exc}") from None
+    return ServiceConfig(mode, version, budget, config)
+
+
+def load(overrides_json: str | bytes | None, *, archive: Any = None, judge: Judge | None = None,
+         observer: Observer | None = None) -> Compactor | None:
+    """A compactor for the tenant's config, or None (nothing built) when compaction is off.
+
+    The judge defaults to `SystemOneJudge()` with its key from the environment; ENFORCE needs an archive
+    supplied by the host (never chosen by the tenant)."""
+    settings = parse(overrides_json)
+    if settings is None:
+        return None
+    if settings.mode is Mode.ENFORCE and archive is None:
+        raise ConfigError("ENFORCE requires durable archive")
+    if judge is None:
+        from .judges.systemone import SystemOneJudge
+        judge = SystemOneJudge()
+    return Compactor(judge, settings.config, settings.options(observer), archive)
