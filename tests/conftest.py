@@ -1,0 +1,119 @@
+"""Shared builders for tests: the reference fixture transcript, judges that record what they were asked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from archive import FileArchive, Scope
+from jev import (CompactionConfig, Compactor, ExecutionOptions, Message, Mode, TextBlock, ToolResultBlock,
+                 ToolUseBlock)
+from jev.judges import Answers, JudgeRequest
+
+
+def msg(id: str, role: str, *blocks: Any, **kw: Any) -> Message:
+    return Message(id, role, tuple(blocks), **kw)
+
+
+def text(s: str) -> TextBlock:
+    return TextBlock(s)
+
+
+def call(id: str, name: str = "read", input: Any = None) -> ToolUseBlock:
+    return ToolUseBlock(id, name, {"path": f"{id}.txt"} if input is None else input)
+
+
+def result(id: str, output: Any = None, name: str = "read", state: str = "success", metadata: Any = None) -> ToolResultBlock:
+    return ToolResultBlock(id, name, f"evidence-{id} " * 500 if output is None else output, state, metadata)
+
+
+def reference_messages() -> list[Message]:
+    """The Java suite's fixture: first, three read pairs (old, preview, needed), last."""
+    out = [msg("first", "user", text("Never edit generated files. Keep the count test green."))]
+    for name in ("old", "preview", "needed"):
+        out.append(msg(f"c-{name}", "assistant", call(name)))
+        out.append(msg(f"r-{name}", "tool", result(name)))
+    out.append(msg("last", "user", text("Continue with the needed evidence.")))
+    return out
+
+
+def reference_config(recent: int = 1, questions: int = 128, state: int = 25_000, **kw: Any) -> CompactionConfig:
+    base = dict(discard_threshold=0.2, keep_threshold=0.8, preserve_recent_messages=recent, max_state_tokens=state,
+                max_request_tokens=state + 5000, max_questions=questions, truncate_head_chars=30,
+                minimum_reduction=0.01, max_transcript_chars=1_000_000, eligible_tools=frozenset({"read"}))
+    base.update(kw)
+    return CompactionConfig(**base)
+
+
+class ScriptedJudge:
+    """Answers by a function of the question id; records every request it receives."""
+
+    def __init__(self, answer: Callable[[str], Any] | dict[str, Any] | float = 0.99, *, delay: float = 0.0,
+                 fail_on: int | None = None, hook: Callable[[JudgeRequest], None] | None = None) -> None:
+        if isinstance(answer, dict):
+            table = answer
+            self.answer: Callable[[str], Any] = lambda qid: table.get(qid, 0.99)
+        elif callable(answer):
+            self.answer = answer
+        else:
+            self.answer = lambda qid, v=answer: v
+        self.delay, self.fail_on, self.hook = delay, fail_on, hook
+        self.requests: list[JudgeRequest] = []
+        self.cancelled = 0
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    async def ask(self, request: JudgeRequest) -> Answers:
+        self.requests.append(request)
+        ordinal = len(self.requests)
+        if self.hook:
+            self.hook(request)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        if self.fail_on is not None and ordinal == self.fail_on:
+            raise RuntimeError("judge unavailable")
+        return Answers({q.id: self.answer(q.id) for q in request.questions}, "fixture", 3, 1)
+
+
+class CountingArchive:
+    """A real FileArchive that counts what the compactor asked of it."""
+
+    def __init__(self, root: Any, fail: str | None = None) -> None:
+        self.inner = FileArchive(root)
+        self.saves = 0
+        self.fail = fail
+
+    def save(self, scope: Scope, messages: Sequence[Message]) -> str:
+        self.saves += 1
+        if self.fail:
+            raise OSError(self.fail)
+        return self.inner.save(scope, messages)
+
+    def restore(self, scope: Scope, ref: str) -> list[Message]:
+        return self.inner.restore(scope, ref)
+
+    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
+        return self.inner.restore_pair(scope, ref, call_id)
+
+
+SCOPE = Scope("user-1", "agent-1", "session-1")
+
+
+def compactor(judge: Any, config: CompactionConfig | None = None, mode: Mode = Mode.ENFORCE, archive: Any = None,
+              budget: float = 2.0, records: list | None = None) -> Compactor:
+    observer = (lambda _ctx, r: records.append(r)) if records is not None else None
+    return Compactor(judge, config or reference_config(), ExecutionOptions(mode, budget, "test", observer), archive)
+
+
+@pytest.fixture
+def archive(tmp_path: Any) -> CountingArchive:
+    return CountingArchive(tmp_path / "archive")

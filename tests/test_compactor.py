@@ -1,0 +1,332 @@
+"""The compactor end to end: the reference suite's 16 behaviours (jev-java-behavior.md §9.1), rewritten
+for this API, plus concurrency, refusals and invalid answers."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import pytest
+from conftest import (SCOPE, CountingArchive, ScriptedJudge, call, compactor, msg, reference_config,
+                      reference_messages, result, text)
+
+from archive import FileArchive, Scope
+from jev import (Action, ArchiveError, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Reason,
+                 Status, canonical_json)
+from jev.apply import TRUNCATION_MARKER
+from jev.judges import REFUSAL, Answers, ReplayJudge
+
+
+def dual(qid: str) -> float:
+    return 0.01 if qid.endswith("t1") or qid == "result_t2" else 0.99
+
+
+def test_dual_decisions_archive_and_restore_verbatim(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    before = canonical_json(messages)
+    judge = ScriptedJudge(dual)
+    decision = compactor(judge, archive=archive).plan_sync(messages, scope=SCOPE)
+    assert (decision.status, decision.reason) == (Status.DECIDED, Reason.ARCHIVED_PROPOSAL)
+    plan = decision.plan
+    assert plan.decisions == {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT, "t3": Action.KEEP}
+    assert [m.id for m in plan.messages] == ["first", "c-preview", "r-preview", "c-needed", "r-needed", "last"]
+    assert "do not re-execute" in canonical_json(list(plan.messages)).decode()
+    assert archive.restore(SCOPE, plan.archive_reference) == messages
+    assert canonical_json(messages) == before  # input not mutated
+    assert plan.pairs == {"t1": ("old", "read"), "t2": ("preview", "read"), "t3": ("needed", "read")}
+    assert (plan.input_tokens, plan.output_tokens, plan.requests) == (3, 1, 1)
+    assert decision.recommendation["pairs_removed"] == "1" and decision.recommendation["results_truncated"] == "1"
+
+
+def test_recent_pairs_and_ineligible_tools_stay_pinned(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    messages[1] = msg("c-old", "assistant", call("old", "write"))
+    messages[2] = msg("r-old", "tool", result("old", name="write"))
+    judge = ScriptedJudge(0.01)
+    decision = compactor(judge, reference_config(recent=2), archive=archive).plan_sync(messages, scope=SCOPE)
+    assert [q.id for q in judge.requests[0].questions] == ["call_t2", "result_t2"]
+    assert decision.plan.decisions["t1"] is Action.KEEP and decision.plan.decisions["t3"] is Action.KEEP
+    assert decision.plan.scores["t1"].reason == "PINNED" and decision.plan.scores["t3"].reason == "PINNED"
+    assert decision.plan.messages[0] is messages[0]
+
+
+def test_text_inside_mixed_messages_and_pending_calls_survive(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    messages[1] = msg("c-old", "assistant", text("Reading the old file first."), call("old"))
+    messages.append(msg("pending", "assistant", text("One more look."), call("later")))
+    judge = ScriptedJudge(lambda q: 0.01 if q.endswith("t1") else 0.99)
+    decision = compactor(judge, archive=archive).plan_sync(messages, scope=SCOPE)
+    kept = {m.id: m for m in decision.plan.messages}
+    assert [b.text for b in kept["c-old"].content] == ["Reading the old file first."]
+    assert "r-old" not in kept
+    assert kept["pending"] is messages[-1]
+
+
+def test_uncertain_answers_keep_everything_and_do_not_archive(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    out = compactor(ScriptedJudge(0.5), archive=archive).compact_sync(messages, scope=SCOPE)
+    assert out == messages and all(a is b for a, b in zip(out, messages, strict=True))
+    assert archive.saves == 0
+
+
+def test_off_and_shadow_never_replace_inputs_or_write_archive(archive: CountingArchive) -> None:
+    judge = ScriptedJudge(0.01)
+    records: list = []
+    assert compactor(judge, mode=Mode.OFF, archive=archive, records=records).compact_sync(reference_messages()) is None
+    assert compactor(judge, mode=Mode.SHADOW, archive=archive, records=records).compact_sync(reference_messages()) is None
+    assert judge.calls == 1 and archive.saves == 0
+    assert [(r.status, r.reason) for r in records] == [("SKIPPED", "DISABLED"), ("DECIDED", "SHADOW_PROPOSAL")]
+
+
+def test_batches_reuse_complete_state_and_never_partially_apply(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    judge = ScriptedJudge(0.01, fail_on=2)
+    config = reference_config(questions=2, max_concurrent_requests=1)
+    out = compactor(judge, config, archive=archive).compact_sync(messages, scope=SCOPE)
+    assert out == messages and judge.calls == 2 and archive.saves == 0
+    assert judge.requests[0].state == judge.requests[1].state
+    assert [len(r.questions) for r in judge.requests] == [2, 2]
+
+
+@pytest.mark.parametrize("reply", [Answers({}), None, Answers({"call_t1": 0.1})])
+def test_malformed_replies_keep_original(archive: CountingArchive, reply: object) -> None:
+    class Malformed:
+        async def ask(self, request: object) -> object:
+            return reply
+    decision = compactor(Malformed(), archive=archive).plan_sync(reference_messages(), scope=SCOPE)
+    assert (decision.status, decision.reason) == (Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR)
+    assert archive.saves == 0
+
+
+def test_archive_failure_keeps_original(tmp_path) -> None:
+    failing = CountingArchive(tmp_path, fail="disk full")
+    messages = reference_messages()
+    records: list = []
+    c = compactor(ScriptedJudge(0.01), archive=failing, records=records)
+    assert c.compact_sync(messages, scope=SCOPE) == messages
+    assert failing.saves == 1 and records[0].status == "ERROR" and "disk full" not in str(records[0].to_dict())
+
+
+def test_state_limit_does_not_remove_constraints_to_fit(archive: CountingArchive) -> None:
+    judge = ScriptedJudge(0.01)
+    decision = compactor(judge, reference_config(state=1), archive=archive).plan_sync(reference_messages(), scope=SCOPE)
+    assert decision.status is Status.ERROR and "state exceeds budget after input fitting" in decision.detail
+    assert judge.calls == 0
+
+
+def test_timeout_and_cancellation_stop_pending_work(archive: CountingArchive) -> None:
+    judge = ScriptedJudge(0.01, delay=60)
+    records: list = []
+    c = compactor(judge, reference_config(questions=2), archive=archive, budget=0.3, records=records)
+    messages = reference_messages()
+    assert c.compact_sync(messages, scope=SCOPE) == messages
+    assert (records[-1].status, records[-1].reason) == ("ERROR", "TIMEOUT")
+    assert judge.cancelled == 3  # every in-flight call was cancelled (3 batches, 4 allowed in flight)
+
+    async def cancel_midway() -> None:
+        task = asyncio.create_task(compactor(judge, archive=archive, records=records).plan(messages, scope=SCOPE))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    asyncio.run(cancel_midway())
+    assert (records[-1].status, records[-1].reason) == ("CANCELLED", "CANCELLED")
+    assert judge.cancelled == 4 and archive.saves == 0
+
+
+def test_archives_reject_cross_session_and_corruption(archive: CountingArchive) -> None:
+    decision = compactor(ScriptedJudge(dual), archive=archive).plan_sync(reference_messages(), scope=SCOPE)
+    ref = decision.plan.archive_reference
+    for other in (Scope("user-1", "agent-1", "session-2"), Scope("user-2", "agent-1", "session-1")):
+        with pytest.raises(ArchiveError):
+            archive.restore(other, ref)
+    with pytest.raises(ArchiveError, match="invalid archive reference"):
+        archive.restore(SCOPE, "../escape")
+    path = next(archive.inner.root.glob(f"*/{ref}.json"))
+    path.write_bytes(path.read_bytes().replace(b"evidence", b"EVIDENCE", 1))
+    with pytest.raises(ArchiveError, match="archive checksum mismatch"):
+        archive.restore(SCOPE, ref)
+
+
+def test_rejected_budget_and_concurrent_changes_never_commit(archive: CountingArchive) -> None:
+    messages = reference_messages()
+
+    def append_newer(request: object) -> None:
+        messages.append(msg("newer", "user", text("a newer message")))
+    c = compactor(ScriptedJudge(0.01, hook=append_newer), archive=archive)
+    decision = c.plan_sync(messages, scope=SCOPE)
+    assert (decision.status, decision.reason) == (Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED)
+    assert archive.saves == 0 and messages[-1].id == "newer"
+    assert c.compact_sync(messages[:-1] + [messages[-1]], scope=SCOPE) is not None
+
+
+def test_concurrent_plans_have_independent_scopes_and_results(tmp_path) -> None:
+    archive = FileArchive(tmp_path)
+    one, two = Scope("u", "a", "one"), Scope("u", "a", "two")
+    base = reference_messages()
+    second = base[:-1] + [msg("last", "user", text("A different follow-up."))]
+    judges = ScriptedJudge(0.01), ScriptedJudge(0.01)
+
+    async def both():
+        c1 = compactor(judges[0], reference_config(questions=2), archive=archive)
+        c2 = compactor(judges[1], reference_config(questions=2), archive=archive)
+        return await asyncio.gather(c1.plan(base + [msg("x", "user", text("x"))], scope=one), c2.plan(second, scope=two))
+    d1, d2 = asyncio.run(both())
+    assert judges[0].calls == 3 and judges[1].calls == 3
+    assert d1.plan.archive_reference != d2.plan.archive_reference
+    assert len(archive.restore(one, d1.plan.archive_reference)) == 9
+    with pytest.raises(ArchiveError):
+        archive.restore(one, d2.plan.archive_reference)
+
+
+def test_same_snapshot_saves_once_with_the_same_reference(tmp_path) -> None:
+    archive = FileArchive(tmp_path)
+    messages = reference_messages()
+    ref = archive.save(SCOPE, messages)
+    path = next(tmp_path.glob(f"*/{ref}.json"))
+    mtime = path.stat().st_mtime_ns
+    assert archive.save(SCOPE, messages) == ref and path.stat().st_mtime_ns == mtime
+    with pytest.raises(ArchiveError):
+        archive.restore(Scope("other", "agent-1", "session-1"), ref)
+
+
+def test_nested_input_mutation_during_judgment_cannot_be_committed(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    messages[1] = msg("c-old", "assistant", call("old", input={"paths": ["a.txt"]}))
+
+    def mutate(request: object) -> None:
+        messages[1].content[0].input["paths"].append("b.txt")
+    decision = compactor(ScriptedJudge(0.01, hook=mutate), archive=archive).plan_sync(messages, scope=SCOPE)
+    assert decision.reason is Reason.TRANSCRIPT_CHANGED and archive.saves == 0
+
+
+def test_enforce_requires_archive_and_scope(archive: CountingArchive) -> None:
+    with pytest.raises(ConfigError, match="ENFORCE requires durable archive"):
+        Compactor(ScriptedJudge(), reference_config(), ExecutionOptions(Mode.ENFORCE))
+    judge = ScriptedJudge(0.01)
+    decision = compactor(judge, archive=archive).plan_sync(reference_messages(), scope=None)
+    assert decision.status is Status.ERROR and "scope" in decision.detail and judge.calls == 0
+
+
+def test_no_candidates_makes_no_judge_call() -> None:
+    judge = ScriptedJudge(0.01)
+    config = reference_config(eligible_tools=frozenset({"search"}))
+    decision = compactor(judge, config, mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert (decision.status, decision.reason, judge.calls) == (Status.SKIPPED, Reason.NO_CANDIDATES, 0)
+    assert compactor(judge, mode=Mode.SHADOW).plan_sync([]).reason is Reason.NO_CANDIDATES
+
+
+def test_insufficient_reduction_carries_original_messages_and_judgments() -> None:
+    messages = reference_messages()
+    judge = ScriptedJudge(0.99)
+    decision = compactor(judge, mode=Mode.SHADOW).plan_sync(messages)
+    assert (decision.status, decision.reason) == (Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION)
+    assert list(decision.plan.messages) == messages and decision.plan.archive_reference == ""
+    assert decision.plan.reduction == 0.0 and set(decision.plan.scores) == {"t1", "t2", "t3"}
+    # a real reduction that is still below the configured minimum
+    small = compactor(ScriptedJudge(dual), reference_config(minimum_reduction=0.9), mode=Mode.SHADOW).plan_sync(messages)
+    assert small.reason is Reason.INSUFFICIENT_REDUCTION and 0 < small.plan.reduction < 0.9
+
+
+def test_refusal_keeps_the_pair_with_reason_refused() -> None:
+    judge = ReplayJudge({"call_t1": 0.01, "result_t1": "refusal", "call_t2": 0.01, "result_t2": 0.01}, default=0.99)
+    decision = compactor(judge, mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert decision.plan.decisions["t1"] is Action.KEEP and decision.plan.scores["t1"].reason == "REFUSED"
+    assert decision.plan.scores["t1"].keep_result is None
+    assert decision.plan.decisions["t2"] is Action.DROP_PAIR
+
+
+@pytest.mark.parametrize("bad", [-1, 1.01, float("nan"), float("inf"), float("-inf"), "x", True, None, [0.5]])
+def test_invalid_probabilities_reject_the_whole_plan(bad: object) -> None:
+    messages = reference_messages()
+    snapshot = copy.deepcopy(canonical_json(messages))
+    judge = ScriptedJudge(lambda q: bad if q == "result_t2" else 0.01)
+    decision = compactor(judge, mode=Mode.SHADOW).plan_sync(messages)
+    assert decision.status is Status.ERROR and decision.plan is None
+    assert canonical_json(messages) == snapshot
+
+
+@pytest.mark.parametrize("edge", [0, 1, 0.0, 1.0])
+def test_probability_bounds_are_accepted(edge: float) -> None:
+    decision = compactor(ScriptedJudge(edge), mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert decision.status in (Status.DECIDED, Status.INCONCLUSIVE)
+
+
+def test_extra_answer_ids_are_rejected() -> None:
+    class Extra:
+        async def ask(self, request):
+            return Answers({**{q.id: 0.01 for q in request.questions}, "call_t99": 0.5})
+    assert compactor(Extra(), mode=Mode.SHADOW).plan_sync(reference_messages()).status is Status.ERROR
+
+
+def test_concurrency_is_bounded_and_first_failure_cancels_the_rest() -> None:
+    in_flight = peak = 0
+
+    class Gauge(ScriptedJudge):
+        async def ask(self, request):
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            try:
+                return await super().ask(request)
+            finally:
+                in_flight -= 1
+    messages = reference_messages()[:1]
+    for i in range(12):
+        messages += [msg(f"c{i}", "assistant", call(f"k{i}")), msg(f"r{i}", "tool", result(f"k{i}"))]
+    messages.append(msg("end", "user", text("go on")))
+    judge = Gauge(0.01, delay=0.05)
+    decision = compactor(judge, reference_config(questions=2, max_concurrent_requests=3), mode=Mode.SHADOW).plan_sync(messages)
+    assert decision.status is Status.DECIDED and judge.calls == 12 and peak == 3
+
+    failing = Gauge(0.01, delay=0.05, fail_on=1)
+    decision = compactor(failing, reference_config(questions=2, max_concurrent_requests=3), mode=Mode.SHADOW).plan_sync(messages)
+    assert decision.status is Status.ERROR and failing.calls == 3  # queued batches never sent
+
+
+def test_observer_exceptions_never_change_the_outcome() -> None:
+    def broken(ctx, record):
+        raise RuntimeError("observer down")
+    c = Compactor(ScriptedJudge(dual), reference_config(), ExecutionOptions(Mode.SHADOW, 2, "v", broken))
+    assert c.plan_sync(reference_messages()).status is Status.DECIDED
+
+
+def test_records_carry_metadata_only_and_per_pair_scores() -> None:
+    records: list = []
+    messages = reference_messages()
+    messages[1] = msg("c-old", "assistant", call("old", input={"path": "secret-input.txt"}))
+    compactor(ScriptedJudge(dual), mode=Mode.SHADOW, records=records).plan_sync(messages, context={"run": 1})
+    record = records[0].to_dict()
+    blob = str(record)
+    for forbidden in ("evidence-", "Never edit", "secret-input"):
+        assert forbidden not in blob
+    assert record["purpose"] == "context_compaction" and record["version"] == "test"
+    assert [p["key"] for p in record["pairs"]] == ["t1", "t2", "t3"]
+    assert record["pairs"][0] == {"key": "t1", "call_id": "old", "tool": "read", "keep_call": 0.01, "keep_result": 0.01,
+                                  "action": "DROP_PAIR", "reason": "DROP_PAIR", "result_chars": len("evidence-old " * 500)}
+
+
+def test_errors_name_the_culprit_and_records_only_the_kind() -> None:
+    records: list = []
+    messages = reference_messages() + [msg("first", "user", text("dup"))]
+    decision = compactor(ScriptedJudge(), mode=Mode.SHADOW, records=records).plan_sync(messages)
+    assert decision.status is Status.ERROR and "duplicate message id 'first'" in decision.detail
+    assert records[0].error == "TranscriptError" and "first" not in str(records[0].to_dict())
+
+
+def test_transcript_limit() -> None:
+    judge = ScriptedJudge()
+    decision = compactor(judge, reference_config(max_transcript_chars=100), mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert decision.status is Status.ERROR and "transcript limit" in decision.detail and judge.calls == 0
+
+
+def test_truncated_result_keeps_identity_fields() -> None:
+    messages = reference_messages()
+    messages[4] = msg("r-preview", "tool", result("preview", metadata={"source": "disk"}), name="reader",
+                      timestamp="2026-11-29T10:00:00Z", metadata={"k": 1})
+    decision = compactor(ScriptedJudge(lambda q: 0.01 if q == "result_t2" else 0.99), mode=Mode.SHADOW).plan_sync(messages)
+    kept = {m.id: m for m in decision.plan.messages}["r-preview"]
+    block = kept.content[0]
+    assert (kept.name, kept.timestamp, kept.metadata) == ("reader", "2026-11-29T10:00:00Z", {"k": 1})
+    assert (block.id, block.name, block.state, block.metadata) == ("preview", "read", "success", {"source": "disk"})
+    assert block.text == ("evidence-preview " * 2)[:29] + "\u2026\n" + TRUNCATION_MARKER
