@@ -1,0 +1,272 @@
+"""Pure steps: transcript validation and pairing, state and token estimate, batching, policy, apply."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from conftest import call, msg, reference_config, reference_messages, result, text
+
+from jev import (Action, CompactionConfig, ConfigError, FormatError, Message, OtherBlock, ThinkingBlock,
+                 TranscriptError, canonical_json, estimate_tokens)
+from jev.apply import TRUNCATION_MARKER, apply_actions
+from jev.errors import StateBudgetError
+from jev.policy import candidates, decide, pinned_message_indices
+from jev.questions import batches, questions_map
+from jev.state import build_state, cut, fit_state
+from jev.transcript import analyze, messages_from_dicts
+
+
+# --- token estimate and cutting -------------------------------------------------------------------
+
+@pytest.mark.parametrize("s, n", [("", 0), ("hello world", 2), ("internationalization", 4), ("12345678", 4),
+                                  ("a,b", 3), ("123", 2), ("\u00e9", 1), ("abcdefg", 2), ("  \t\n", 0)])
+def test_token_estimate_examples(s: str, n: int) -> None:
+    assert estimate_tokens(s) == n
+
+
+@pytest.mark.parametrize("s, cap, out", [("abc", 3, "abc"), ("abcd", 3, "ab\u2026"), ("abcd", 1, "\u2026"),
+                                         ("abcd", 0, ""), ("", 0, "")])
+def test_cut(s: str, cap: int, out: str) -> None:
+    assert cut(s, cap) == out
+
+
+# --- validation and pairing -----------------------------------------------------------------------
+
+def test_pairs_are_keyed_in_result_order_and_pending_calls_are_found() -> None:
+    messages = [msg("a", "assistant", call("x"), call("y"), call("z")),
+                msg("b", "tool", result("y")), msg("c", "tool", result("x"))]
+    t = analyze(messages)
+    assert [(p.key, p.call_id) for p in t.pairs] == [("t1", "y"), ("t2", "x")]
+    assert t.pending == {"z"}
+
+
+@pytest.mark.parametrize("messages, message", [
+    ([msg("a", "user", text("x")), msg("a", "user", text("y"))], "duplicate message id 'a'"),
+    ([msg("a", "assistant", call(" "))], "ambiguous call id"),
+    ([msg("a", "assistant", call("x")), msg("b", "assistant", call("x"))], "ambiguous call id 'x'"),
+    ([msg("a", "tool", result("x"))], "unpaired result 'x'"),
+    ([msg("a", "assistant", call("x"), result("x"))], "unpaired result 'x'"),  # same message
+    ([msg("a", "tool", result("x")), msg("b", "assistant", call("x"))], "unpaired result"),  # before its call
+    ([msg("a", "assistant", call("x")), msg("b", "tool", result("x", name="write"))], "unpaired result"),
+    ([msg("a", "assistant", call("x")), msg("b", "tool", result("x")), msg("c", "tool", result("x"))],
+     "unpaired result"),
+    ([msg("a", "user", OtherBlock({"type": "image", "url": "u"}))], "unsupported transcript content 'image'"),
+])
+def test_validation_names_the_culprit(messages: list[Message], message: str) -> None:
+    with pytest.raises(TranscriptError, match=message):
+        analyze(messages)
+
+
+def test_non_text_inside_a_result_is_allowed_but_pins_the_pair() -> None:
+    messages = reference_messages()
+    messages[2] = messages_from_dicts([{"id": "r-old", "role": "tool", "content": [
+        {"type": "tool_result", "id": "old", "name": "read", "output": [{"type": "image", "url": "x"}]}]}])[0]
+    t = analyze(messages)
+    assert "t1" not in {p.key for p in candidates(t, reference_config())}
+
+
+@pytest.mark.parametrize("doc, where", [
+    ([{"role": "user", "content": []}], "messages[0]: a message is missing required field 'id'"),
+    ([{"id": "a", "role": "robot", "content": []}], "messages[0].role"),
+    ([{"id": "a", "role": "user", "content": "hi"}], "messages[0].content: must be a list"),
+    ([{"id": "a", "role": "user", "content": [{"type": "text"}]}], "messages[0].content[0]"),
+    ([{"id": "a", "role": "user", "content": [{"type": "text", "text": 1}]}], "messages[0].content[0].text: must be a string"),
+    ([{"id": "a", "role": "user", "content": [], "extra": 1}], "unknown field 'extra'"),
+    ([{"id": "a", "role": "tool", "content": [{"type": "tool_result", "id": "x", "name": "r", "output": 3}]}],
+     "output: must be a string or a list"),
+    ([{"id": "a", "role": "tool", "content": [{"type": "tool_result", "id": "x", "name": "r", "output": "",
+                                                "state": "done"}]}], "state: must be one of"),
+    ({"id": "a"}, "must be a JSON array"),
+])
+def test_jev_format_errors_name_the_path(doc: object, where: str) -> None:
+    with pytest.raises(FormatError, match=re.escape(where)):
+        messages_from_dicts(doc)
+
+
+def test_canonical_json_sorts_keys_and_keeps_unicode() -> None:
+    assert canonical_json({"b": 1, "a": "\u00e9"}) == '{"a":"\u00e9","b":1}'.encode()
+    m = msg("a", "user", text("x"), metadata={"z": 1, "a": 2})
+    assert canonical_json(m) == b'{"content":[{"text":"x","type":"text"}],"id":"a","metadata":{"a":2,"z":1},"role":"user"}'
+
+
+# --- pinning and candidates -----------------------------------------------------------------------
+
+def test_pinning_rules() -> None:
+    messages = [msg("0", "user", text("task")),
+                msg("1", "system", text("sys")),
+                msg("2", "assistant", text("x"), metadata={"jev.context.pinned": True}),
+                msg("3", "assistant", text("x"), metadata={"jev.context.pinned": "true"}),
+                msg("4", "assistant", ThinkingBlock("hmm")),
+                msg("5", "user", text("by id")),
+                msg("6", "user", text("plain")),
+                msg("7", "user", text("recent"))]
+    config = reference_config(recent=1, pinned_message_ids=frozenset({"5"}))
+    assert pinned_message_indices(analyze(messages), config) == {0, 1, 2, 4, 5, 7}
+
+
+@pytest.mark.parametrize("change", [
+    dict(name="write"), dict(state="error"), dict(state="rejected"), dict(state="incomplete"),
+    dict(metadata={"suspended": True}), dict(metadata={"pending": True})])
+def test_pair_rules_pin(change: dict) -> None:
+    messages = reference_messages()
+    name = change.pop("name", "read")
+    messages[1] = msg("c-old", "assistant", call("old", name))
+    messages[2] = msg("r-old", "tool", result("old", name=name, **change))
+    keys = [p.key for p in candidates(analyze(messages), reference_config())]
+    assert keys == ["t2", "t3"]
+
+
+def test_empty_eligible_tools_judges_nothing() -> None:
+    assert candidates(analyze(reference_messages()), CompactionConfig(preserve_recent_messages=1)) == []
+
+
+# --- policy table -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("c, r, action, reason", [
+    (0.2, 0.2, Action.DROP_PAIR, "DROP_PAIR"),
+    (0.0, 0.0, Action.DROP_PAIR, "DROP_PAIR"),
+    (0.8, 0.2, Action.TRUNCATE_RESULT, "TRUNCATE_RESULT"),
+    (1.0, 0.0, Action.TRUNCATE_RESULT, "TRUNCATE_RESULT"),
+    (0.5, 0.2, Action.KEEP, "UNCERTAIN"),
+    (0.79, 0.2, Action.KEEP, "UNCERTAIN"),
+    (0.2, 0.21, Action.KEEP, "UNCERTAIN"),
+    (0.0, 0.8, Action.KEEP, "NEEDED_RESULT"),
+    (1.0, 1.0, Action.KEEP, "NEEDED_RESULT"),
+    (0.1, 0.79, Action.KEEP, "UNCERTAIN"),
+    (None, 0.0, Action.KEEP, "REFUSED"),
+])
+def test_threshold_table(c, r, action, reason) -> None:
+    got_action, scores = decide(c, r, CompactionConfig())
+    assert (got_action, scores.reason) == (action, reason)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(discard_threshold=math.nan), "discard_threshold must be a finite number"),
+    (dict(keep_threshold=math.inf), "keep_threshold must be a finite number"),
+    (dict(discard_threshold=-0.1), "discard_threshold must be >= 0"),
+    (dict(keep_threshold=1.1), "keep_threshold must be <= 1"),
+    (dict(keep_threshold=0.1, discard_threshold=0.2), r"keep_threshold must be > discard_threshold \(got 0.1 <= 0.2\)"),
+    (dict(keep_threshold=0.2, discard_threshold=0.2), "keep_threshold must be > discard_threshold"),
+    (dict(preserve_recent_messages=-1), "preserve_recent_messages must be >= 0"),
+    (dict(preserve_recent_messages=1.5), "preserve_recent_messages must be an integer"),
+    (dict(max_state_tokens=0), "max_state_tokens must be >= 1"),
+    (dict(max_state_tokens=30_000), "max_request_tokens must be > max_state_tokens"),
+    (dict(max_questions=1), "max_questions must be in 2..512"),
+    (dict(max_questions=513), "max_questions must be in 2..512"),
+    (dict(max_concurrent_requests=0), "max_concurrent_requests must be in 1..16"),
+    (dict(max_concurrent_requests=17), "max_concurrent_requests must be in 1..16"),
+    (dict(truncate_head_chars=-1), "truncate_head_chars must be >= 0"),
+    (dict(minimum_reduction=1.0), r"minimum_reduction must be in \[0, 1\)"),
+    (dict(minimum_reduction=-0.1), r"minimum_reduction must be in \[0, 1\)"),
+    (dict(max_transcript_chars=0), "max_transcript_chars must be >= 1"),
+    (dict(eligible_tools="read"), "eligible_tools must be a collection of strings"),
+    (dict(eligible_tools={" "}), "eligible_tools must contain non-blank strings"),
+    (dict(pinned_message_ids={1}), "pinned_message_ids must contain non-blank strings"),
+])
+def test_config_errors_name_the_field(kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        CompactionConfig(**kwargs)
+
+
+def test_config_is_hashable_and_compares_by_value() -> None:
+    a = CompactionConfig(eligible_tools={"read"})
+    assert a == CompactionConfig(eligible_tools=frozenset({"read"})) and hash(a) == hash(CompactionConfig(eligible_tools={"read"}))
+    with pytest.raises(ConfigError, match="unknown CompactionConfig field 'bogus'"):
+        CompactionConfig.from_mapping({"bogus": 1})
+
+
+# --- state ----------------------------------------------------------------------------------------
+
+def test_state_never_carries_outputs_thinking_ids_or_metadata() -> None:
+    messages = reference_messages()
+    messages.insert(1, msg("think", "assistant", ThinkingBlock("private reasoning"), text("visible"),
+                           metadata={"secret": "meta"}, timestamp="2026-01-01"))
+    messages.append(msg("p", "assistant", call("pend", input={"q": "later"})))
+    state = build_state(analyze(messages), 1000)
+    blob = canonical_json(state).decode()
+    for absent in ("evidence-", "private reasoning", "secret", "2026-01-01", "think", "c-old", "r-old"):
+        assert absent not in blob
+    assert state["history"][0] == {"i": 0, "role": "USER", "text": messages[0].text, "tool_calls": []}
+    entry = state["history"][2]
+    assert entry["tool_calls"] == [{"id": "t1", "tool": "read", "input": '{"path":"old.txt"}',
+                                    "result": f"success, {len('evidence-old ' * 500)} chars (omitted)"}]
+    assert state["history"][-1]["tool_calls"][0]["id"] == "pending"
+    assert state["history"][-1]["tool_calls"][0]["result"] == "pending"
+    assert len(state["history"]) == 1 + 1 + 3 + 1 + 1  # result-only messages get no entry
+
+
+def test_fitting_shortens_inputs_never_text() -> None:
+    long_text = "Never edit generated files. " * 50
+    messages = [msg("0", "user", text(long_text))]
+    for i in range(5):
+        messages += [msg(f"c{i}", "assistant", call(f"k{i}", input={"q": "x" * 900})), msg(f"r{i}", "tool", result(f"k{i}"))]
+    t = analyze(messages)
+    tokens = {cap: estimate_tokens(canonical_json(build_state(t, cap)).decode()) for cap in (1000, 200, 60)}
+    assert fit_state(t, tokens[1000]).stage == "inputs<=1000"
+    assert fit_state(t, tokens[1000] - 1).stage == "inputs<=200"
+    assert fit_state(t, tokens[200] - 1).stage == "inputs<=60"
+    fitted = fit_state(t, tokens[60])
+    assert fitted.value["history"][0]["text"] == long_text
+    assert len(fitted.value["history"][1]["tool_calls"][0]["input"]) == 60
+    with pytest.raises(StateBudgetError, match="state exceeds budget after input fitting"):
+        fit_state(t, tokens[60] - 1)
+
+
+# --- batching ---------------------------------------------------------------------------------------
+
+def _many_pairs(n: int) -> list:
+    messages = [msg("0", "user", text("task"))]
+    for i in range(n):
+        messages += [msg(f"c{i}", "assistant", call(f"k{i}")), msg(f"r{i}", "tool", result(f"k{i}", output="x"))]
+    return list(analyze(messages).pairs)
+
+
+def test_batch_token_count_equals_direct_estimate() -> None:
+    for batch in batches(_many_pairs(120), 100, 64, 100_000):
+        assert batch.tokens == estimate_tokens(canonical_json(questions_map(batch)).decode())
+
+
+def test_batches_keep_order_cover_every_pair_and_respect_limits() -> None:
+    pairs = _many_pairs(40)
+    plan = batches(pairs, 1000, 128, 1000 + 20 + 400)
+    assert len(plan) > 1
+    ids = [q for b in plan for q in b.ids]
+    assert ids == [q for p in pairs for q in (f"call_{p.key}", f"result_{p.key}")]
+    assert all(1000 + b.tokens + 20 <= 1420 for b in plan)
+    assert [len(b.questions) for b in batches(pairs, 10, 6, 100_000)][:2] == [6, 6]
+    assert len(batches(pairs, 10, 128, 100_000)) == 1
+
+
+def test_a_pair_that_cannot_fit_alone_is_an_error() -> None:
+    with pytest.raises(StateBudgetError, match="no room for compaction questions"):
+        batches(_many_pairs(1), 1000, 128, 1030)
+
+
+# --- apply ------------------------------------------------------------------------------------------
+
+def _truncate_one(output: str, head: int) -> str:
+    messages = [msg("0", "user", text("t")), msg("c", "assistant", call("x")), msg("r", "tool", result("x", output))]
+    out = apply_actions(analyze(messages), {"t1": Action.TRUNCATE_RESULT}, head)
+    return out[2].content[0].text, out[2] is messages[2]
+
+
+def test_truncation_rules() -> None:
+    assert _truncate_one("a" * 460, 300) == ("a" * 460, True)  # exactly head + 160: kept as is
+    body, same = _truncate_one("a" * 461, 300)
+    assert not same and body == "a" * 299 + "\u2026\n" + TRUNCATION_MARKER
+    body, _ = _truncate_one("b" * 200, 0)
+    assert body == "\n" + TRUNCATION_MARKER
+
+
+def test_drop_pair_removes_exactly_its_two_blocks() -> None:
+    messages = [msg("0", "user", text("t")),
+                msg("c", "assistant", text("two reads"), call("x"), call("y")),
+                msg("r", "tool", result("x"), result("y")),
+                msg("c2", "assistant", call("z")), msg("r2", "tool", result("z"))]
+    out = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR, "t3": Action.DROP_PAIR}, 300)
+    assert [m.id for m in out] == ["0", "c", "r"]
+    assert [getattr(b, "id", None) for b in out[1].content] == [None, "y"]
+    assert [b.id for b in out[2].content] == ["y"]
+    assert out[0] is messages[0]
