@@ -1,0 +1,166 @@
+"""FileArchive: atomic publish under SIGKILL, permissions, symlink refusal, verified and scoped restore."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SCOPE, call, msg, reference_messages, result, text
+
+from archive import FileArchive, Scope, open_archive
+from jev import ArchiveError, ConfigError
+
+
+def test_save_restore_is_exact_and_layout_is_scoped(tmp_path: Path) -> None:
+    archive = FileArchive(tmp_path / "root")
+    messages = reference_messages()
+    ref = archive.save(SCOPE, messages)
+    assert len(ref) == 64 and archive.restore(SCOPE, ref) == messages
+    path = tmp_path / "root" / SCOPE.digest() / f"{ref}.json"
+    assert path.is_file()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left
+
+
+def test_reference_is_stable_across_processes(tmp_path: Path) -> None:
+    ref = FileArchive(tmp_path).save(SCOPE, reference_messages())
+    code = ("import sys; sys.path.insert(0, 'tests'); from conftest import SCOPE, reference_messages;"
+            "from archive.snapshot import encode; print(encode(SCOPE, reference_messages())[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "123"})
+    assert out.stdout.strip() == ref
+
+
+def test_restore_refuses_bad_references_scopes_and_tampering(tmp_path: Path) -> None:
+    archive = FileArchive(tmp_path)
+    ref = archive.save(SCOPE, reference_messages())
+    for bad in ("../escape", ref.upper(), ref[:-1], ref + "0", "", None):
+        with pytest.raises(ArchiveError, match="invalid archive reference"):
+            archive.restore(SCOPE, bad)
+    with pytest.raises(ArchiveError):
+        archive.restore(Scope("user-1", "agent-2", "session-1"), ref)
+    path = tmp_path / SCOPE.digest() / f"{ref}.json"
+    original = path.read_bytes()
+    path.write_bytes(original[:-1] + b" ")
+    with pytest.raises(ArchiveError, match="archive checksum mismatch"):
+        archive.restore(SCOPE, ref)
+    with pytest.raises(ArchiveError, match="archive checksum mismatch"):  # a tampered file is never "already saved"
+        archive.save(SCOPE, reference_messages())
+
+
+def test_a_snapshot_copied_into_another_scope_is_refused(tmp_path: Path) -> None:
+    archive = FileArchive(tmp_path)
+    ref = archive.save(SCOPE, reference_messages())
+    other = Scope("intruder", "agent-1", "session-1")
+    archive.save(other, [msg("x", "user", text("x"))])
+    src = tmp_path / SCOPE.digest() / f"{ref}.json"
+    (tmp_path / other.digest() / f"{ref}.json").write_bytes(src.read_bytes())
+    with pytest.raises(ArchiveError, match="scope or version mismatch"):
+        archive.restore(other, ref)
+
+
+def test_size_limit(tmp_path: Path) -> None:
+    with pytest.raises(ArchiveError, match="archive limit"):
+        FileArchive(tmp_path, max_bytes=100).save(SCOPE, reference_messages())
+    ref = FileArchive(tmp_path).save(SCOPE, reference_messages())
+    with pytest.raises(ArchiveError, match="oversized"):
+        FileArchive(tmp_path, max_bytes=100).restore(SCOPE, ref)
+    with pytest.raises(ConfigError, match="max_bytes must be a positive integer"):
+        FileArchive(tmp_path, max_bytes=0)
+
+
+def test_symlinked_root_or_scope_directory_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(ArchiveError, match="archive root is a symlink"):
+        FileArchive(tmp_path / "link").save(SCOPE, reference_messages())
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / SCOPE.digest()).symlink_to(real)
+    with pytest.raises(ArchiveError, match="archive scope is a symlink"):
+        FileArchive(root).save(SCOPE, reference_messages())
+    with pytest.raises(ArchiveError, match="archive scope is a symlink"):
+        FileArchive(root).restore(SCOPE, "a" * 64)
+
+
+def test_a_symlinked_snapshot_file_is_refused(tmp_path: Path) -> None:
+    archive = FileArchive(tmp_path)
+    ref = archive.save(SCOPE, reference_messages())
+    path = tmp_path / SCOPE.digest() / f"{ref}.json"
+    moved = tmp_path / "elsewhere.json"
+    path.rename(moved)
+    path.symlink_to(moved)
+    with pytest.raises(ArchiveError, match="missing, unsafe or oversized"):
+        archive.restore(SCOPE, ref)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("user_id", " ", "scope user_id must be a non-blank string"),
+    ("agent_id", "a" * 513, "scope agent_id must be at most 512"),
+    ("session_id", "a\x00b", "scope session_id must not contain NUL"),
+])
+def test_scope_rules(field: str, value: str, message: str) -> None:
+    values = {"user_id": "u", "agent_id": "a", "session_id": "s", field: value}
+    with pytest.raises(ConfigError, match=message):
+        Scope(**values)
+
+
+def test_restore_pair_returns_exactly_its_two_blocks(tmp_path: Path) -> None:
+    messages = [msg("0", "user", text("task")),
+                msg("c", "assistant", text("three reads"), call("x"), call("y"), call("z")),
+                msg("r", "tool", result("x"), result("y"), result("z")),
+                msg("e", "user", text("end"))]
+    archive = FileArchive(tmp_path)
+    ref = archive.save(SCOPE, messages)
+    pair = archive.restore_pair(SCOPE, ref, "y")
+    assert [m.id for m in pair] == ["c", "r"]
+    assert pair[0].content == (messages[1].content[2],) and pair[1].content == (messages[2].content[1],)
+    with pytest.raises(ArchiveError, match="call id 'nope' is not in this snapshot"):
+        archive.restore_pair(SCOPE, ref, "nope")
+
+
+def test_open_archive(tmp_path: Path) -> None:
+    assert isinstance(open_archive(tmp_path), FileArchive)
+    assert open_archive(f"file://{tmp_path}").root == tmp_path
+    with pytest.raises(ArchiveError, match="scheme 's3' is not supported"):
+        open_archive("s3://bucket/prefix")
+
+
+_WRITER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, "tests")
+    from conftest import SCOPE, msg, text
+    from archive import FileArchive
+    archive = FileArchive(sys.argv[1])
+    big = "x" * 4_000_000
+    i = 0
+    print("ready", flush=True)
+    while True:
+        archive.save(SCOPE, [msg("m", "user", text(big + str(i)))])
+        i += 1
+""")
+
+
+def test_killed_writers_never_leave_a_visible_partial_snapshot(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    for attempt in range(12):
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(root)], stdout=subprocess.PIPE)
+        assert proc.stdout.readline().strip() == b"ready"
+        time.sleep(0.05 + 0.037 * attempt)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    archive = FileArchive(root)
+    snapshots = list(root.glob("*/*.json"))
+    visible = [p for p in snapshots if not p.name.startswith(".")]
+    assert visible, "the writers should have published some snapshots"
+    for path in visible:  # every published snapshot restores, verified
+        assert archive.restore(SCOPE, path.stem)[0].id == "m"
