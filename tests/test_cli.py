@@ -1,0 +1,155 @@
+"""The `jev` command as a user runs it (a real subprocess): JSON on stdout, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import reference_messages
+
+from jev import formats
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def jev(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jev.cli.main", *args], capture_output=True, input=stdin,
+                          cwd=ROOT, env={**os.environ, **(env or {})}, timeout=60)
+
+
+@pytest.fixture
+def transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "t.json"
+    path.write_bytes(json.dumps(formats.dump(reference_messages())).encode())
+    return path
+
+
+@pytest.fixture
+def replay(tmp_path: Path) -> Path:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"model": "replay", "answers": {"call_t1": 0.01, "result_t1": 0.01,
+                                                              "result_t2": 0.01}, "default": 0.99}))
+    return path
+
+
+def test_demo(tmp_path: Path) -> None:
+    proc = jev("demo", "--workdir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = json.loads(proc.stdout)
+    ref = out["reference_run"]
+    assert ref["status"] == "DECIDED" and ref["judge_calls"] == 1 and ref["restored_messages"] == 6
+    assert ref["restore_equals_original"] and "recorded answers" in ref["judge"]
+    assert [m["id"] for m in ref["compacted_history"]] == ["m1", "m4", "m5", "m6"]
+    assert set(out["local_judge_shadow"]["pairs"]) == {"t1", "t2"}
+    assert b"demo ok" in proc.stderr
+
+
+def test_compact_shadow_then_enforce_then_restore(transcript: Path, replay: Path, tmp_path: Path) -> None:
+    common = [str(transcript), "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1"]
+    shadow = jev("compact", *common, "-q")
+    assert shadow.returncode == 0 and shadow.stderr == b""
+    out = json.loads(shadow.stdout)
+    assert (out["status"], out["reason"], out["mode"]) == ("DECIDED", "SHADOW_PROPOSAL", "SHADOW")
+    assert out["messages"] == json.loads(transcript.read_bytes())  # SHADOW: the input as it was
+    assert out["decisions"] == {"t1": "DROP_PAIR", "t2": "TRUNCATE_RESULT", "t3": "KEEP"}
+    assert out["pairs"]["t1"] == {"call_id": "old", "tool": "read"}
+    assert out["scores"]["t1"] == {"keep_call": 0.01, "keep_result": 0.01, "reason": "DROP_PAIR"}
+
+    archive, records = tmp_path / "archive", tmp_path / "records" / "r.jsonl"
+    enforce = jev("compact", *common, "--mode", "enforce", "--archive", str(archive), "--user", "u", "--agent", "a",
+                  "--session", "s", "--records", str(records))
+    assert enforce.returncode == 0, enforce.stderr.decode()
+    out = json.loads(enforce.stdout)
+    assert out["reason"] == "ARCHIVED_PROPOSAL" and len(out["messages"]) == 6 and out["reduction"] > 0.3
+    record = json.loads(records.read_text().splitlines()[0])
+    assert record["recommendation"]["archive_reference"] == out["archive_reference"]
+
+    ref = out["archive_reference"]
+    restored = jev("restore", ref, "--archive", str(archive), "--user", "u", "--agent", "a", "--session", "s")
+    assert restored.returncode == 0
+    assert json.loads(restored.stdout)["messages"] == json.loads(transcript.read_bytes())
+    pair = jev("restore", ref, "--archive", str(archive), "--user", "u", "--agent", "a", "--session", "s",
+               "--call-id", "old", "-q")
+    assert [m["id"] for m in json.loads(pair.stdout)["messages"]] == ["c-old", "r-old"]
+    other = jev("restore", ref, "--archive", str(archive), "--user", "x", "--agent", "a", "--session", "s")
+    assert other.returncode == 3 and json.loads(other.stdout)["status"] == "ERROR"
+
+
+def test_compact_openai_chat_from_stdin_keeps_the_format(replay: Path) -> None:
+    chat = formats.dump(reference_messages(), "openai-chat")
+    proc = jev("compact", "-", "--format", "openai-chat", "--judge", f"replay:{replay}", "--eligible-tools", "read",
+               "--preserve-recent", "1", stdin=json.dumps(chat).encode())
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["messages"] == chat
+
+
+def test_config_file_and_flags(transcript: Path, replay: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"eligible_tools": ["read"], "preserve_recent_messages": 1,
+                                  "truncate_head_chars": 100}))
+    proc = jev("compact", str(transcript), "--config", str(config), "--judge", f"replay:{replay}", "-q")
+    assert json.loads(proc.stdout)["decisions"]["t1"] == "DROP_PAIR"
+    proc = jev("compact", str(transcript), "--config", str(config), "--eligible-tools", "search", "-q")
+    assert json.loads(proc.stdout)["reason"] == "NO_CANDIDATES" and proc.returncode == 0
+
+
+def test_judge_errors_exit_3(transcript: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"answers": {"call_t1": 1.5}, "default": 0.5}))
+    proc = jev("compact", str(transcript), "--judge", f"replay:{bad}", "--eligible-tools", "read",
+               "--preserve-recent", "1")
+    assert proc.returncode == 3
+    out = json.loads(proc.stdout)
+    assert out["status"] == "ERROR" and "invalid probability" in out["detail"]
+
+
+@pytest.mark.parametrize("make, args, message", [
+    (lambda d: d.write_text("[{"), [], "is not valid JSON"),
+    (lambda d: d.write_text('[{"id": "a", "role": "user", "content": [], "x": 1}]'), [], "unknown field 'x'"),
+    (lambda d: d.write_text(""), [], "is empty"),
+    (lambda d: d.write_text("[]"), ["--format", "yaml"], "unknown format 'yaml'"),
+    (lambda d: d.write_text("[]"), ["--format", "anthropic"], "not available in this version"),
+    (lambda d: d.write_text("[]"), ["--keep-threshold", "0.1"], "keep_threshold must be > discard_threshold"),
+    (lambda d: d.write_text("[]"), ["--judge", "openai"], "not available in this version"),
+    (lambda d: d.write_text("[]"), ["--judge", "oracle"], "--judge must be"),
+    (lambda d: d.write_text("[]"), ["--mode", "enforce"], "--mode enforce needs --archive"),
+    (lambda d: d.write_text("[]"), ["--mode", "sideways"], "invalid choice"),
+    (lambda d: d.write_text("[]"), ["--judge", "systemone"], "TYPESAFE_API_KEY"),
+    (lambda d: d.write_text("[]"), ["--judge", "replay:/nonexistent.json"], "cannot read"),
+    (lambda d: None, [], "cannot read INPUT"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, args: list, message: str) -> None:
+    path = tmp_path / "in.json"
+    make(path)
+    proc = jev("compact", str(path), *args, env={"TYPESAFE_API_KEY": "", "JEV_API_KEY": ""})
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert err.count("\n") == 1 and err.startswith("jev: error:") and message in err and "Traceback" not in err
+
+
+def test_unknown_config_key_and_bad_restore_usage(tmp_path: Path, transcript: Path) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"keep": 0.9}))
+    proc = jev("compact", str(transcript), "--config", str(config))
+    assert proc.returncode == 2 and b"unknown CompactionConfig field 'keep'" in proc.stderr
+    proc = jev("restore", "../escape", "--archive", str(tmp_path), "--user", "u", "--agent", "a", "--session", "s")
+    assert proc.returncode == 2 and b"invalid archive reference" in proc.stderr and proc.stdout == b""
+    proc = jev("restore", "a" * 64, "--archive", str(tmp_path))
+    assert proc.returncode == 2 and b"required" in proc.stderr
+
+
+def test_out_file(transcript: Path, tmp_path: Path) -> None:
+    target = tmp_path / "result.json"
+    proc = jev("compact", str(transcript), "--out", str(target), "-q")
+    assert proc.returncode == 0 and proc.stdout == b"" and json.loads(target.read_text())["reason"] == "NO_CANDIDATES"
+
+
+def test_example_fix_login_runs(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "examples/fix_login.py", str(tmp_path)], cwd=ROOT, capture_output=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"restored 6 messages" in proc.stdout and b"count 3" in proc.stdout

@@ -1,0 +1,92 @@
+"""Property-based: over generated transcripts with parallel calls, pending calls, mixed text and pins."""
+
+from __future__ import annotations
+
+import tempfile
+
+from conftest import SCOPE, ScriptedJudge, compactor
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from archive import FileArchive
+from jev import Action, CompactionConfig, Message, Mode, Status, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from jev.policy import pinned_message_indices
+from jev.transcript import analyze
+
+TOOLS = ["read", "search", "write"]
+
+
+@st.composite
+def transcripts(draw) -> list[Message]:
+    messages = [Message("m0", "user", (TextBlock("the task"),))]
+    pending: list[tuple[str, str]] = []
+    n = 0
+    for turn in range(draw(st.integers(1, 8))):
+        blocks: list = []
+        if draw(st.booleans()):
+            blocks.append(TextBlock(draw(st.text(max_size=20))))
+        calls = [(f"call{turn}_{k}", draw(st.sampled_from(TOOLS))) for k in range(draw(st.integers(1, 3)))]
+        blocks += [ToolUseBlock(cid, tool, {"q": draw(st.text(max_size=10))}) for cid, tool in calls]
+        meta = {"jev.context.pinned": True} if draw(st.integers(0, 9)) == 0 else None
+        n += 1
+        messages.append(Message(f"m{n}", "assistant", tuple(blocks), metadata=meta))
+        answered = [c for c in calls if draw(st.integers(0, 4)) > 0]
+        pending += [c for c in calls if c not in answered]
+        if answered:
+            results = [ToolResultBlock(cid, tool, "x" * draw(st.integers(0, 900)),
+                                       draw(st.sampled_from(["success"] * 4 + ["error"])))
+                       for cid, tool in answered]
+            n += 1
+            messages.append(Message(f"m{n}", "tool", tuple(results)))
+        if draw(st.booleans()):
+            n += 1
+            messages.append(Message(f"m{n}", "user", (TextBlock(draw(st.text(max_size=15))),)))
+    return messages
+
+
+probabilities = st.sampled_from([0.0, 0.1, 0.2, 0.5, 0.8, 0.9, 1.0])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.data(), st.integers(0, 4))
+def test_compaction_invariants(messages: list[Message], data: st.DataObject, recent: int) -> None:
+    before = canonical_json(messages)
+    answers = data.draw(st.dictionaries(st.from_regex(r"(call|result)_t[1-9]", fullmatch=True), probabilities))
+    judge = ScriptedJudge(lambda q: answers.get(q, 0.0))
+    config = CompactionConfig(preserve_recent_messages=recent, eligible_tools=frozenset({"read", "search"}),
+                              minimum_reduction=0.0, truncate_head_chars=50)
+    decision = compactor(judge, config, mode=Mode.SHADOW).plan_sync(messages)
+    assert canonical_json(messages) == before  # never mutated
+    if decision.status is not Status.DECIDED:
+        return
+    out = list(decision.plan.messages)
+    transcript = analyze(messages)
+    by_id = {m.id: m for m in out}
+    for i in pinned_message_indices(transcript, config):  # pinned messages come out as the same objects
+        assert by_id[messages[i].id] is messages[i]
+    seen: set[str] = set()
+    for m in out:  # every surviving result keeps its call
+        for b in m.content:
+            if isinstance(b, ToolUseBlock):
+                seen.add(b.id)
+            elif isinstance(b, ToolResultBlock):
+                assert b.id in seen
+    surviving = {(type(b), b.id) for m in out for b in m.content if isinstance(b, (ToolUseBlock, ToolResultBlock))}
+    for pair in transcript.pairs:  # DROP_PAIR removes exactly its two blocks; others stay
+        dropped = decision.plan.decisions[pair.key] is Action.DROP_PAIR
+        assert ((ToolUseBlock, pair.call_id) in surviving) is not dropped
+        assert ((ToolResultBlock, pair.call_id) in surviving) is not dropped
+    for cid in transcript.pending:
+        assert (ToolUseBlock, cid) in surviving
+    texts = [b.text for m in messages for b in m.content if isinstance(b, TextBlock)]
+    assert texts == [b.text for m in out for b in m.content if isinstance(b, TextBlock)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(transcripts())
+def test_restore_of_save_is_identity(messages: list[Message]) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        archive = FileArchive(root)
+        ref = archive.save(SCOPE, messages)
+        assert archive.restore(SCOPE, ref) == messages
+        assert archive.save(SCOPE, messages) == ref

@@ -1,0 +1,209 @@
+"""SystemOneJudge on the wire against real local HTTP servers (loopback), and the plan budget against a
+server that accepts and never answers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from conftest import SCOPE, CountingArchive, compactor, reference_config, reference_messages
+
+from jev import ConfigError, JudgeError, Mode, Reason, Status
+from jev.judges import JudgeRequest, SystemOneJudge
+from jev.judges.systemone import endpoint_url
+from jev.questions import Question
+
+
+class Server:
+    """A real HTTP server on 127.0.0.1 whose reply is a function of the parsed request."""
+
+    def __init__(self, reply: Callable[[dict, dict], tuple[int, bytes]]) -> None:
+        self.requests: list[tuple[str, dict, dict]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                outer.requests.append((self.path, headers, body))
+                status, payload = reply(headers, body)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def noul(p: float) -> Callable[[dict, dict], tuple[int, bytes]]:
+    def reply(headers: dict, body: dict) -> tuple[int, bytes]:
+        answers = {q: {"type": "noul", "noul": p} for q in body["questions"]}
+        return 200, json.dumps({"model": "jev-test", "answers": answers,
+                                "usage": {"input_tokens": 10, "output_tokens": 2}}).encode()
+    return reply
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test")
+    monkeypatch.delenv("JEV_BASE_URL", raising=False)
+
+
+def test_wire_request_and_a_compaction_through_http() -> None:
+    with Server(noul(0.01)) as server:
+        judge = SystemOneJudge(server.url + "/v1/")
+        decision = compactor(judge, mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert decision.status is Status.DECIDED and decision.plan.input_tokens == 10
+    path, headers, body = server.requests[0]
+    assert path == "/v1/systemone"
+    assert headers["authorization"] == "Bearer sk-test" and headers["content-type"] == "application/json"
+    assert "content-encoding" not in headers
+    assert set(body) == {"state", "model", "questions"} and body["model"] == "jev-latest"
+    assert body["questions"]["call_t1"]["type"] == "noul"
+    assert "evidence-" not in json.dumps(body)  # tool outputs never leave the process
+
+
+@pytest.mark.parametrize("base", ["https://h.example", "https://h.example/", "https://h.example/v1",
+                                  "https://h.example/v1/", "https://h.example/v1/systemone/"])
+def test_base_url_normalisation(base: str) -> None:
+    assert endpoint_url(base) == "https://h.example/v1/systemone"
+
+
+def test_key_and_url_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TYPESAFE_API_KEY", " ")
+    monkeypatch.setenv("JEV_API_KEY", "fallback")
+    assert "fallback" not in repr(SystemOneJudge())
+    monkeypatch.delenv("JEV_API_KEY")
+    with pytest.raises(ConfigError, match="TYPESAFE_API_KEY.*JEV_API_KEY"):
+        SystemOneJudge()
+    monkeypatch.setenv("TYPESAFE_API_KEY", "k")
+    for bad in ("ftp://x", "not a url", "http://"):
+        with pytest.raises(ConfigError, match="base_url must be an absolute http"):
+            SystemOneJudge(bad)
+    with pytest.raises(ConfigError, match="timeout must be positive"):
+        SystemOneJudge(timeout=0)
+
+
+def _ask(url: str, **kw: object) -> object:
+    import asyncio
+    request = JudgeRequest({"context": "c", "history": []}, (Question("call_t1", "q"), Question("result_t1", "q")))
+    return asyncio.run(SystemOneJudge(url, **kw).ask(request))
+
+
+@pytest.mark.parametrize("status, payload, message", [
+    (401, {"error": {"message": "bad key"}}, "HTTP 401: bad key"),
+    (500, {"detail": "boom"}, "HTTP 500: boom"),
+    (503, "", "failed with HTTP 503"),
+    (200, "null", "must not be null"),
+    (200, "not json", "Failed to parse System One response"),
+    (200, {"model": "", "answers": {}, "usage": {}}, "model must not be blank"),
+    (200, {"model": "m", "usage": {}}, "answers must not be null"),
+    (200, {"model": "m", "answers": {}}, "usage must not be null"),
+    (200, {"model": "m", "answers": {"call_t1": {"type": "noul", "noul": 0.5}}, "usage": {}}, "answer keys do not match"),
+    (200, {"model": "m", "answers": {"call_t1": {"type": "choice"}, "result_t1": {"type": "noul", "noul": 0.5}},
+           "usage": {}}, "must have type noul"),
+    (200, {"model": "m", "answers": {"call_t1": {"type": "noul", "noul": 1.5}, "result_t1": {"type": "noul", "noul": 0.5}},
+           "usage": {}}, "invalid probability"),
+    (200, {"model": "m", "answers": {"call_t1": {"type": "noul", "noul": 0.5}, "result_t1": {"type": "noul", "noul": 0.5}},
+           "usage": {"input_tokens": -1}}, "usage must not be negative"),
+])
+def test_failures_and_invalid_responses(status: int, payload: object, message: str) -> None:
+    raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+    with Server(lambda h, b: (status, raw)) as server:
+        with pytest.raises(JudgeError, match=message):
+            _ask(server.url)
+
+
+def test_per_attempt_timeout_is_a_judge_error() -> None:
+    def slow(h: dict, b: dict) -> tuple[int, bytes]:
+        time.sleep(1.0)
+        return noul(0.5)(h, b)
+    with Server(slow) as server:
+        with pytest.raises(JudgeError, match="timed out after 200ms"):
+            _ask(server.url, timeout=0.2)
+        decision = compactor(SystemOneJudge(server.url, timeout=0.2), mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert (decision.status, decision.reason) == (Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR)
+
+
+class Silent:
+    """Accepts connections, reads requests, never answers; notes when a client hangs up."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = 0
+        self.closed_by_client = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed by close()
+                return
+            self.accepted += 1
+            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
+
+    def _hold(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(0.1)
+            while not self.stop.is_set():
+                try:
+                    if conn.recv(65536) == b"":
+                        self.closed_by_client.set()
+                        return
+                except TimeoutError:
+                    continue
+                except OSError:
+                    self.closed_by_client.set()
+                    return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(1)
+        self.sock.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[Silent]:
+    server = Silent()
+    yield server
+    server.close()
+
+
+def test_budget_ends_the_plan_and_cancels_the_in_flight_request(silent: Silent, tmp_path) -> None:
+    records: list = []
+    archive = CountingArchive(tmp_path)
+    judge = SystemOneJudge(silent.url, timeout=30)
+    c = compactor(judge, reference_config(), archive=archive, budget=0.5, records=records)
+    started = time.monotonic()
+    out = c.compact_sync(reference_messages(), scope=SCOPE)
+    elapsed = time.monotonic() - started
+    assert out == reference_messages() and archive.saves == 0
+    assert (records[-1].status, records[-1].reason) == ("ERROR", "TIMEOUT")
+    assert elapsed < 0.5 + 0.5
+    assert silent.accepted == 1 and silent.closed_by_client.wait(2), "the in-flight request was not cancelled"
