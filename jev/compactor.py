@@ -138,7 +138,7 @@ class Compactor:
         plan_batches = batches(judged, state.tokens, config.max_questions, config.max_request_tokens)
         probabilities, tokens_in, tokens_out = await self._ask_all(state.value, plan_batches, transcript)
 
-        if self._serialize(messages) != snapshot:
+        if not self._unchanged(messages, snapshot):
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged")
 
@@ -173,6 +173,13 @@ class Compactor:
             raise TranscriptError(f"transcript limit: canonical JSON exceeds max_transcript_chars "
                                   f"{self.config.max_transcript_chars}")
         return data
+
+    def _unchanged(self, messages: Sequence[Message], snapshot: bytes) -> bool:
+        """The change guard: the caller's messages still serialize to the bytes judged."""
+        try:
+            return self._serialize(messages) == snapshot
+        except TranscriptError:  # mutated into something that no longer serializes
+            return False
 
     @staticmethod
     def _serialize(messages: Sequence[Message]) -> bytes:

@@ -330,3 +330,28 @@ def test_truncated_result_keeps_identity_fields() -> None:
     assert (kept.name, kept.timestamp, kept.metadata) == ("reader", "2026-11-29T10:00:00Z", {"k": 1})
     assert (block.id, block.name, block.state, block.metadata) == ("preview", "read", "success", {"source": "disk"})
     assert block.text == ("evidence-preview " * 2)[:29] + "\u2026\n" + TRUNCATION_MARKER
+
+
+def test_mutation_into_unserializable_content_is_a_change(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    messages[1] = msg("c-old", "assistant", call("old", input={"paths": ["a.txt"]}))
+
+    def mutate(request: object) -> None:
+        messages[1].content[0].input["paths"].append(object())
+    decision = compactor(ScriptedJudge(0.01, hook=mutate), archive=archive).plan_sync(messages, scope=SCOPE)
+    assert decision.reason is Reason.TRANSCRIPT_CHANGED and archive.saves == 0
+
+
+def test_tool_free_and_pending_only_transcripts_make_no_requests() -> None:
+    judge = ScriptedJudge(0.01)
+    c = compactor(judge, mode=Mode.SHADOW)
+    assert c.plan_sync([msg("a", "user", text("hi")), msg("b", "assistant", text("hello"))]).reason is Reason.NO_CANDIDATES
+    pending = [msg("a", "user", text("hi"))] + [msg(f"c{i}", "assistant", call(f"p{i}")) for i in range(5)]
+    assert c.plan_sync(pending + [msg("z", "user", text("end"))]).reason is Reason.NO_CANDIDATES
+    assert judge.calls == 0
+
+
+def test_plan_works_from_inside_a_running_loop() -> None:
+    async def host() -> object:
+        return compactor(ScriptedJudge(dual), mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert asyncio.run(host()).status is Status.DECIDED
