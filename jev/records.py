@@ -103,7 +103,7 @@ class JsonlSink:
         self.url = url
         self._fs, self._path = fsspec.core.url_to_fs(url, **storage_options)
         self._lock = threading.Lock()
-        parent = self._fs._parent(self._path)
+        parent = self._path.rstrip("/").rpartition("/")[0]
         if parent:
             self._fs.makedirs(parent, exist_ok=True)
 

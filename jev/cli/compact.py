@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 import dataclasses
 import os
 from typing import Any
@@ -131,20 +132,12 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
     compactor = Compactor(judge, config, options, archive)
-    with out.status(f"judging {len(messages)} messages…") if out.is_terminal else _nothing():
+    with out.status(f"judging {len(messages)} messages…") if out.is_terminal else nullcontext():
         decision = compactor.plan_sync(messages, scope=scope)
     result = result_json(decision, mode, messages, fmt)
     write_json(result, args.out)
     _summary(out, result, os.fspath(args.input))
     return exit_code(decision.status)
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _summary(out: Any, result: dict[str, Any], source: str) -> None:

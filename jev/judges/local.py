@@ -102,10 +102,15 @@ class LocalJudge:
 
     model = MODEL
 
+    def __init__(self) -> None:
+        self._last: tuple[Transcript, dict[str, PairFeatures]] | None = None  # batches of one plan share it
+
     async def ask(self, request: JudgeRequest) -> Answers:
         if request.transcript is None:
             raise JudgeError("LocalJudge needs the in-process transcript in the request")
-        feats = features(request.transcript)
+        if self._last is None or self._last[0] is not request.transcript:
+            self._last = (request.transcript, features(request.transcript))
+        feats = self._last[1]
         out: dict[str, float] = {}
         for q in request.questions:
             kind, _, key = q.id.partition("_")
