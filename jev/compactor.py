@@ -76,7 +76,7 @@ class Compactor:
 
     async def plan(self, messages: Sequence[Message], *, scope: Scope | None = None,
                    context: Any = None) -> Decision:
-        """Judge the history and return a `Decision`; emits one record (two if cancelled mid-way: none + CANCELLED)."""
+        """Judge the history and return a `Decision`; emits one record (a CANCELLED one if the task is cancelled)."""
         started = time.monotonic()
         record_pairs: list[PairRecord] = []
         if self.options.mode is Mode.OFF:

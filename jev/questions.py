@@ -90,6 +90,6 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
     return out
 
 
-def questions_map(batch: Batch) -> dict[str, dict[str, str]]:
-    """The wire `questions` object of a batch."""
-    return {q.id: q.wire() for q in batch.questions}
+def questions_map(questions: Sequence[Question]) -> dict[str, dict[str, str]]:
+    """The wire `questions` object: id -> `noul` question."""
+    return {q.id: q.wire() for q in questions}

@@ -297,9 +297,6 @@ class Transcript:
     pairs: tuple[Pair, ...]
     pending: frozenset[str] = field(default_factory=frozenset)
 
-    def pair_by_call_id(self) -> dict[str, Pair]:
-        return {p.call_id: p for p in self.pairs}
-
 
 def analyze(messages: Sequence[Message]) -> Transcript:
     """Validate a transcript and pair its calls and results, or raise `TranscriptError` naming the culprit."""

@@ -225,7 +225,7 @@ def _many_pairs(n: int) -> list:
 
 def test_batch_token_count_equals_direct_estimate() -> None:
     for batch in batches(_many_pairs(120), 100, 64, 100_000):
-        assert batch.tokens == estimate_tokens(canonical_json(questions_map(batch)).decode())
+        assert batch.tokens == estimate_tokens(canonical_json(questions_map(batch.questions)).decode())
 
 
 def test_batches_keep_order_cover_every_pair_and_respect_limits() -> None:

@@ -39,9 +39,6 @@ class JudgeRequest:
     questions: tuple[Question, ...]
     transcript: Transcript | None = None
 
-    def questions_map(self) -> dict[str, dict[str, str]]:
-        return {q.id: q.wire() for q in self.questions}
-
 
 @dataclass(frozen=True, slots=True)
 class Answers:

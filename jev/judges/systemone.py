@@ -16,6 +16,7 @@ import httpx2
 import orjson
 
 from ..errors import ConfigError, JudgeError
+from ..questions import questions_map
 from .base import Answers, JudgeRequest
 
 DEFAULT_BASE_URL = "https://api.typesafe.ai"
@@ -118,7 +119,7 @@ class SystemOneJudge:
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
         """The wire request: state, model and `noul` questions (no tool outputs, ever)."""
-        return {"state": request.state, "model": self.model, "questions": request.questions_map()}
+        return {"state": request.state, "model": self.model, "questions": questions_map(request.questions)}
 
     async def ask(self, request: JudgeRequest) -> Answers:
         content = orjson.dumps(self.body(request))
