@@ -7,13 +7,13 @@ ENFORCE adopts only after the archive acknowledged the snapshot of the original 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Coroutine, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from archive.scope import Scope
 
+from .aio import run_sync
 from .apply import apply_actions
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, TranscriptError
@@ -23,31 +23,6 @@ from .questions import Batch, batches
 from .records import PairRecord, build_record, deliver, recommendation
 from .state import fit_state
 from .transcript import Message, Transcript, analyze, canonical_json
-
-T = TypeVar("T")
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code, also when this thread already runs an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="jev-sync")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
 
 def _error(exc: BaseException) -> Decision:
     return Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=str(exc) or type(exc).__name__,

@@ -24,7 +24,15 @@ class StateBudgetError(JevError):
 
 
 class JudgeError(JevError):
-    """A judge call failed or returned an invalid answer set."""
+    """A judge call failed or returned an invalid answer set. `retryable` marks failures worth another
+    attempt (429, 529, 5xx, transport errors, a per-attempt timeout); `retry_after` is the server's hint."""
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
 
 
 class ArchiveError(JevError):

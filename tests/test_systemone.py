@@ -15,6 +15,7 @@ from conftest import SCOPE, CountingArchive, compactor, reference_config, refere
 
 from jev import ConfigError, JudgeError, Mode, Reason, Status
 from jev.judges import JudgeRequest, SystemOneJudge
+from jev.judges.retry import NO_RETRIES, RetryPolicy
 from jev.judges.systemone import endpoint_url
 from jev.questions import Question
 
@@ -106,6 +107,7 @@ def test_key_and_url_rules(monkeypatch: pytest.MonkeyPatch) -> None:
 def _ask(url: str, **kw: object) -> object:
     import asyncio
     request = JudgeRequest({"context": "c", "history": []}, (Question("call_t1", "q"), Question("result_t1", "q")))
+    kw.setdefault("retry", NO_RETRIES)
     return asyncio.run(SystemOneJudge(url, **kw).ask(request))
 
 
@@ -140,7 +142,8 @@ def test_per_attempt_timeout_is_a_judge_error() -> None:
     with Server(slow) as server:
         with pytest.raises(JudgeError, match="timed out after 200ms"):
             _ask(server.url, timeout=0.2)
-        decision = compactor(SystemOneJudge(server.url, timeout=0.2), mode=Mode.SHADOW).plan_sync(reference_messages())
+        judge = SystemOneJudge(server.url, timeout=0.2, retry=NO_RETRIES)
+        decision = compactor(judge, mode=Mode.SHADOW).plan_sync(reference_messages())
     assert (decision.status, decision.reason) == (Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR)
 
 

@@ -1,8 +1,8 @@
 """TypeSafe's Jev (System One) over HTTP: `POST {base}/v1/systemone` with `noul` questions.
 
 The key comes from the environment only (`TYPESAFE_API_KEY`, then `JEV_API_KEY`). Each attempt has its
-own timeout; the compactor's plan budget bounds the whole call. Bodies are never compressed.
-Retries arrive with the judges work; one attempt is made per batch today.
+own timeout; 429, 529, 5xx, transport errors and per-attempt timeouts are retried with backoff, and the
+compactor's plan budget bounds all of it. Request bodies are never compressed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import orjson
 
 from ..errors import ConfigError, JudgeError
 from ..questions import questions_map
+from ..aio import run_sync
 from .base import Answers, JudgeRequest
+from .retry import RetryPolicy, retryable_status, with_retries
 
 DEFAULT_BASE_URL = "https://api.typesafe.ai"
 DEFAULT_MODEL = "jev-latest"
@@ -47,6 +49,14 @@ def api_key_from_env() -> str:
         if value:
             return value
     raise ConfigError("System One judge needs an API key: set TYPESAFE_API_KEY (or JEV_API_KEY)")
+
+
+def _retry_after(response: httpx2.Response) -> float | None:
+    try:
+        value = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _server_message(response: httpx2.Response) -> str:
@@ -93,7 +103,9 @@ def parse_response(body: Any, question_ids: list[str]) -> Answers:
     tokens = []
     for name in ("input_tokens", "output_tokens"):
         n = usage.get(name, 0)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise JudgeError(f"System One usage {name} must be an integer (got {n!r})")
+        if n < 0:
             raise JudgeError("System One usage must not be negative")
         tokens.append(n)
     return Answers(probabilities, model, tokens[0], tokens[1])
@@ -103,7 +115,7 @@ class SystemOneJudge:
     """A System One client. `transport` is for tests (an `httpx2.AsyncBaseTransport`)."""
 
     def __init__(self, base_url: str | None = None, *, model: str = DEFAULT_MODEL, timeout: float = 5.0,
-                 transport: httpx2.AsyncBaseTransport | None = None) -> None:
+                 retry: RetryPolicy = RetryPolicy(), transport: httpx2.AsyncBaseTransport | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must not be blank")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
@@ -112,6 +124,7 @@ class SystemOneJudge:
         self._key = api_key_from_env()
         self.model = model
         self.timeout = float(timeout)
+        self.retry = retry
         self._transport = transport
 
     def __repr__(self) -> str:  # never show the key
@@ -122,21 +135,35 @@ class SystemOneJudge:
         return {"state": request.state, "model": self.model, "questions": questions_map(request.questions)}
 
     async def ask(self, request: JudgeRequest) -> Answers:
+        """One batch: the request, retried per the policy; answers validated."""
         content = orjson.dumps(self.body(request))
+        ids = [q.id for q in request.questions]
+        async with httpx2.AsyncClient(transport=self._transport, timeout=None) as client:
+            return await with_retries(lambda: self._attempt(client, content, ids), self.retry)
+
+    def ask_sync(self, request: JudgeRequest) -> Answers:
+        """`ask` for sync code."""
+        return run_sync(self.ask(request))
+
+    async def _attempt(self, client: httpx2.AsyncClient, content: bytes, ids: list[str]) -> Answers:
         headers = {"Authorization": f"Bearer {self._key}", "Accept": "application/json",
                    "Content-Type": "application/json"}
-        async with httpx2.AsyncClient(transport=self._transport, timeout=None) as client:
-            try:
-                response = await asyncio.wait_for(client.post(self.endpoint, content=content, headers=headers),
-                                                  self.timeout)
-            except TimeoutError:
-                raise JudgeError(f"System One request timed out after {round(self.timeout * 1000)}ms") from None
-            except httpx2.HTTPError as exc:
-                raise JudgeError(f"System One transport error ({type(exc).__name__})") from None
+        try:
+            response = await asyncio.wait_for(client.post(self.endpoint, content=content, headers=headers),
+                                              self.timeout)
+        except TimeoutError:
+            raise JudgeError(f"System One request timed out after {round(self.timeout * 1000)}ms",
+                             retryable=True) from None
+        except httpx2.HTTPError as exc:
+            raise JudgeError(f"System One transport error ({type(exc).__name__})", retryable=True) from None
         if not 200 <= response.status_code < 300:
-            raise JudgeError(_server_message(response))
+            raise JudgeError(_server_message(response), retryable=retryable_status(response.status_code),
+                             status=response.status_code, retry_after=_retry_after(response))
+        content_type = response.headers.get("content-type", "")
+        if "json" not in content_type.lower():
+            raise JudgeError(f"System One response is not JSON (Content-Type {content_type or 'missing'!r})")
         try:
             body = orjson.loads(response.content)
         except orjson.JSONDecodeError:
             raise JudgeError("Failed to parse System One response") from None
-        return parse_response(body, [q.id for q in request.questions])
+        return parse_response(body, ids)

@@ -1,0 +1,66 @@
+"""Bounded retries with exponential backoff and jitter, inside whatever budget the caller imposes."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ..errors import ConfigError, JudgeError
+
+T = TypeVar("T")
+RETRYABLE_STATUS = frozenset({429, 529})
+
+
+def retryable_status(status: int) -> bool:
+    """429, 529 and every 5xx are worth another attempt; other 4xx never are."""
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """`max_retries` more attempts after the first; backoff `initial_backoff * 2**n`, capped at
+    `max_backoff_factor * initial_backoff`, each varied by ±`jitter`."""
+
+    max_retries: int = 2
+    initial_backoff: float = 0.5
+    max_backoff_factor: float = 8.0
+    jitter: float = 0.2
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ConfigError(f"maxRetries must not be negative: max_retries must be an integer >= 0 "
+                              f"(got {self.max_retries!r})")
+        b = self.initial_backoff
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
+            raise ConfigError(f"initialBackoff must be positive: initial_backoff must be > 0 seconds (got {b!r})")
+        if not 1 <= self.max_backoff_factor or not 0 <= self.jitter < 1:
+            raise ConfigError("max_backoff_factor must be >= 1 and jitter in [0, 1)")
+
+    def delay(self, retry: int, rng: random.Random) -> float:
+        """Seconds to wait before retry number `retry` (0-based)."""
+        base = min(self.initial_backoff * 2 ** retry, self.initial_backoff * self.max_backoff_factor)
+        return base * (1 + self.jitter * (2 * rng.random() - 1))
+
+
+NO_RETRIES = RetryPolicy(max_retries=0)
+
+
+async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy,
+                       rng: random.Random | None = None) -> T:
+    """Run `attempt` until it succeeds, fails for good, or retries run out (the last failure is raised)."""
+    rng = rng or random.Random()
+    for retry in range(policy.max_retries + 1):
+        try:
+            return await attempt()
+        except JudgeError as exc:
+            if not exc.retryable or retry == policy.max_retries:
+                raise
+            wait = policy.delay(retry, rng)
+            if exc.retry_after is not None:
+                wait = max(wait, exc.retry_after)
+            await asyncio.sleep(wait)
+    raise AssertionError("unreachable")
