@@ -114,7 +114,7 @@ def test_judge_errors_exit_3(transcript: Path, tmp_path: Path) -> None:
     (lambda d: d.write_text("[]"), ["--format", "yaml"], "unknown format 'yaml'"),
     (lambda d: d.write_text("[]"), ["--format", "anthropic"], "not available in this version"),
     (lambda d: d.write_text("[]"), ["--keep-threshold", "0.1"], "keep_threshold must be > discard_threshold"),
-    (lambda d: d.write_text("[]"), ["--judge", "openai"], "not available in this version"),
+    (lambda d: d.write_text("[]"), ["--judge", "openai"], "OPENAI_API_KEY"),
     (lambda d: d.write_text("[]"), ["--judge", "oracle"], "--judge must be"),
     (lambda d: d.write_text("[]"), ["--mode", "enforce"], "--mode enforce needs --archive"),
     (lambda d: d.write_text("[]"), ["--mode", "sideways"], "invalid choice"),
@@ -125,7 +125,7 @@ def test_judge_errors_exit_3(transcript: Path, tmp_path: Path) -> None:
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, args: list, message: str) -> None:
     path = tmp_path / "in.json"
     make(path)
-    proc = jev("compact", str(path), *args, env={"TYPESAFE_API_KEY": "", "JEV_API_KEY": ""})
+    proc = jev("compact", str(path), *args, env={"TYPESAFE_API_KEY": "", "JEV_API_KEY": "", "OPENAI_API_KEY": ""})
     err = proc.stderr.decode()
     assert proc.returncode == 2 and proc.stdout == b""
     assert err.count("\n") == 1 and err.startswith("jev: error:") and message in err and "Traceback" not in err
@@ -153,3 +153,13 @@ def test_example_fix_login_runs(tmp_path: Path) -> None:
                           timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr.decode()
     assert b"restored 6 messages" in proc.stdout and b"count 3" in proc.stdout
+
+
+def test_compact_with_the_openai_judge(transcript: Path) -> None:
+    from decisions_server import DecisionsServer
+    with DecisionsServer(probability=lambda n: 0.01 if n.endswith("t1") else 0.99) as server:
+        proc = jev("compact", str(transcript), "--judge", "openai", "--judge-url", server.base_url, "--judge-model",
+                   "gw-luna", "--eligible-tools", "read", "--preserve-recent", "1", "-q",
+                   env={"OPENAI_API_KEY": "sk-x"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["decisions"]["t1"] == "DROP_PAIR" and server.requests[0]["model"] == "gw-luna"

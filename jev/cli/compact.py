@@ -14,7 +14,7 @@ from ..compactor import Compactor
 from ..decision import Decision, ExecutionOptions, Mode, Status
 from ..errors import ArchiveError, ConfigError, FormatError
 from ..formats import FORMATS, PLANNED, detect, dump, load
-from ..judges import LocalJudge, ReplayJudge, SystemOneJudge
+from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
 from .common import UsageError, console, exit_code, read_json, scope_from_args, write_json
@@ -28,7 +28,7 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS + PLANNED)}")
     p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"])
     p.add_argument("--judge", default="local", help="local | systemone | openai | replay:FILE")
-    p.add_argument("--judge-url", help="System One base URL (else JEV_BASE_URL)")
+    p.add_argument("--judge-url", help="judge base URL (else JEV_BASE_URL for systemone, OPENAI_BASE_URL for openai)")
     p.add_argument("--judge-model", help="model name sent to the judge")
     p.add_argument("--config", help="JSON file of CompactionConfig fields by their Python names")
     p.add_argument("--eligible-tools", help="comma-separated tools whose history may be judged")
@@ -74,13 +74,12 @@ def judge_from(spec: str, url: str | None, model: str | None) -> Any:
             return LocalJudge()
         if spec == "systemone":
             return SystemOneJudge(url, **({"model": model} if model else {}))
+        if spec == "openai":
+            return OpenAIDecisionsJudge(url, **({"model": model} if model else {}))
         if spec.startswith("replay:"):
             return ReplayJudge.from_file(spec.removeprefix("replay:"))
     except (ConfigError, FormatError) as exc:
         raise UsageError(str(exc)) from None
-    if spec == "openai":
-        raise UsageError("--judge openai (OpenAI Decisions) is not available in this version; "
-                         "use local, systemone or replay:FILE")
     raise UsageError(f"--judge must be local, systemone, openai or replay:FILE (got {spec!r})")
 
 

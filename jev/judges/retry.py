@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import ConfigError, JudgeError
 
@@ -18,6 +18,15 @@ RETRYABLE_STATUS = frozenset({429, 529})
 def retryable_status(status: int) -> bool:
     """429, 529 and every 5xx are worth another attempt; other 4xx never are."""
     return status in RETRYABLE_STATUS or status >= 500
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """A numeric `Retry-After` header in seconds, or None."""
+    try:
+        value = float(headers.get("retry-after", ""))
+    except (ValueError, AttributeError, TypeError):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from ..errors import ConfigError, JudgeError
 from ..questions import questions_map
 from ..aio import run_sync
 from .base import Answers, JudgeRequest
-from .retry import RetryPolicy, retryable_status, with_retries
+from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
 
 DEFAULT_BASE_URL = "https://api.typesafe.ai"
 DEFAULT_MODEL = "jev-latest"
@@ -49,14 +49,6 @@ def api_key_from_env() -> str:
         if value:
             return value
     raise ConfigError("System One judge needs an API key: set TYPESAFE_API_KEY (or JEV_API_KEY)")
-
-
-def _retry_after(response: httpx2.Response) -> float | None:
-    try:
-        value = float(response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _server_message(response: httpx2.Response) -> str:
@@ -158,7 +150,7 @@ class SystemOneJudge:
             raise JudgeError(f"System One transport error ({type(exc).__name__})", retryable=True) from None
         if not 200 <= response.status_code < 300:
             raise JudgeError(_server_message(response), retryable=retryable_status(response.status_code),
-                             status=response.status_code, retry_after=_retry_after(response))
+                             status=response.status_code, retry_after=retry_after_seconds(response.headers))
         content_type = response.headers.get("content-type", "")
         if "json" not in content_type.lower():
             raise JudgeError(f"System One response is not JSON (Content-Type {content_type or 'missing'!r})")

@@ -1,0 +1,112 @@
+"""OpenAIDecisionsJudge with the real `openai` client against the local `/v1/decisions` server."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import SCOPE, CountingArchive, compactor, reference_config, reference_messages
+from decisions_server import DecisionsServer
+
+from jev import Action, ConfigError, Mode, Reason, Status
+from jev.judges import OpenAIDecisionsJudge, RetryPolicy
+from jev.judges.retry import NO_RETRIES
+
+FAST = RetryPolicy(max_retries=2, initial_backoff=0.01)
+
+
+def low_t1(name: str) -> float:
+    return 0.01 if name.endswith("t1") else 0.99
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def test_a_compaction_through_the_real_openai_client(tmp_path) -> None:
+    archive = CountingArchive(tmp_path)
+    with DecisionsServer(probability=low_t1) as server:
+        judge = OpenAIDecisionsJudge(server.base_url, retry=NO_RETRIES)
+        decision = compactor(judge, archive=archive).plan_sync(reference_messages(), scope=SCOPE)
+    assert decision.status is Status.DECIDED and decision.plan.decisions["t1"] is Action.DROP_PAIR
+    body = server.requests[0]
+    assert body["model"] == "gpt-6-luna" and isinstance(body["input"], str)
+    assert body["questions"][0] == {"type": "predicate", "name": "call_t1",
+                                    "instructions": body["questions"][0]["instructions"]}
+    assert "evidence-" not in body["input"]
+    assert server.headers[0]["authorization"] == "Bearer sk-openai-test"
+    assert decision.plan.input_tokens == 100 and decision.plan.output_tokens == 6
+
+
+def test_base_url_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    with DecisionsServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        decision = compactor(OpenAIDecisionsJudge(model="luna-gw"), mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert decision.status in (Status.DECIDED, Status.INCONCLUSIVE) and server.requests[0]["model"] == "luna-gw"
+
+
+def test_refusals_keep_the_pair() -> None:
+    with DecisionsServer(["refuse:result_t1"], probability=lambda n: 0.01) as server:
+        decision = compactor(OpenAIDecisionsJudge(server.base_url), mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert decision.plan.scores["t1"].reason == "REFUSED" and decision.plan.decisions["t1"] is Action.KEEP
+    assert decision.plan.decisions["t2"] is Action.DROP_PAIR
+
+
+@pytest.mark.parametrize("script, calls", [([429], 2), ([500], 2), ([503, 503], 3)])
+def test_retryable_statuses_are_retried(script: list, calls: int) -> None:
+    with DecisionsServer(script, probability=low_t1) as server:
+        decision = compactor(OpenAIDecisionsJudge(server.base_url, retry=FAST), mode=Mode.SHADOW).plan_sync(
+            reference_messages())
+    assert decision.status is Status.DECIDED and len(server.requests) == calls
+
+
+@pytest.mark.parametrize("action, message", [
+    (400, "HTTP 400: injected 400"), ("malformed", "Failed to parse"), ("wrong-count", "2 answers for 3"),
+    ("wrong-name", "named 'someone_else'")])
+def test_contract_breaks_fail_the_plan_without_retry(action, message: str, tmp_path) -> None:
+    archive = CountingArchive(tmp_path)
+    config = reference_config(questions=2)
+    with DecisionsServer([action], probability=low_t1) as server:
+        decision = compactor(OpenAIDecisionsJudge(server.base_url, retry=FAST), config,
+                             archive=archive).plan_sync(reference_messages(), scope=SCOPE)
+    if action == "wrong-count":
+        message = "1 answers for 2"
+    assert (decision.status, decision.reason) == (Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR)
+    assert message in decision.detail and archive.saves == 0
+
+
+def test_exhausted_retries_fail() -> None:
+    with DecisionsServer(default=500) as server:
+        decision = compactor(OpenAIDecisionsJudge(server.base_url, retry=FAST), mode=Mode.SHADOW).plan_sync(
+            reference_messages())
+    assert decision.status is Status.ERROR and len(server.requests) == 3
+
+
+def test_a_stall_is_cut_by_the_attempt_timeout_and_the_budget() -> None:
+    with DecisionsServer(["stall"], probability=low_t1) as server:
+        judge = OpenAIDecisionsJudge(server.base_url, timeout=0.3, retry=FAST)
+        decision = compactor(judge, mode=Mode.SHADOW).plan_sync(reference_messages())
+        assert decision.status is Status.DECIDED and len(server.requests) == 2  # timed out, retried, answered
+    with DecisionsServer(default="stall") as server:
+        judge = OpenAIDecisionsJudge(server.base_url, timeout=30, retry=FAST)
+        started = time.monotonic()
+        decision = compactor(judge, mode=Mode.SHADOW, budget=0.5).plan_sync(reference_messages())
+    assert (decision.status, decision.reason) == (Status.ERROR, Reason.TIMEOUT)
+    assert time.monotonic() - started < 1.0
+
+
+def test_more_than_400_questions_are_split() -> None:
+    from jev.judges import JudgeRequest
+    from jev.questions import Question
+    questions = tuple(Question(f"call_t{i}", "q") for i in range(1, 451))
+    with DecisionsServer(probability=lambda n: 0.3) as server:
+        answers = OpenAIDecisionsJudge(server.base_url).ask_sync(JudgeRequest({"history": []}, questions))
+    assert [len(r["questions"]) for r in server.requests] == [400, 50] and len(answers.probabilities) == 450
+
+
+def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        OpenAIDecisionsJudge()
