@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import orjson
 
 from ..aio import run_sync
@@ -21,6 +20,9 @@ from ..errors import ConfigError, JudgeError
 from ..questions import Question
 from .base import REFUSAL, Answers, JudgeRequest
 from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
+
+if TYPE_CHECKING:
+    import openai
 
 DEFAULT_MODEL = "gpt-6-luna"
 MAX_QUESTIONS = 400
@@ -86,6 +88,8 @@ class OpenAIDecisionsJudge:
         """Questions in chunks of at most 400, each retried per the policy; answers merged."""
         state = orjson.dumps(request.state).decode()
         chunks = [request.questions[i:i + MAX_QUESTIONS] for i in range(0, len(request.questions), MAX_QUESTIONS)]
+        import openai  # imported on first use: the SDK takes ~0.5 s to import
+
         parts = []
         async with openai.AsyncOpenAI(**self._client_args) as client:
             for chunk in chunks:  # more than one only for batches over 400 questions
@@ -102,6 +106,8 @@ class OpenAIDecisionsJudge:
 
     async def _attempt(self, client: openai.AsyncOpenAI, state: str,
                        questions: tuple[Question, ...]) -> tuple[dict[str, Any], str, int, int]:
+        import openai
+
         wire = [{"type": "predicate", "name": q.id, "instructions": q.instructions} for q in questions]
         try:
             raw = await asyncio.wait_for(client.decisions.with_raw_response.create(
