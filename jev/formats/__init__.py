@@ -12,18 +12,21 @@ from typing import Any
 
 from ..errors import FormatError
 from ..transcript import ROLES, Message
-from . import jev_json, openai_chat
+from . import jev_json, mini_swe_agent, openai_chat
 
-_FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], list[Any]]]] = {
+_FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
     "jev": (jev_json.load, jev_json.dump),
     "openai-chat": (openai_chat.load, openai_chat.dump),
+    "mini-swe-agent": (mini_swe_agent.load, mini_swe_agent.dump),
 }
-PLANNED = ("openai-responses", "anthropic", "langchain", "agentscope", "mini-swe-agent")
+PLANNED = ("openai-responses", "anthropic", "langchain", "agentscope")
 FORMATS = tuple(_FORMATS)
 
 
 def detect(data: Any) -> str:
     """Guess the format of a parsed JSON document: `jev` when messages carry ids and block lists."""
+    if isinstance(data, dict) and str(data.get("trajectory_format", "")).startswith("mini-swe-agent"):
+        return "mini-swe-agent"
     if not isinstance(data, list):
         raise FormatError(f"cannot detect the transcript format: expected a JSON array of messages "
                           f"(got {type(data).__name__})")
@@ -39,7 +42,7 @@ def detect(data: Any) -> str:
     raise FormatError("cannot detect the transcript format: pass --format / format= explicitly")
 
 
-def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], list[Any]]]:
+def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]:
     if format in _FORMATS:
         return _FORMATS[format]
     if format in PLANNED:
@@ -52,6 +55,6 @@ def load(data: Any, format: str = "auto") -> list[Message]:
     return _codec(detect(data) if format == "auto" else format)[0](data)
 
 
-def dump(messages: Sequence[Message], format: str = "jev") -> list[Any]:
+def dump(messages: Sequence[Message], format: str = "jev") -> Any:
     """The messages as parsed JSON in `format`."""
     return _codec(format)[1](messages)

@@ -1,0 +1,92 @@
+"""Trajectories in, decision-point rows out: features known at each point and labels from what followed.
+
+A session is simulated the way a host runs compaction: a decision point after every `every` pairs, the
+newest `protect` pairs kept out of judgment. Features come from `jev.judges.features` on the history
+prefix — the same code the local judge runs — and labels from `calibration.labels` on the full history.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from jev import formats
+from jev.judges.features import FEATURE_NAMES, WordCache, transcript_features
+from jev.transcript import Message, analyze
+
+from .labels import pair_uses
+
+
+def trajectories(source: str | Path, format: str = "mini-swe-agent") -> Iterator[tuple[str, list[Message]]]:
+    """(session id, messages) from a `.tar`/`.tar.xz` of trajectories or a directory of JSON files, sorted
+    by name so every run sees the same order."""
+    path = Path(source)
+    if path.is_dir():
+        for file in sorted(path.rglob("*.json")):
+            yield _session(file.name), formats.load(orjson.loads(file.read_bytes()), format)
+        return
+    with tarfile.open(path) as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile() and m.name.endswith(".json")),
+                         key=lambda m: m.name)
+        for member in members:
+            data = tar.extractfile(member).read()  # type: ignore[union-attr]
+            yield _session(member.name), formats.load(orjson.loads(io.BytesIO(data).read()), format)
+
+
+def _session(name: str) -> str:
+    base = Path(name).name
+    for suffix in (".traj.json", ".json"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Decision-point rows: features `X`, labels, and per-row session, pair key and decision point."""
+
+    X: np.ndarray
+    needed_result: np.ndarray
+    needed_call: np.ndarray
+    sessions: np.ndarray
+    keys: np.ndarray
+    points: np.ndarray
+    result_chars: np.ndarray
+
+
+def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3,
+                 cache: WordCache | None = None) -> list[tuple]:
+    """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars)."""
+    full = analyze(messages)
+    uses = pair_uses(full)
+    cache = cache or WordCache()
+    rows = []
+    for n in range(every, len(full.pairs) + 1, every):
+        s = full.pairs[n - 1].result_message
+        prefix = analyze(messages[: s + 1])
+        feats = transcript_features(prefix, cache)
+        for pair in prefix.pairs[: max(0, n - protect)]:
+            use = uses[pair.key]
+            rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,
+                         len(pair.result.text)))
+    return rows
+
+
+def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=None) -> Rows:
+    """All rows of all sessions in `source`."""
+    rows: list[tuple] = []
+    for session, messages in trajectories(source):
+        rows.extend(session_rows(session, messages, every, protect))
+        if progress is not None:
+            progress(session)
+    if not rows:
+        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(6)))
+    cols = list(zip(*rows, strict=True))
+    return Rows(np.asarray(cols[0], dtype=float), np.asarray(cols[1], dtype=bool), np.asarray(cols[2], dtype=bool),
+                np.asarray(cols[3]), np.asarray(cols[4]), np.asarray(cols[5]), np.asarray(cols[6]))
