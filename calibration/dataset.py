@@ -7,7 +7,8 @@ prefix — the same code the local judge runs — and labels from `calibration.l
 
 from __future__ import annotations
 
-import io
+import multiprocessing
+import os
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,20 +24,27 @@ from jev.transcript import Message, analyze
 from .labels import pair_uses
 
 
-def trajectories(source: str | Path, format: str = "mini-swe-agent") -> Iterator[tuple[str, list[Message]]]:
-    """(session id, messages) from a `.tar`/`.tar.xz` of trajectories or a directory of JSON files, sorted
+def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
+    """(session id, JSON bytes) from a `.tar`/`.tar.xz` of trajectories or a directory of JSON files, sorted
     by name so every run sees the same order."""
     path = Path(source)
     if path.is_dir():
         for file in sorted(path.rglob("*.json")):
-            yield _session(file.name), formats.load(orjson.loads(file.read_bytes()), format)
+            yield _session(file.name), file.read_bytes()
         return
-    with tarfile.open(path) as tar:
-        members = sorted((m for m in tar.getmembers() if m.isfile() and m.name.endswith(".json")),
-                         key=lambda m: m.name)
-        for member in members:
-            data = tar.extractfile(member).read()  # type: ignore[union-attr]
-            yield _session(member.name), formats.load(orjson.loads(io.BytesIO(data).read()), format)
+    found: list[tuple[str, bytes]] = []
+    with tarfile.open(path, "r|*") as tar:  # one streaming pass: random access into .xz is quadratic
+        for member in tar:
+            if member.isfile() and member.name.endswith(".json"):
+                found.append((member.name, tar.extractfile(member).read()))  # type: ignore[union-attr]
+    for name, data in sorted(found):
+        yield _session(name), data
+
+
+def trajectories(source: str | Path, format: str = "mini-swe-agent") -> Iterator[tuple[str, list[Message]]]:
+    """(session id, messages) of every trajectory in `source`."""
+    for session, data in raw_trajectories(source):
+        yield session, formats.load(orjson.loads(data), format)
 
 
 def _session(name: str) -> str:
@@ -45,6 +53,19 @@ def _session(name: str) -> str:
         if base.endswith(suffix):
             return base[: -len(suffix)]
     return base
+
+
+class _Serial:
+    """A stand-in for a process pool when one worker is asked for."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def imap(self, fn, items, chunksize: int = 1):  # noqa: ANN001, ARG002
+        return map(fn, items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +99,21 @@ def session_rows(session: str, messages: list[Message], every: int = 8, protect:
     return rows
 
 
-def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=None) -> Rows:
-    """All rows of all sessions in `source`."""
+def _rows_of(item: tuple[str, bytes, int, int]) -> list[tuple]:
+    session, data, every, protect = item
+    return session_rows(session, formats.load(orjson.loads(data), "mini-swe-agent"), every, protect)
+
+
+def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=None, workers: int | None = None) -> Rows:
+    """All rows of all sessions in `source`, in session order (sessions spread over `workers` processes)."""
     rows: list[tuple] = []
-    for session, messages in trajectories(source):
-        rows.extend(session_rows(session, messages, every, protect))
-        if progress is not None:
-            progress(session)
+    items = ((session, data, every, protect) for session, data in raw_trajectories(source))
+    workers = workers or min(4, os.cpu_count() or 1)
+    with multiprocessing.get_context("spawn").Pool(workers) if workers > 1 else _Serial() as pool:
+        for part in pool.imap(_rows_of, items, chunksize=4):
+            rows.extend(part)
+            if progress is not None:
+                progress(part[0][3] if part else "")
     if not rows:
         return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(6)))
     cols = list(zip(*rows, strict=True))

@@ -20,7 +20,7 @@ from .errors import ArchiveError, ConfigError, JevError, JudgeError, TranscriptE
 from .judges.base import Judge, JudgeRequest, validate_answers
 from .policy import PINNED_SCORES, Action, CompactionConfig, Scores, candidates, decide
 from .questions import Batch, batches
-from .records import PairRecord, build_record, deliver, recommendation
+from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .state import fit_state
 from .transcript import Message, Transcript, analyze, canonical_json
 
@@ -66,9 +66,9 @@ class Compactor:
                                     error_kind="TimeoutError")
                 record_pairs.clear()
             except asyncio.CancelledError:
-                self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, ())
+                self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, (), scope, messages)
                 raise
-        self._emit(context, decision, started, tuple(record_pairs))
+        self._emit(context, decision, started, tuple(record_pairs), scope, messages)
         return decision
 
     async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None,
@@ -223,8 +223,11 @@ class Compactor:
             raise ArchiveError("archive did not acknowledge snapshot")
         return reference
 
-    def _emit(self, context: Any, decision: Decision, started: float, pairs: tuple[PairRecord, ...]) -> None:
+    def _emit(self, context: Any, decision: Decision, started: float, pairs: tuple[PairRecord, ...],
+              scope: Any, messages: Any) -> None:
         elapsed_ms = round((time.monotonic() - started) * 1000)
+        size = len(messages) if isinstance(messages, Sequence) else 0
         record = build_record(decision, version=self.options.version, mode=self.options.mode.value,
-                              elapsed_ms=elapsed_ms, pairs=pairs)
+                              elapsed_ms=elapsed_ms, pairs=pairs, session_id=session_of(scope, context),
+                              history_messages=size)
         deliver(self.options.observer, context, record)

@@ -1,7 +1,8 @@
 """Decision records and where they go (SPEC §7).
 
 A record holds metadata only: statuses, counts, scores and sizes — never message text, tool inputs or
-outputs, or exception text. A sink is any callable `(context, record)`; the ones here write JSON Lines to
+outputs, or exception text. `session_id` and `history_messages` (how many messages were judged) let
+`jev label` join a record with the session's later history. A sink is any callable `(context, record)`; the ones here write JSON Lines to
 any fsspec URL, log through `logging`, or deliver from a bounded background queue.
 """
 
@@ -51,6 +52,8 @@ class Record:
     recommendation: Mapping[str, str] = field(default_factory=dict)
     pairs: tuple[PairRecord, ...] = ()
     error: str = ""
+    session_id: str = ""
+    history_messages: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = {"purpose": self.purpose, "version": self.version, "mode": self.mode, "status": self.status,
@@ -60,6 +63,9 @@ class Record:
                         "result_chars": p.result_chars} for p in self.pairs]}
         if self.error:
             d["error"] = self.error
+        if self.session_id:
+            d["session_id"] = self.session_id
+        d["history_messages"] = self.history_messages
         return d
 
     def to_json(self) -> bytes:
@@ -80,10 +86,19 @@ def recommendation(plan: Plan | None, decided: bool) -> dict[str, str]:
     return rec
 
 
+def session_of(scope: Any, context: Any) -> str:
+    """The session a record belongs to: the archive scope's, else `context["session_id"]` when given."""
+    if scope is not None and isinstance(getattr(scope, "session_id", None), str):
+        return scope.session_id
+    if isinstance(context, Mapping) and isinstance(context.get("session_id"), str):
+        return context["session_id"]
+    return ""
+
+
 def build_record(decision: Decision, *, version: str, mode: str, elapsed_ms: int,
-                 pairs: tuple[PairRecord, ...] = ()) -> Record:
+                 pairs: tuple[PairRecord, ...] = (), session_id: str = "", history_messages: int = 0) -> Record:
     return Record(PURPOSE, version, mode, decision.status.value, decision.reason.value, elapsed_ms,
-                  dict(decision.recommendation), pairs, decision.error_kind)
+                  dict(decision.recommendation), pairs, decision.error_kind, session_id, history_messages)
 
 
 def deliver(observer: Callable[[Any, Record], None] | None, context: Any, record: Record) -> None:

@@ -1,44 +1,126 @@
-"""The embedded local heuristic judge: its signals move scores the documented way; it is deterministic."""
+"""The embedded local judge: JSON weights, decision-time features only, the AUROC bar on held-out sessions."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import call, msg, result, text
 
-from jev import JudgeError
+from jev import ConfigError, JudgeError, formats
 from jev.judges import JudgeRequest, LocalJudge
-from jev.judges.local import features
+from jev.judges.features import FEATURE_NAMES, WordCache, transcript_features
+from jev.judges.local import load_model
 from jev.questions import questions_for
 from jev.transcript import analyze
 
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
+needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"dev trajectories not found at {DATA}")
 
-def _scores(messages) -> dict[str, float]:
+
+@pytest.fixture(scope="session")
+def rows():
+    from calibration.dataset import build_rows
+    return build_rows(DATA)
+
+
+@pytest.fixture(scope="session")
+def sessions():
+    from calibration.dataset import trajectories
+    return list(trajectories(DATA))
+
+
+def test_weights_are_json_and_match_the_features() -> None:
+    path = ROOT / "jev" / "judges" / "local_model.json"
+    model = json.loads(path.read_text())  # plain JSON: no pickle anywhere
+    assert model["features"] == list(FEATURE_NAMES) and set(model["heads"]) == {"keep_call", "keep_result"}
+    assert load_model() == model
+
+
+def test_a_model_for_other_features_is_refused(tmp_path: Path) -> None:
+    model = json.loads((ROOT / "jev" / "judges" / "local_model.json").read_text())
+    model["features"] = model["features"][:-1]
+    bad = tmp_path / "model.json"
+    bad.write_text(json.dumps(model))
+    with pytest.raises(ConfigError, match="features do not match"):
+        LocalJudge(str(bad))
+
+
+def _ask(judge: LocalJudge, messages) -> dict[str, float]:
     t = analyze(messages)
     questions = tuple(q for p in t.pairs for q in questions_for(p))
-    answers = asyncio.run(LocalJudge().ask(JudgeRequest({}, questions, t)))
-    return dict(answers.probabilities)
+    return dict(asyncio.run(judge.ask(JudgeRequest({}, questions, t))).probabilities)
 
 
-def test_superseded_unreferenced_and_referenced_pairs() -> None:
+def test_scores_are_probabilities_and_deterministic() -> None:
     messages = [msg("0", "user", text("Fix src/app_main.py")),
-                msg("1", "assistant", call("a", input={"path": "src/app_main.py"})),
-                msg("2", "tool", result("a", output="def handler_v1(): pass")),
-                msg("3", "assistant", call("b", input={"path": "notes.md"})),
-                msg("4", "tool", result("b", output="unrelated scribbles")),
-                msg("5", "assistant", call("c", input={"path": "src/app_main.py"})),
-                msg("6", "tool", result("c", output="def handler_v2(): pass")),
-                msg("7", "user", text("Now rename handler_v2 everywhere."))]
-    s = _scores(messages)
-    f = features(analyze(messages))
-    assert f["t1"].superseded and not f["t3"].superseded and f["t3"].result_refs == 1
-    assert s["result_t1"] < 0.2 and s["call_t1"] < 0.5  # superseded by the later identical read
-    assert s["result_t3"] > 0.8  # its distinctive identifier is referenced later
-    assert s["result_t3"] > s["result_t2"]
-    assert _scores(messages) == s  # deterministic
+                msg("1", "assistant", call("a", "bash", {"command": "cat src/app_main.py"})),
+                msg("2", "tool", result("a", "def handler_v1(): pass", name="bash")),
+                msg("3", "assistant", call("b", "bash", {"command": "cat src/app_main.py"})),
+                msg("4", "tool", result("b", "def handler_v2(): pass", name="bash")),
+                msg("5", "user", text("Now rename handler_v2 everywhere."))]
+    first = _ask(LocalJudge(), messages)
+    assert set(first) == {"call_t1", "result_t1", "call_t2", "result_t2"}
+    assert all(0 <= p <= 1 for p in first.values())
+    assert _ask(LocalJudge(), messages) == first
+    assert first["result_t1"] < first["result_t2"]  # t1 was superseded by the identical later read
 
 
 def test_needs_the_in_process_transcript() -> None:
     with pytest.raises(JudgeError, match="needs the in-process transcript"):
         asyncio.run(LocalJudge().ask(JudgeRequest({}, ())))
+
+
+@needs_data
+def test_features_use_nothing_after_the_decision_point(sessions) -> None:
+    from calibration.dataset import session_rows
+    for session, messages in sessions[:12]:
+        full = analyze(messages)
+        warm = WordCache()
+        transcript_features(full, warm)  # a cache that has seen the whole future
+        rows = session_rows(session, messages)
+        points = sorted({r[5] for r in rows})
+        for s in points:
+            prefix = analyze(messages[: s + 1])
+            fresh = transcript_features(prefix)
+            assert transcript_features(prefix, warm) == fresh
+            for features, *_rest, key, point, _chars in (r for r in rows if r[5] == s):
+                assert features == fresh[key]
+        # appending future messages never changes what the judge said at the earlier point
+        s = points[0]
+        judge = LocalJudge()
+        before = judge.scores(analyze(messages[: s + 1]))
+        judge.scores(full)
+        assert judge.scores(analyze(messages[: s + 1])) == before
+
+
+@needs_data
+def test_mini_swe_agent_round_trip_on_every_dev_trajectory() -> None:
+    from calibration.dataset import raw_trajectories
+    for _session, data in raw_trajectories(DATA):
+        doc = json.loads(data)
+        assert formats.dump(formats.load(doc, "auto"), "mini-swe-agent") == doc
+
+
+@needs_data
+def test_auroc_bar_on_held_out_sessions(rows) -> None:
+    from calibration.train_local import held_out_auroc
+    for seed in (0, 1, 2):
+        assert held_out_auroc(rows.X, rows.needed_result, rows.sessions, seed) >= 0.85
+
+
+@needs_data
+def test_training_reproduces_the_shipped_weights(rows) -> None:
+    from calibration.train_local import train
+    shipped = load_model()
+    model = train(rows)
+    assert model["card"]["keep_result"]["auroc"] >= 0.85
+    for head in ("keep_call", "keep_result"):
+        for key in ("mean", "scale", "coef"):
+            np.testing.assert_allclose(model["heads"][head][key], shipped["heads"][head][key], rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(model["heads"][head]["isotonic"]["y"], shipped["heads"][head]["isotonic"]["y"],
+                                   atol=1e-6)

@@ -66,9 +66,9 @@ def exit_code(status: Status) -> int:
 
 def scope_from_args(args: Any) -> Scope | None:
     """The archive scope from --user/--agent/--session, None when none is given."""
-    given = [args.user, args.agent, args.session]
+    given = [args.user, args.agent]
     if not any(given):
-        return None
+        return None  # --session alone only names the session in records
     try:
         return Scope(args.user or "", args.agent or "", args.session or "")
     except ConfigError as exc:

@@ -132,11 +132,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     compactor = Compactor(judge, config, options, archive)
     with out.status(f"judging {len(messages)} messages…") if out.is_terminal else nullcontext():
-        decision = compactor.plan_sync(messages, scope=scope)
+        session = args.session or ("stdin" if args.input == "-" else _session_name(args.input))
+        decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session})
     result = result_json(decision, mode, messages, fmt)
     write_json(result, args.out)
     _summary(out, result, os.fspath(args.input))
     return exit_code(decision.status)
+
+
+def _session_name(path: str) -> str:
+    """A session id for records when none is given: the input file's name without its JSON suffix."""
+    name = os.path.basename(path)
+    for suffix in (".traj.json", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _summary(out: Any, result: dict[str, Any], source: str) -> None:

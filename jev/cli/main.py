@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import compact, demo, restore
+from . import compact, demo, label, restore
 from .common import EXIT_USAGE, UsageError
 
 
@@ -27,6 +27,7 @@ def parser() -> argparse.ArgumentParser:
     demo.add_parser(sub, parent)
     compact.add_parser(sub, parent)
     restore.add_parser(sub, parent)
+    label.add_parser(sub, parent)
     return p
 
 

@@ -61,8 +61,12 @@ def words(text: str) -> set[str]:
     return {w for w in set(text.translate(_SPLIT).split()) if len(w) >= 4}
 
 
+_MARKS = re.compile(r"[_./0-9]")
+
+
 def _distinctive(word: str) -> bool:
-    return len(word) >= 8 or any(c in word for c in "_./") or any(c.isdigit() for c in word)
+    """Long, or shaped like a path, identifier or number: words worth tracking."""
+    return len(word) >= 8 or _MARKS.search(word) is not None
 
 
 def _scan(text: str) -> str:

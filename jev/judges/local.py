@@ -1,121 +1,96 @@
-"""The embedded local judge: an honest heuristic over what is known at the decision point.
+"""The embedded local judge: a small trained model over decision-time features, offline, no key.
 
-It reads the in-process transcript (never the network) and scores each candidate pair from four signals:
-its age in pairs, whether a later call repeated the same tool with the same input (superseded), whether
-distinctive strings of its result appear later, and whether parts of its input (paths, identifiers) are
-mentioned later. It is deterministic and needs no key. It is *not* a trained model: the trained judge
-replaces it in a later version, with a model card. Calibrate thresholds before enforcing with it.
+Two heads — P(call still needed), P(result still needed) — each a standardised logistic regression with
+an isotonic calibration map, trained by `python -m calibration.train_local` on real agent trajectories
+and shipped as JSON in the package (`local_model.json`, never pickle). Features come from
+`jev.judges.features` and see only the transcript up to the decision point. Deterministic.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass
+import functools
+import json
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from ..errors import JudgeError
-from ..transcript import Pair, TextBlock, ToolUseBlock, Transcript, canonical_json
+import numpy as np
+
+from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
+from .features import FEATURE_NAMES, WordCache, transcript_features
 
-MODEL = "jev-local-heuristic-1"
-_WORDS = re.compile(r"[A-Za-z0-9_./-]+")
-_PARTS = re.compile(r"[A-Za-z][A-Za-z0-9]{3,}")
-_RESULT_SCAN_CHARS = 20_000
-
-
-@dataclass(frozen=True, slots=True)
-class PairFeatures:
-    """Signals for one pair, all computed from messages up to the decision point (the transcript's end)."""
-
-    age_pairs: int
-    superseded: bool
-    result_refs: int
-    input_referenced: bool
+MODEL = "jev-local-1"
+_HEADS = ("keep_call", "keep_result")
 
 
-def _distinctive(word: str) -> bool:
-    return len(word) >= 6 and (any(c in word for c in "_./-") or any(c.isdigit() for c in word) or len(word) >= 12)
+@functools.lru_cache(maxsize=4)
+def load_model(path: str | None = None) -> dict[str, Any]:
+    """The model document (JSON), checked against the features this code computes."""
+    text = Path(path).read_text() if path else resources.files(__package__).joinpath("local_model.json").read_text()
+    model = json.loads(text)
+    if model.get("format") != "jev-local-judge" or model.get("version") != 1:
+        raise ConfigError("local judge model: unknown format or version")
+    if tuple(model.get("features", ())) != FEATURE_NAMES:
+        raise ConfigError("local judge model: its features do not match this version's (retrain it)")
+    for head in _HEADS:
+        h = model["heads"][head]
+        for key, size in (("mean", len(FEATURE_NAMES)), ("scale", len(FEATURE_NAMES)), ("coef", len(FEATURE_NAMES))):
+            if len(h[key]) != size:
+                raise ConfigError(f"local judge model: heads.{head}.{key} must have {size} values")
+    return model
 
 
-def features(transcript: Transcript) -> dict[str, PairFeatures]:
-    """Features per pair key, in one pass over the transcript."""
-    last_seen: dict[str, int] = {}  # lower-cased word or word part -> last message index mentioning it
-    last_call: dict[tuple[str, bytes], int] = {}
-    for i, message in enumerate(transcript.messages):
-        for block in message.content:
-            if isinstance(block, TextBlock):
-                text = block.text
-            elif isinstance(block, ToolUseBlock):
-                text = canonical_json(block.input).decode()
-                last_call[(block.name, canonical_json(block.input))] = i
-            else:
-                continue
-            for word in _WORDS.findall(text.lower()):
-                last_seen[word] = i
-                for part in _PARTS.findall(word):
-                    last_seen[part] = i
-    out: dict[str, PairFeatures] = {}
-    n = len(transcript.pairs)
-    for index, pair in enumerate(transcript.pairs):
-        out[pair.key] = _pair_features(pair, n - index - 1, last_seen, last_call)
-    return out
+class _Head:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.mean = np.asarray(spec["mean"], dtype=float)
+        self.scale = np.asarray(spec["scale"], dtype=float)
+        self.coef = np.asarray(spec["coef"], dtype=float)
+        self.intercept = float(spec["intercept"])
+        self.iso_x = np.asarray(spec["isotonic"]["x"], dtype=float)
+        self.iso_y = np.asarray(spec["isotonic"]["y"], dtype=float)
 
-
-def _pair_features(pair: Pair, age: int, last_seen: dict[str, int],
-                   last_call: dict[tuple[str, bytes], int]) -> PairFeatures:
-    after = pair.result_message
-    words = {w for w in _WORDS.findall(pair.result.text[:_RESULT_SCAN_CHARS].lower()) if _distinctive(w)}
-    result_refs = sum(1 for w in words if last_seen.get(w, -1) > after)
-    input_words = [w for text in _string_values(pair.call.input) for w in _WORDS.findall(text.lower())]
-    parts = {p for w in input_words for p in _PARTS.findall(w)} | {w for w in input_words if _distinctive(w)}
-    input_referenced = any(last_seen.get(p, -1) > after for p in parts)
-    superseded = last_call.get((pair.tool, canonical_json(pair.call.input)), -1) > pair.call_message
-    return PairFeatures(age, superseded, result_refs, input_referenced)
-
-
-def _string_values(value: Any) -> list[str]:
-    """The string leaves of a JSON value: what an input mentions, without its keys."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _string_values(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _string_values(v)]
-    return []
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z))
-
-
-def score(f: PairFeatures) -> tuple[float, float]:
-    """(P(call still needed), P(result still needed)) from the features."""
-    referenced = min(f.result_refs, 3) / 3
-    z_result = 1.0 - 0.8 * min(f.age_pairs, 10) + 3.0 * referenced + 2.5 * f.input_referenced - 5.0 * f.superseded
-    z_call = 2.0 - 0.3 * min(f.age_pairs, 10) + 2.0 * referenced + 2.0 * f.input_referenced - 4.0 * f.superseded
-    return round(_sigmoid(z_call), 4), round(_sigmoid(z_result), 4)
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        z = ((X - self.mean) / self.scale) @ self.coef + self.intercept
+        return np.interp(1.0 / (1.0 + np.exp(-z)), self.iso_x, self.iso_y)
 
 
 class LocalJudge:
-    """The offline default judge. Needs the in-process transcript; sends nothing anywhere."""
+    """The offline default judge. Needs the in-process transcript; sends nothing anywhere.
 
-    model = MODEL
+    `model_path` loads other weights (e.g. retrained on your own shadow logs). Word extraction is cached
+    per block, so repeated plans over a growing history only pay for new messages."""
 
-    def __init__(self) -> None:
-        self._last: tuple[Transcript, dict[str, PairFeatures]] | None = None  # batches of one plan share it
+    def __init__(self, model_path: str | None = None) -> None:
+        spec = load_model(model_path)
+        self.model = MODEL if model_path is None else f"{MODEL}:{Path(model_path).name}"
+        self.card = spec.get("card", {})
+        self._heads = {name: _Head(spec["heads"][name]) for name in _HEADS}
+        self._cache = WordCache()
+        self._last: tuple[Any, dict[str, tuple[float, float]]] | None = None
+
+    def scores(self, transcript: Any) -> dict[str, tuple[float, float]]:
+        """(keep_call, keep_result) for every pair of the transcript, at its end."""
+        if self._last is not None and self._last[0] is transcript:  # batches of one plan share it
+            return self._last[1]
+        feats = transcript_features(transcript, self._cache)
+        keys = list(feats)
+        out: dict[str, tuple[float, float]] = {}
+        if keys:
+            X = np.asarray([feats[k] for k in keys], dtype=float)
+            call, result = self._heads["keep_call"](X), self._heads["keep_result"](X)
+            out = {k: (round(float(c), 4), round(float(r), 4)) for k, c, r in zip(keys, call, result, strict=True)}
+        self._last = (transcript, out)
+        return out
 
     async def ask(self, request: JudgeRequest) -> Answers:
         if request.transcript is None:
             raise JudgeError("LocalJudge needs the in-process transcript in the request")
-        if self._last is None or self._last[0] is not request.transcript:
-            self._last = (request.transcript, features(request.transcript))
-        feats = self._last[1]
+        scores = self.scores(request.transcript)
         out: dict[str, float] = {}
         for q in request.questions:
             kind, _, key = q.id.partition("_")
-            if key not in feats or kind not in ("call", "result"):
+            if key not in scores or kind not in ("call", "result"):
                 raise JudgeError(f"LocalJudge cannot answer question {q.id!r}")
-            keep_call, keep_result = score(feats[key])
-            out[q.id] = keep_call if kind == "call" else keep_result
-        return Answers(out, MODEL, 0, 0)
+            out[q.id] = scores[key][0] if kind == "call" else scores[key][1]
+        return Answers(out, self.model, 0, 0)

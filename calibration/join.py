@@ -1,0 +1,92 @@
+"""`jev label`: join shadow decision records with each session's full history and label every judged pair.
+
+Records and transcripts are read through fsspec, so a fleet's logs on object storage work as they are.
+A record is labelled at its decision point (the `history_messages` it judged); its pairs are matched to
+the transcript by call id. Output rows are plain JSON objects, one per judged pair.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import orjson
+
+from jev import formats
+from jev.transcript import analyze
+
+from .labels import LABEL_VERSION, pair_uses
+
+SUFFIXES = (".traj.json", ".json", ".jsonl")
+
+
+def read_records(url: str) -> Iterator[dict[str, Any]]:
+    """Decision records from a JSON Lines file on any fsspec URL (blank lines skipped)."""
+    with fsspec.open(url, "rb") as f:
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise ValueError(f"{url}:{number}: not a JSON record ({exc})") from None
+
+
+@dataclass
+class LabelReport:
+    """What `label` did: rows written and why records were skipped."""
+
+    rows: int = 0
+    records: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def label(records_url: str, transcripts_url: str, *, format: str = "auto",
+          progress: Callable[[], None] | None = None, report: LabelReport | None = None) -> Iterator[dict[str, Any]]:
+    """Labelled rows for every judged pair of every record whose session transcript is found."""
+    report = report if report is not None else LabelReport()
+    fs, base = fsspec.core.url_to_fs(transcripts_url)
+    cache: dict[str, Any] = {}
+    for record in read_records(records_url):
+        report.records += 1
+        if progress is not None:
+            progress()
+        pairs, session = record.get("pairs") or [], record.get("session_id") or ""
+        point = record.get("history_messages")
+        if not pairs:
+            report.skipped["no judged pairs"] += 1
+            continue
+        if not session or not isinstance(point, int) or point < 1:
+            report.skipped["no session_id or history_messages"] += 1
+            continue
+        if session not in cache:
+            cache[session] = _load(fs, base, session, format)
+        uses = cache[session]
+        if uses is None:
+            report.skipped[f"no transcript for session {session!r}"] += 1
+            continue
+        s = point - 1
+        for pair in pairs:
+            use = uses.get(pair.get("call_id"))
+            if use is None:
+                report.skipped["pair not in transcript"] += 1
+                continue
+            report.rows += 1
+            yield {"session_id": session, "decision_point": s, "version": record.get("version", ""),
+                   **{k: pair.get(k) for k in ("key", "call_id", "tool", "keep_call", "keep_result", "action",
+                                               "reason", "result_chars")},
+                   "needed_result": use.needed_result(s), "needed_call": use.needed_call(s),
+                   "label_version": LABEL_VERSION}
+
+
+def _load(fs: Any, base: str, session: str, format: str) -> dict[str, Any] | None:
+    for suffix in SUFFIXES:
+        path = f"{base.rstrip('/')}/{session}{suffix}"
+        if fs.exists(path):
+            messages = formats.load(orjson.loads(fs.cat_file(path)), format)
+            transcript = analyze(messages)
+            uses = pair_uses(transcript)
+            return {p.call_id: uses[p.key] for p in transcript.pairs}
+    return None

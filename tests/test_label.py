@@ -1,0 +1,83 @@
+"""Labels from later history (labels-v1) and `jev label` joining shadow records with transcripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import msg, text
+
+from calibration.labels import pair_uses
+from jev import CompactionConfig, Compactor, ExecutionOptions, JsonlSink, Mode, ToolResultBlock, ToolUseBlock, formats
+from jev.judges import ReplayJudge
+from jev.transcript import analyze
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bash(i: int, command: str, output: str) -> list:
+    return [msg(f"a{i}", "assistant", text(f"step {i}"), ToolUseBlock(f"c{i}", "bash", {"command": command})),
+            msg(f"r{i}", "tool", ToolResultBlock(f"c{i}", "bash", output))]
+
+
+def session() -> list:
+    return [msg("task", "user", text("Fix the parser in pkg/parse.py")),
+            *bash(1, "grep -rn parse_token pkg/", "pkg/lexer_impl.py:12: def parse_token(x)"),  # provides lexer_impl.py
+            *bash(2, "cat README.md", "A library. Version 2.7.1 released."),                   # never used again
+            *bash(3, "python -m pytest tests/test_parse.py", "1 failed: test_roundtrip_unicode"),
+            *bash(4, "ls docs", "index.rst"),
+            msg("think", "assistant", text("The failure is test_roundtrip_unicode; look at pkg/lexer_impl.py")),
+            *bash(5, "python -m pytest tests/test_parse.py", "1 failed"),                       # re-run of t3
+            *bash(6, "sed -i s/a/b/ pkg/lexer_impl.py", "")]
+
+
+def test_labels_follow_the_definition() -> None:
+    t = analyze(session())
+    uses = pair_uses(t)
+    s = t.pairs[3].result_message  # decision point after pair t4
+    assert uses["t1"].needed_result(s)  # its identifier lexer_impl.py is used later, and it was the latest source
+    assert not uses["t2"].needed_result(s) and not uses["t2"].needed_call(s)  # README never matters again
+    assert uses["t3"].needed_result(s)  # test_roundtrip_unicode used later, and the same test command re-run
+    assert uses["t3"].rerun > s
+    assert not uses["t4"].needed_result(s)
+    assert uses["t6"].needed_call(s) and uses["t6"].edit  # state changes keep their calls by rule
+    last = len(t.messages) - 1
+    assert not any(u.needed_result(last) for u in uses.values())  # nothing is needed after the end
+
+
+def test_jev_label_joins_records_with_transcripts(tmp_path: Path) -> None:
+    messages = session()
+    transcripts = tmp_path / "transcripts"
+    transcripts.mkdir()
+    (transcripts / "s1.json").write_text(json.dumps(formats.dump(messages)))
+    records = tmp_path / "records.jsonl"
+    config = CompactionConfig(preserve_recent_messages=2, eligible_tools=frozenset({"bash"}), minimum_reduction=0.0)
+    compactor = Compactor(ReplayJudge({}, default=0.5), config,
+                          ExecutionOptions(Mode.SHADOW, 2.0, "v-test", JsonlSink(str(records))))
+    cut = analyze(messages).pairs[3].result_message + 1
+    decision = compactor.plan_sync(messages[:cut], context={"session_id": "s1"})
+    assert decision.plan is not None
+    compactor.plan_sync(messages[:cut], context={})  # no session: skipped, and said so
+    record = json.loads(records.read_text().splitlines()[0])
+    assert record["session_id"] == "s1" and record["history_messages"] == cut
+
+    out = tmp_path / "labels.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "label", str(records), "--transcripts",
+                           str(transcripts), "--out", str(out)], cwd=ROOT, capture_output=True, timeout=60,
+                          env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr.decode()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    by_key = {r["key"]: r for r in rows}
+    assert by_key["t1"]["needed_result"] is True and by_key["t2"]["needed_result"] is False
+    assert by_key["t1"]["decision_point"] == cut - 1 and by_key["t1"]["keep_result"] == 0.5
+    assert rows[0]["label_version"] == "labels-v1" and rows[0]["version"] == "v-test"
+    assert b"skipped 1: no session_id" in proc.stderr
+
+
+def test_jev_label_missing_records_file_is_a_usage_error(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "label", str(tmp_path / "nope.jsonl"),
+                           "--transcripts", str(tmp_path)], cwd=ROOT, capture_output=True, timeout=60)
+    assert proc.returncode == 2 and b"cannot read" in proc.stderr and proc.stdout == b""
