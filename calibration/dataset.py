@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from jev import formats
-from jev.judges.features import FEATURE_NAMES, WordCache, transcript_features
+from jev.judges.features import FEATURE_NAMES, FeatureState, transcript_features
 from jev.transcript import Message, analyze
 
 from .labels import pair_uses
@@ -81,17 +81,16 @@ class Rows:
     result_chars: np.ndarray
 
 
-def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3,
-                 cache: WordCache | None = None) -> list[tuple]:
+def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3) -> list[tuple]:
     """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars)."""
     full = analyze(messages)
     uses = pair_uses(full)
-    cache = cache or WordCache()
+    state = FeatureState()  # each prefix extends the previous one: only new messages are read
     rows = []
     for n in range(every, len(full.pairs) + 1, every):
         s = full.pairs[n - 1].result_message
         prefix = analyze(messages[: s + 1])
-        feats = transcript_features(prefix, cache)
+        feats = transcript_features(prefix, state)
         for pair in prefix.pairs[: max(0, n - protect)]:
             use = uses[pair.key]
             rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,

@@ -12,7 +12,7 @@ from conftest import call, msg, result, text
 
 from jev import ConfigError, JudgeError, formats
 from jev.judges import JudgeRequest, LocalJudge
-from jev.judges.features import FEATURE_NAMES, WordCache, transcript_features
+from jev.judges.features import FEATURE_NAMES, FeatureState, transcript_features
 from jev.judges.local import load_model
 from jev.questions import questions_for
 from jev.transcript import analyze
@@ -80,8 +80,8 @@ def test_features_use_nothing_after_the_decision_point(sessions) -> None:
     from calibration.dataset import session_rows
     for session, messages in sessions[:12]:
         full = analyze(messages)
-        warm = WordCache()
-        transcript_features(full, warm)  # a cache that has seen the whole future
+        warm = FeatureState()
+        transcript_features(full, warm)  # a state that has seen the whole future
         rows = session_rows(session, messages)
         points = sorted({r[5] for r in rows})
         for s in points:

@@ -1,8 +1,10 @@
 """Features of each tool pair at a decision point (the end of the transcript given), for the local judge.
 
-Everything here is computed from the transcript as given, so features can never see the future: the
-training script calls the same function on each history prefix. Words are found with `str.translate` +
-`split` (C speed), which keeps a 400-pair transcript within a few milliseconds.
+Everything is computed from the transcript as given, so features never see the future: the training
+script calls the same code on each history prefix. A `FeatureState` accumulates what the messages say
+(who first mentioned which word, which result is still the latest source of it, what the agent has
+referred to since) one message at a time, so a host loop that plans again over a grown history only pays
+for the new messages. Words are found with `str.translate` + `split` (C speed).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import bisect
 import math
 import re
 import string
-from dataclasses import dataclass
-from typing import Any
+import operator
+from dataclasses import dataclass, field
 
 from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
 
@@ -75,11 +77,18 @@ def _scan(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CallInfo:
-    """What a call's command says: its text, category and the paths it names."""
+    """What a call's command says: its text, category, the paths it names and its distinctive words."""
 
     command: str
     kind: str
     paths: frozenset[str]
+    own: frozenset[str]
+
+
+def call_info(block: ToolUseBlock) -> CallInfo:
+    text = command_text(block.input)
+    return CallInfo(text, category(block.name, text), frozenset(_PATH.findall(text)),
+                    frozenset(w for w in words(text) if _distinctive(w)))
 
 
 def _result_static(text: str) -> tuple[float, ...]:
@@ -91,103 +100,146 @@ def _result_static(text: str) -> tuple[float, ...]:
             float("<warning>" in text or "too long" in text or "truncated" in text or "elided" in text))
 
 
-class WordCache:
-    """Distinctive words (and, for calls, `CallInfo`) per block, remembered by block identity: in an
-    agent loop each plan re-reads mostly the same immutable blocks, so only new messages cost anything.
-    Bounded; the oldest entries go first."""
+@dataclass(slots=True)
+class _Result:
+    """Running facts about one answered call."""
 
-    def __init__(self, max_entries: int = 50_000) -> None:
-        self.max_entries = max_entries
-        self._entries: dict[int, tuple[object, frozenset[str], CallInfo | tuple[float, ...] | None]] = {}
-
-    def get(self, block: TextBlock | ToolUseBlock | ToolResultBlock) -> tuple[frozenset[str], Any]:
-        """Distinctive words, and `CallInfo` for a call or the static features of a result."""
-        hit = self._entries.get(id(block))
-        if hit is not None and hit[0] is block:
-            return hit[1], hit[2]
-        call: CallInfo | tuple[float, ...] | None = None
-        if isinstance(block, ToolResultBlock):
-            full = block.text
-            call = _result_static(full)
-            text = _scan(full)
-        elif isinstance(block, ToolUseBlock):
-            text = command_text(block.input)
-            call = CallInfo(text, category(block.name, text), frozenset(_PATH.findall(text)))
-        else:
-            text = block.text
-        found = frozenset(w for w in words(text) if _distinctive(w))
-        if len(self._entries) >= self.max_entries:
-            for key in list(self._entries)[: self.max_entries // 4]:
-                del self._entries[key]
-        self._entries[id(block)] = (block, found, call)  # the strong reference keeps id() unambiguous
-        return found, call
+    index: int  # message index of the result
+    static: tuple[float, ...]
+    novel: int  # distinctive words this result was the first to show
+    live: int = 0  # novel words for which it is still the latest result
+    unsaid: int = 0  # live words nobody has written since
+    refs: set[str] = field(default_factory=set)  # novel words referred to later
+    last_ref: int = -1
+    input_referenced: bool = False
 
 
-def transcript_features(transcript: Transcript, cache: WordCache | None = None) -> dict[str, list[float]]:
-    """A feature vector (in `FEATURE_NAMES` order) for every pair, at the end of the transcript."""
-    cache = cache or WordCache()
-    first_seen: dict[str, int] = {}  # distinctive word -> first message index where it appears
-    last_mention: dict[str, int] = {}  # distinctive word -> last message index the agent or user wrote it
-    last_result: dict[str, int] = {}  # distinctive word -> last message index of a result containing it
-    last_call: dict[tuple[str, str], int] = {}
-    repeats: dict[tuple[str, str], int] = {}
-    edit_at: list[int] = []  # message indices of edit calls, ascending
-    path_read: dict[str, int] = {}
-    path_edit: dict[str, int] = {}
-    result_words: dict[str, tuple[frozenset[str], tuple[float, ...]]] = {}
-    calls: dict[str, CallInfo] = {}
-    seen_at: list[tuple[int, frozenset[str]]] = []
-    for i, message in enumerate(transcript.messages):
-        for block in message.content:
-            if not isinstance(block, (TextBlock, ToolUseBlock, ToolResultBlock)):
-                continue
-            found, call = cache.get(block)
-            seen_at.append((i, found))
+@dataclass
+class FeatureState:
+    """What the messages seen so far say, updated one message at a time (see the module docstring)."""
+
+    messages: list[object] = field(default_factory=list)
+    first_seen: set[str] = field(default_factory=set)
+    said: set[str] = field(default_factory=set)  # words the agent or user wrote (text or call input)
+    owner: dict[str, str] = field(default_factory=dict)  # novel word -> call id of the result that showed it
+    live_of: dict[str, str] = field(default_factory=dict)  # word -> call id still its latest source
+    own_owners: dict[str, list[str]] = field(default_factory=dict)  # call word -> call ids using it
+    calls: dict[str, tuple[int, CallInfo]] = field(default_factory=dict)
+    results: dict[str, _Result] = field(default_factory=dict)
+    last_call: dict[tuple[str, str], int] = field(default_factory=dict)
+    repeats: dict[tuple[str, str], int] = field(default_factory=dict)
+    path_read: dict[str, int] = field(default_factory=dict)
+    path_edit: dict[str, int] = field(default_factory=dict)
+    edit_at: list[int] = field(default_factory=list)
+
+    def continues(self, messages: tuple[object, ...]) -> bool:
+        """True when `messages` starts with exactly the messages already seen (same objects)."""
+        n = len(self.messages)
+        return n <= len(messages) and all(map(operator.is_, self.messages, messages[:n]))
+
+    def add(self, message: object, i: int) -> None:
+        """Take in message number `i`."""
+        self.messages.append(message)
+        for block in message.content:  # type: ignore[attr-defined]
             if isinstance(block, ToolResultBlock):
-                result_words[block.id] = (found, call)
-                last_result.update(dict.fromkeys(found, i))
-                continue
-            last_mention.update(dict.fromkeys(found, i))
-            if call is not None:
-                calls[block.id] = call
-                last_call[(block.name, call.command)] = i
-                repeats[(block.name, call.command)] = repeats.get((block.name, call.command), 0) + 1
-                if call.kind == "edit":
-                    edit_at.append(i)
-                target = path_edit if call.kind == "edit" else path_read
-                target.update(dict.fromkeys(call.paths, i))
-    for i, found in reversed(seen_at):  # C-speed updates; the earliest index is written last and wins
-        first_seen.update(dict.fromkeys(found, i))
-    n_messages, n_pairs = len(transcript.messages), len(transcript.pairs)
+                self._result(block, i)
+            elif isinstance(block, ToolUseBlock):
+                info = call_info(block)
+                self._said(info.own, i)
+                self._call(block, info, i)
+            elif isinstance(block, TextBlock):
+                self._said(frozenset(w for w in words(block.text) if _distinctive(w)), i)
+
+    def _result(self, block: ToolResultBlock, i: int) -> None:
+        text = block.text
+        found = {w for w in words(_scan(text)) if _distinctive(w)}
+        novel = found - self.first_seen
+        for w in found - novel:  # an older result stops being the latest source of these words
+            holder = self.live_of.pop(w, None)
+            if holder is not None:
+                previous = self.results[holder]
+                previous.live -= 1
+                if w not in self.said:
+                    previous.unsaid -= 1
+        self.first_seen |= novel
+        self.owner.update(dict.fromkeys(novel, block.id))
+        self.live_of.update(dict.fromkeys(novel, block.id))
+        self.results[block.id] = _Result(i, _result_static(text), len(novel), len(novel), len(novel))
+
+    def _said(self, found: frozenset[str], i: int) -> None:
+        for w in found:
+            if w in self.owner:
+                result = self.results[self.owner[w]]
+                if i > result.index:
+                    result.refs.add(w)
+                    result.last_ref = i
+            if w not in self.said:
+                holder = self.live_of.get(w)
+                if holder is not None:
+                    self.results[holder].unsaid -= 1
+            for cid in self.own_owners.get(w, ()):
+                result = self.results.get(cid)
+                if result is not None and i > result.index:
+                    result.input_referenced = True
+        self.said |= found
+        self.first_seen |= found
+
+    def _call(self, block: ToolUseBlock, info: CallInfo, i: int) -> None:
+        self.calls[block.id] = (i, info)
+        signature = (block.name, info.command)
+        self.last_call[signature] = i
+        self.repeats[signature] = self.repeats.get(signature, 0) + 1
+        if info.kind == "edit":
+            self.edit_at.append(i)
+        target = self.path_edit if info.kind == "edit" else self.path_read
+        target.update(dict.fromkeys(info.paths, i))
+        for w in info.own:  # registered after the call's own words were read: self-mention is not use
+            self.own_owners.setdefault(w, []).append(block.id)
+
+
+def transcript_features(transcript: Transcript, state: FeatureState | None = None) -> dict[str, list[float]]:
+    """A feature vector (in `FEATURE_NAMES` order) for every pair, at the end of the transcript.
+
+    Pass the `state` of an earlier call to continue from it when this transcript extends the same
+    messages; otherwise (or when it does not) the state is rebuilt from the first message."""
+    messages = transcript.messages
+    if state is None or not state.continues(messages):
+        fresh = FeatureState()
+        if state is not None:
+            state.__dict__.update(fresh.__dict__)
+        else:
+            state = fresh
+    for i in range(len(state.messages), len(messages)):
+        state.add(messages[i], i)
+    n_messages, n_pairs = len(messages), len(transcript.pairs)
+    edits = len(state.edit_at)
     out: dict[str, list[float]] = {}
     for index, pair in enumerate(transcript.pairs):
-        r, c = pair.result_message, pair.call_message
-        call = calls[pair.call_id]
-        found, static = result_words[pair.call_id]
-        novel = [w for w in found if first_seen[w] == r]
-        refs = [last_mention[w] for w in novel if last_mention.get(w, -1) > r]
-        own, _ = cache.get(pair.call)
+        c, call = state.calls[pair.call_id]
+        result = state.results[pair.call_id]
+        r, signature = result.index, (pair.tool, call.command)
         features = [
             math.log1p(n_pairs - index - 1),
             math.log1p(n_messages - r - 1),
             (index + 1) / n_pairs,
-            *static,
-            float(last_call.get((pair.tool, call.command), -1) > c),
-            float(any(path_read.get(p, -1) > c for p in call.paths)),
-            float(any(path_edit.get(p, -1) > c for p in call.paths)),
-            math.log1p(len(novel)),
-            math.log1p(len(refs)),
-            float(bool(refs)),
-            math.log1p(n_messages - 1 - max(refs, default=r)),
-            float(any(last_mention.get(w, -1) > r for w in own)),
+            *result.static,
+            float(state.last_call[signature] > c),
+            float(any(state.path_read.get(p, -1) > c for p in call.paths)),
+            float(any(state.path_edit.get(p, -1) > c for p in call.paths)),
+            math.log1p(result.novel),
+            math.log1p(len(result.refs)),
+            float(bool(result.refs)),
+            math.log1p(n_messages - 1 - max(result.last_ref, r)),
+            float(result.input_referenced),
             float(pair.result.state != "success"),
+            math.log1p(result.live),
+            math.log1p(result.unsaid),
+            result.unsaid / max(1, result.novel),
+            math.log1p(state.repeats[signature] - 1),
+            math.log1p(edits - bisect.bisect_right(state.edit_at, c)),
+            math.log1p(n_pairs),
+            math.log1p(edits),
         ]
-        live = [w for w in novel if last_result[w] == r]  # this result is still their latest source
-        unsaid = sum(1 for w in live if w not in last_mention)
-        features += [math.log1p(len(live)), math.log1p(unsaid), unsaid / max(1, len(novel)),
-                     math.log1p(repeats[(pair.tool, call.command)] - 1),
-                     math.log1p(len(edit_at) - bisect.bisect_right(edit_at, c)),
-                     math.log1p(n_pairs), math.log1p(len(edit_at))]
         features += [float(call.kind == k) for k in CATEGORIES]
         out[pair.key] = features
     return out

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
-from .features import FEATURE_NAMES, WordCache, transcript_features
+from .features import FEATURE_NAMES, FeatureState, transcript_features
 
 MODEL = "jev-local-1"
 _HEADS = ("keep_call", "keep_result")
@@ -58,22 +58,22 @@ class _Head:
 class LocalJudge:
     """The offline default judge. Needs the in-process transcript; sends nothing anywhere.
 
-    `model_path` loads other weights (e.g. retrained on your own shadow logs). Word extraction is cached
-    per block, so repeated plans over a growing history only pay for new messages."""
+    `model_path` loads other weights (e.g. retrained on your own shadow logs). The judge keeps a
+    `FeatureState`, so repeated plans over a growing history only pay for the new messages."""
 
     def __init__(self, model_path: str | None = None) -> None:
         spec = load_model(model_path)
         self.model = MODEL if model_path is None else f"{MODEL}:{Path(model_path).name}"
         self.card = spec.get("card", {})
         self._heads = {name: _Head(spec["heads"][name]) for name in _HEADS}
-        self._cache = WordCache()
+        self._state = FeatureState()
         self._last: tuple[Any, dict[str, tuple[float, float]]] | None = None
 
     def scores(self, transcript: Any) -> dict[str, tuple[float, float]]:
         """(keep_call, keep_result) for every pair of the transcript, at its end."""
         if self._last is not None and self._last[0] is transcript:  # batches of one plan share it
             return self._last[1]
-        feats = transcript_features(transcript, self._cache)
+        feats = transcript_features(transcript, self._state)
         keys = list(feats)
         out: dict[str, tuple[float, float]] = {}
         if keys:
