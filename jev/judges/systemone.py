@@ -19,6 +19,7 @@ from ..errors import ConfigError, JudgeError
 from ..questions import questions_map
 from ..aio import run_sync
 from .base import Answers, JudgeRequest
+from .http import async_client
 from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
 
 DEFAULT_BASE_URL = "https://api.typesafe.ai"
@@ -130,7 +131,7 @@ class SystemOneJudge:
         """One batch: the request, retried per the policy; answers validated."""
         content = orjson.dumps(self.body(request))
         ids = [q.id for q in request.questions]
-        async with httpx2.AsyncClient(transport=self._transport, timeout=None) as client:
+        async with async_client(transport=self._transport) as client:
             return await with_retries(lambda: self._attempt(client, content, ids), self.retry)
 
     def ask_sync(self, request: JudgeRequest) -> Answers:

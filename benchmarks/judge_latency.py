@@ -1,0 +1,80 @@
+"""Judge latency: the OpenAI Decisions judge against the test suite's local /v1/decisions server with an
+injected 100 ms latency (sequential versus concurrent batches), and the embedded local judge, at 50, 200
+and 800 candidate pairs. Ratios are against baselines measured in the same run.
+
+    python benchmarks/judge_latency.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from _common import ROOT, timeit, transcript
+
+sys.path.insert(0, str(ROOT / "tests"))
+from decisions_server import DecisionsServer  # noqa: E402
+
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json  # noqa: E402
+from jev.judges import LocalJudge, OpenAIDecisionsJudge  # noqa: E402
+from jev.judges.retry import NO_RETRIES  # noqa: E402
+from jev.transcript import analyze  # noqa: E402
+
+SIZES = (50, 200, 400, 800)
+LATENCY = 0.1
+
+
+def config(concurrency: int, questions: int = 128) -> CompactionConfig:
+    return CompactionConfig(preserve_recent_messages=0, eligible_tools=frozenset({"bash"}), max_questions=questions,
+                            max_concurrent_requests=concurrency, minimum_reduction=0.0, max_state_tokens=2_000_000,
+                            max_request_tokens=2_100_000, max_transcript_chars=50_000_000)
+
+
+def remote() -> None:
+    os.environ.setdefault("OPENAI_API_KEY", "sk-local-benchmark")
+    print(f"OpenAI Decisions judge, local server with {LATENCY * 1000:.0f} ms latency per request")
+    print(f"{'pairs':>6} {'requests':>8} {'sequential s':>13} {'concurrent(4) s':>16} {'speed-up':>9} "
+          f"{'floor s':>8} {'concurrent/floor':>17}")
+    with DecisionsServer(probability=lambda n: 0.5, latency=LATENCY) as server:
+        warm_up = OpenAIDecisionsJudge(server.base_url, timeout=30, retry=NO_RETRIES)
+        Compactor(warm_up, config(1), ExecutionOptions(Mode.SHADOW, 600, "bench")).plan_sync(transcript(5))
+        for pairs in SIZES:
+            messages = transcript(pairs)
+            row = []
+            for concurrency in (1, 4):
+                judge = OpenAIDecisionsJudge(server.base_url, timeout=30, retry=NO_RETRIES)
+                c = Compactor(judge, config(concurrency), ExecutionOptions(Mode.SHADOW, 600, "bench"))
+                best = float("inf")
+                for _ in range(3):  # best of three: network-bound runs are noisy
+                    started = time.perf_counter()
+                    decision = c.plan_sync(messages)
+                    best = min(best, time.perf_counter() - started)
+                    assert decision.plan is not None, decision.detail
+                row.append(best)
+            requests = decision.plan.requests
+            floor = -(-requests // 4) * LATENCY  # the injected latency alone, 4 in flight
+            print(f"{pairs:>6} {requests:>8} {row[0]:>13.3f} {row[1]:>16.3f} {row[0] / row[1]:>8.2f}x "
+                  f"{floor:>8.2f} {row[1] / floor:>16.2f}x")
+
+
+def local() -> None:
+    print("\nEmbedded local judge (features + both heads), per plan")
+    print(f"{'pairs':>6} {'cold ms':>8} {'warm ms':>8} {'floor ms':>9} {'warm/floor':>11}")
+    for pairs in SIZES:
+        messages = transcript(pairs)
+        t = analyze(messages)
+        cold = timeit(lambda: LocalJudge().scores(analyze(messages)), repeat=3)
+        judge = LocalJudge()
+        judge.scores(t)
+        warm = timeit(lambda: judge.scores(analyze(messages)))  # a new plan over the same history
+        floor = timeit(lambda: __import__("hashlib").sha256(canonical_json(messages)).digest())
+        print(f"{pairs:>6} {cold * 1000:>8.2f} {warm * 1000:>8.2f} {floor * 1000:>9.2f} {warm / floor:>10.2f}x")
+    print("cold: a new judge sees every message for the first time; warm: the same judge plans again over the "
+          "same history (a host loop), paying only for new messages; floor: canonical JSON + SHA-256 of the "
+          "transcript. Both include re-validating the transcript (analyze).")
+
+
+if __name__ == "__main__":
+    remote()
+    local()
