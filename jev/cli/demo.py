@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             "restored_messages": len(ref["restored"]), "restore_equals_original": ref["restored_equal"],
         },
         "local_judge_shadow": {
-            "judge": "embedded local judge (heuristic, offline)", "mode": "SHADOW",
+            "judge": "embedded local judge (trained on real coding-agent sessions; this synthetic transcript is outside them)", "mode": "SHADOW",
             "status": local.status.value, "reason": local.reason.value, "pairs": _scores(local),
         },
     }
