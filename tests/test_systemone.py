@@ -210,3 +210,22 @@ def test_budget_ends_the_plan_and_cancels_the_in_flight_request(silent: Silent, 
     assert (records[-1].status, records[-1].reason) == ("ERROR", "TIMEOUT")
     assert elapsed < 0.5 + 0.5
     assert silent.accepted == 1 and silent.closed_by_client.wait(2), "the in-flight request was not cancelled"
+
+
+@pytest.mark.parametrize("state, questions, message", [
+    (None, (Question("q", "x"),), "state must not be null"),
+    ({}, (), "questions must not be empty"),
+    ({}, (Question(" ", "x"),), "question ids must not be blank"),
+])
+def test_request_validation_sends_nothing(state, questions, message) -> None:
+    import asyncio
+    with Server(noul(0.5)) as server:
+        with pytest.raises(JudgeError, match=message):
+            asyncio.run(SystemOneJudge(server.url).ask(JudgeRequest(state, questions)))
+    assert server.requests == []
+
+
+def test_sync_twin() -> None:
+    with Server(noul(0.25)) as server:
+        answers = SystemOneJudge(server.url).ask_sync(JudgeRequest({}, (Question("q", "x"),)))
+    assert answers.probabilities == {"q": 0.25} and answers.model == "jev-test"

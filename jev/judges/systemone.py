@@ -124,7 +124,17 @@ class SystemOneJudge:
         return f"SystemOneJudge(endpoint={self.endpoint!r}, model={self.model!r}, timeout={self.timeout})"
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
-        """The wire request: state, model and `noul` questions (no tool outputs, ever)."""
+        """The wire request: state, model and `noul` questions (no tool outputs, ever), validated with the
+        reference's messages before anything is sent."""
+        if request.state is None:
+            raise JudgeError("state must not be null")
+        if not request.questions:
+            raise JudgeError("questions must not be empty")
+        for q in request.questions:
+            if not q.id.strip():
+                raise JudgeError("question ids must not be blank")
+            if q.instructions is None:
+                raise JudgeError(f"question '{q.id}' instructions must not be null")
         return {"state": request.state, "model": self.model, "questions": questions_map(request.questions)}
 
     async def ask(self, request: JudgeRequest) -> Answers:
