@@ -1,23 +1,27 @@
 """Archives of pre-compaction snapshots: save before adopting, restore byte-exact, never re-run a tool.
 
 Every archive has `save(scope, messages) -> ref`, `restore(scope, ref) -> messages` and
-`restore_pair(scope, ref, call_id) -> messages`. `FileArchive` stores files on a local disk.
-Object stores (fsspec URLs) and key-value stores arrive as `ObjectStoreArchive` and `StoreArchive`;
-`open_archive` refuses their URLs until then rather than guessing. Retention and ACLs are the host's.
+`restore_pair(scope, ref, call_id) -> messages`: `FileArchive` (a local directory), `ObjectStoreArchive`
+(any fsspec URL: S3, GCS, Azure, memory, file) and `StoreArchive` (a key-value store with acknowledged
+create-if-absent: `SqliteStore`, `MemoryStore`). `open_archive` picks one from a path or URL, and
+`restore_tool` hands an agent a read-only way back to one archived pair. Retention and ACLs are the host's.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from jev.errors import ArchiveError
 from jev.transcript import Message
 
 from .file import DEFAULT_MAX_BYTES, FileArchive
+from .object_store import ObjectStoreArchive
 from .scope import Scope
+from .store import KeyValueStore, MemoryStore, SqliteStore, StoreArchive
+from .tool import ToolDefinition, restore_tool
 
 
 @runtime_checkable
@@ -31,16 +35,24 @@ class Archive(Protocol):
     def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]: ...
 
 
-def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> Archive:
-    """The archive for a local path or `file://` URL."""
+def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
+                 **storage_options: Any) -> Archive:
+    """The archive for a location: a local path or `file://` -> `FileArchive`; `sqlite:///path.db` ->
+    `StoreArchive(SqliteStore)` (`sqlite:////abs/path.db` for an absolute path); any other fsspec URL (`s3://bucket/prefix`, `gs://`, `az://`,
+    `memory://`) -> `ObjectStoreArchive` with `storage_options`."""
     target = os.fspath(path_or_url)
     parts = urlsplit(target)
     if parts.scheme == "file":
         return FileArchive(parts.path, max_bytes)
+    if parts.scheme == "sqlite":
+        path = parts.path[1:] if not parts.netloc else ""  # SQLAlchemy style: sqlite:///rel.db, sqlite:////abs.db
+        if not path:
+            raise ArchiveError("sqlite archive URL needs a file path: sqlite:///relative.db or sqlite:////abs.db")
+        return StoreArchive(SqliteStore(path), max_bytes)
     if parts.scheme and len(parts.scheme) > 1:  # one letter would be a Windows drive
-        raise ArchiveError(f"archive URL scheme {parts.scheme!r} is not supported in this version "
-                           "(local paths and file:// only)")
+        return ObjectStoreArchive(target, max_bytes, **storage_options)
     return FileArchive(target, max_bytes)
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "Archive", "FileArchive", "Scope", "open_archive"]
+__all__ = ["DEFAULT_MAX_BYTES", "Archive", "FileArchive", "KeyValueStore", "MemoryStore", "ObjectStoreArchive",
+           "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "open_archive", "restore_tool"]

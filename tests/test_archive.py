@@ -131,8 +131,8 @@ def test_restore_pair_returns_exactly_its_two_blocks(tmp_path: Path) -> None:
 def test_open_archive(tmp_path: Path) -> None:
     assert isinstance(open_archive(tmp_path), FileArchive)
     assert open_archive(f"file://{tmp_path}").root == tmp_path
-    with pytest.raises(ArchiveError, match="scheme 's3' is not supported"):
-        open_archive("s3://bucket/prefix")
+    with pytest.raises(ArchiveError, match="sqlite archive URL needs a file path"):
+        open_archive("sqlite://")
 
 
 _WRITER = textwrap.dedent("""

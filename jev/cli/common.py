@@ -73,3 +73,22 @@ def scope_from_args(args: Any) -> Scope | None:
         return Scope(args.user or "", args.agent or "", args.session or "")
     except ConfigError as exc:
         raise UsageError(f"--user, --agent and --session: {exc}") from None
+
+
+def add_archive_arguments(parser: Any, required: bool = False) -> None:
+    parser.add_argument("--archive", required=required,
+                        help="archive location: a directory, file://, s3://bucket/prefix, gs://, az://, sqlite:///x.db")
+    parser.add_argument("--archive-endpoint", help="S3 endpoint URL for self-hosted object stores "
+                                                   "(credentials from the standard AWS environment variables)")
+
+
+def archive_from_args(args: Any) -> Any:
+    """The archive that --archive (and --archive-endpoint) name."""
+    from archive import open_archive
+
+    from ..errors import ArchiveError
+    options = {"client_kwargs": {"endpoint_url": args.archive_endpoint}} if args.archive_endpoint else {}
+    try:
+        return open_archive(args.archive, **options)
+    except (ArchiveError, ConfigError) as exc:
+        raise UsageError(f"--archive {args.archive!r}: {exc}") from None

@@ -8,16 +8,15 @@ import dataclasses
 import os
 from typing import Any
 
-from archive import open_archive
-
 from ..compactor import Compactor
 from ..decision import Decision, ExecutionOptions, Mode, Status
-from ..errors import ArchiveError, ConfigError, FormatError
+from ..errors import ConfigError, FormatError
 from ..formats import FORMATS, PLANNED, detect, dump, load
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
-from .common import UsageError, console, exit_code, read_json, scope_from_args, write_json
+from .common import (UsageError, add_archive_arguments, archive_from_args, console, exit_code, read_json,
+                     scope_from_args, write_json)
 
 DEFAULT_BUDGET = 10.0
 
@@ -36,7 +35,7 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--discard-threshold", type=float)
     p.add_argument("--preserve-recent", type=int)
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the whole plan")
-    p.add_argument("--archive", help="archive directory (ENFORCE)")
+    add_archive_arguments(p)
     p.add_argument("--user")
     p.add_argument("--agent")
     p.add_argument("--session")
@@ -120,10 +119,7 @@ def run(args: argparse.Namespace) -> int:
     if mode is Mode.ENFORCE:
         if not args.archive or scope is None:
             raise UsageError("--mode enforce needs --archive and --user, --agent, --session")
-        try:
-            archive = open_archive(args.archive)
-        except (ArchiveError, ConfigError) as exc:
-            raise UsageError(f"--archive {args.archive!r}: {exc}") from None
+        archive = archive_from_args(args)
     judge = judge_from(args.judge, args.judge_url, args.judge_model) if mode is not Mode.OFF else LocalJudge()
     try:
         observer = JsonlSink(args.records) if args.records else None

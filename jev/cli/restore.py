@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archive import open_archive
 from archive.snapshot import check_reference
 
-from ..errors import ArchiveError, ConfigError, FormatError
+from ..errors import ArchiveError, FormatError
 from ..formats import dump
-from .common import EXIT_ERROR, EXIT_OK, UsageError, console, scope_from_args, write_json
+from .common import (EXIT_ERROR, EXIT_OK, UsageError, add_archive_arguments, archive_from_args, console,
+                     scope_from_args, write_json)
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("restore", parents=[parent], help="restore an archived snapshot")
     p.add_argument("ref", metavar="REF", help="the archive reference (64 hex characters)")
-    p.add_argument("--archive", required=True, help="archive directory")
+    add_archive_arguments(p, required=True)
     p.add_argument("--user", required=True)
     p.add_argument("--agent", required=True)
     p.add_argument("--session", required=True)
@@ -33,10 +33,7 @@ def run(args: argparse.Namespace) -> int:
     except ArchiveError as exc:
         raise UsageError(f"REF {args.ref!r}: {exc} (expected 64 lowercase hex characters)") from None
     scope = scope_from_args(args)
-    try:
-        archive = open_archive(args.archive)
-    except (ArchiveError, ConfigError) as exc:
-        raise UsageError(f"--archive {args.archive!r}: {exc}") from None
+    archive = archive_from_args(args)
     try:
         messages = (archive.restore_pair(scope, args.ref, args.call_id) if args.call_id
                     else archive.restore(scope, args.ref))

@@ -1,0 +1,120 @@
+"""Snapshots on any fsspec URL (`s3://`, `gs://`, `az://`, `memory://`, `file://`): the same layout as the
+file archive, published create-if-absent, read back verified.
+
+Create-if-absent is fsspec's `pipe_file(mode="create")` (S3: `If-None-Match: *`). A rejected create may
+surface as `FileExistsError` or as `OSError` EINVAL / HTTP 412 depending on the server (SeaweedFS
+answers 412 without the condition name, which s3fs reports as EINVAL): all mean "already exists", and
+the existing object is then verified — never overwritten. Local paths get temp file + fsync + `os.link`
+instead, because fsspec's generic local `pipe_file` checks and writes in two steps. Snapshots are
+content-addressed, so two writers racing on one reference write identical bytes.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from jev.errors import ArchiveError
+from jev.transcript import Message
+
+from . import snapshot
+from .file import DEFAULT_MAX_BYTES, check_max_bytes
+from .scope import Scope
+
+
+def _already_exists(exc: BaseException) -> bool:
+    if isinstance(exc, FileExistsError):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.EINVAL:
+        return True
+    text = str(exc)
+    return "412" in text or "PreconditionFailed" in text or "pre-conditions" in text
+
+
+class ObjectStoreArchive:
+    """Snapshots under an fsspec URL; `storage_options` go to the filesystem (credentials, endpoint, …)."""
+
+    def __init__(self, url: str, max_bytes: int = DEFAULT_MAX_BYTES, **storage_options: Any) -> None:
+        self.max_bytes = check_max_bytes(max_bytes)
+        try:
+            self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
+        except ImportError as exc:
+            raise ArchiveError(f"archive URL {url!r} needs an fsspec backend that is not installed ({exc})") from None
+        except (ValueError, TypeError) as exc:
+            raise ArchiveError(f"archive URL {url!r} cannot be opened ({exc})") from None
+        self.url = url
+        self.root = root.rstrip("/")
+
+    def __repr__(self) -> str:  # storage options (credentials) are never shown
+        return f"ObjectStoreArchive({self.url!r}, max_bytes={self.max_bytes})"
+
+    def _path(self, scope: Scope, ref: str) -> str:
+        if not isinstance(scope, Scope):
+            raise ArchiveError("archive needs an archive.Scope")
+        return f"{self.root}/{scope.digest()}/{ref}.json"
+
+    def save(self, scope: Scope, messages: Sequence[Message]) -> str:
+        """Archive the messages; returns the reference. An existing snapshot is verified, not rewritten."""
+        ref, data = snapshot.encode(scope, messages)
+        snapshot.check_size(len(data), self.max_bytes)
+        path = self._path(scope, ref)
+        try:
+            if isinstance(self.fs, LocalFileSystem):
+                self._create_local(path, data)
+            else:
+                self.fs.makedirs(self.fs._parent(path), exist_ok=True)
+                self.fs.pipe_file(path, data, mode="create")
+        except Exception as exc:  # noqa: BLE001 - classified below
+            if not _already_exists(exc):
+                raise ArchiveError(f"archive write failed ({type(exc).__name__}: {exc})") from None
+            self._read(scope, ref)  # verify what is there; raises if it is not this snapshot
+        return ref
+
+    def _create_local(self, path: str, data: bytes) -> None:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".pending-", suffix=".json", dir=directory)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            os.close(fd)
+            fd = -1
+            os.link(tmp, path)  # EEXIST when another writer won: atomic create-if-absent
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            os.unlink(tmp)
+
+    def restore(self, scope: Scope, ref: str) -> list[Message]:
+        """The archived messages, verified: right scope, within max_bytes, hash equal to `ref`."""
+        snapshot.check_reference(ref)
+        return self._read(scope, ref)
+
+    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
+        """The call and result blocks of one archived pair (never re-runs the tool)."""
+        return snapshot.extract_pair(self.restore(scope, ref), call_id)
+
+    def _read(self, scope: Scope, ref: str) -> list[Message]:
+        path = self._path(scope, ref)
+        try:
+            size = self.fs.size(path)
+            if size is None or size > self.max_bytes:
+                raise ArchiveError("missing, unsafe or oversized archive")
+            data = self.fs.cat_file(path)
+        except FileNotFoundError:
+            raise ArchiveError("missing, unsafe or oversized archive") from None
+        except ArchiveError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
+        if len(data) > self.max_bytes:
+            raise ArchiveError("missing, unsafe or oversized archive")
+        return snapshot.decode(scope, ref, data)

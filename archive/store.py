@@ -1,0 +1,159 @@
+"""Snapshots in a namespaced key-value store that acknowledges create-if-absent.
+
+Namespace `("jev", "context", sha256(user), sha256(agent), sha256(session))`, key = reference, value
+`{"snapshot": <canonical JSON string>}`. A store must offer `put_if_absent(namespace, key, value) ->
+bool` (True only when *this* call created the entry) and `get(namespace, key)`; a store without it —
+LangGraph's `BaseStore` among them, whose `put` is an unconditional upsert — is refused, because a
+write-once archive cannot be built on get-then-put. Ships `SqliteStore` (one table, WAL, `INSERT … ON
+CONFLICT DO NOTHING`, safe across processes) and `MemoryStore` (one process; for tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+from jev.errors import ArchiveError, ConfigError
+from jev.transcript import Message
+
+from . import snapshot
+from .file import DEFAULT_MAX_BYTES, check_max_bytes
+from .scope import Scope
+
+REFUSED = "archive requires acknowledged create-if-absent storage"
+Namespace = tuple[str, ...]
+
+
+@runtime_checkable
+class KeyValueStore(Protocol):
+    """What `StoreArchive` needs from a store."""
+
+    def put_if_absent(self, namespace: Namespace, key: str, value: Mapping[str, Any]) -> bool: ...
+
+    def get(self, namespace: Namespace, key: str) -> Mapping[str, Any] | None: ...
+
+
+class MemoryStore:
+    """An in-process store with create-if-absent under a lock. Not durable: tests and single processes."""
+
+    def __init__(self) -> None:
+        self._data: dict[tuple[Namespace, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def put_if_absent(self, namespace: Namespace, key: str, value: Mapping[str, Any]) -> bool:
+        with self._lock:
+            if (tuple(namespace), key) in self._data:
+                return False
+            self._data[(tuple(namespace), key)] = dict(value)
+            return True
+
+    def get(self, namespace: Namespace, key: str) -> Mapping[str, Any] | None:
+        with self._lock:
+            value = self._data.get((tuple(namespace), key))
+            return dict(value) if value is not None else None
+
+
+class SqliteStore:
+    """A SQLite file as the store: one table, WAL journal, `INSERT … ON CONFLICT DO NOTHING`; several
+    processes may share the file. Connections are opened per call, so the store is safe across threads."""
+
+    def __init__(self, path: str | os.PathLike[str], timeout: float = 30.0) -> None:
+        self.path = str(path)
+        self.timeout = timeout
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS jev_store (namespace TEXT NOT NULL, key TEXT NOT NULL, "
+                       "value BLOB NOT NULL, PRIMARY KEY (namespace, key))")
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+
+    @staticmethod
+    def _ns(namespace: Namespace) -> str:
+        return "/".join(namespace)
+
+    def put_if_absent(self, namespace: Namespace, key: str, value: Mapping[str, Any]) -> bool:
+        db = self._connect()
+        try:
+            cursor = db.execute("INSERT INTO jev_store (namespace, key, value) VALUES (?, ?, ?) "
+                                "ON CONFLICT (namespace, key) DO NOTHING",
+                                (self._ns(namespace), key, orjson.dumps(dict(value))))
+            return cursor.rowcount == 1
+        finally:
+            db.close()
+
+    def get(self, namespace: Namespace, key: str) -> Mapping[str, Any] | None:
+        db = self._connect()
+        try:
+            row = db.execute("SELECT value FROM jev_store WHERE namespace = ? AND key = ?",
+                             (self._ns(namespace), key)).fetchone()
+        finally:
+            db.close()
+        return orjson.loads(row[0]) if row else None
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class StoreArchive:
+    """Snapshots in a `KeyValueStore` with acknowledged create-if-absent."""
+
+    def __init__(self, store: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if not callable(getattr(store, "put_if_absent", None)) or not callable(getattr(store, "get", None)):
+            raise ConfigError(f"{REFUSED}: {type(store).__name__} has no put_if_absent(namespace, key, value); "
+                              "an unconditional put (LangGraph BaseStore) cannot make a write-once archive")
+        self.store = store
+        self.max_bytes = check_max_bytes(max_bytes)
+
+    def __repr__(self) -> str:
+        return f"StoreArchive({self.store!r}, max_bytes={self.max_bytes})"
+
+    @staticmethod
+    def namespace(scope: Scope) -> Namespace:
+        if not isinstance(scope, Scope):
+            raise ArchiveError("archive needs an archive.Scope")
+        return ("jev", "context", _digest(scope.user_id), _digest(scope.agent_id), _digest(scope.session_id))
+
+    def save(self, scope: Scope, messages: Sequence[Message]) -> str:
+        """Archive the messages; returns the reference. The same snapshot again is acknowledged, not rewritten."""
+        ref, data = snapshot.encode(scope, messages)
+        snapshot.check_size(len(data), self.max_bytes)
+        namespace, text = self.namespace(scope), data.decode()
+        try:
+            created = self.store.put_if_absent(namespace, ref, {"snapshot": text})
+        except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
+            raise ArchiveError(f"archive write failed ({type(exc).__name__})") from None
+        if created is True:
+            return ref
+        existing = self.store.get(namespace, ref)
+        if created is False and isinstance(existing, Mapping) and existing.get("snapshot") == text:
+            return ref
+        raise ArchiveError(REFUSED)
+
+    def restore(self, scope: Scope, ref: str) -> list[Message]:
+        """The archived messages, verified: right scope, within max_bytes, hash equal to `ref`."""
+        snapshot.check_reference(ref)
+        entry = self.store.get(self.namespace(scope), ref)
+        text = entry.get("snapshot") if isinstance(entry, Mapping) else None
+        if not isinstance(text, str):
+            raise ArchiveError("missing or invalid snapshot")
+        data = text.encode()
+        if len(data) > self.max_bytes:
+            raise ArchiveError("missing or invalid snapshot")
+        return snapshot.decode(scope, ref, data)
+
+    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
+        """The call and result blocks of one archived pair (never re-runs the tool)."""
+        return snapshot.extract_pair(self.restore(scope, ref), call_id)

@@ -1,0 +1,62 @@
+"""A restore tool for agents: bring back one archived pair by call id — read-only, scoped, never re-running
+a tool. Framework-neutral: a name, a description, a JSON schema and an async callable; integrations wrap it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncio
+
+from jev.errors import ArchiveError
+from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
+
+from .scope import Scope
+from .snapshot import check_reference
+
+NAME = "restore_archived_result"
+DESCRIPTION = ("Bring back the full, original result of an earlier tool call that was archived when the "
+               "conversation was compacted. Give the call id. Reads the archive only; it never runs the tool "
+               "again.")
+SCHEMA = {"type": "object", "properties": {"call_id": {"type": "string", "description":
+          "The id of the tool call whose archived result to bring back."}},
+          "required": ["call_id"], "additionalProperties": False}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool an agent framework can register: `await call(call_id=...)` returns the restored text."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    call: Callable[..., Awaitable[str]]
+
+
+def restore_tool(archive: Any, scope: Scope, reference: str, *, name: str = NAME) -> ToolDefinition:
+    """The tool for one archived snapshot. Failures come back as text the agent can read, never as a retry
+    of the original tool."""
+    check_reference(reference)
+    if not isinstance(scope, Scope):
+        raise ArchiveError("restore_tool needs an archive.Scope")
+
+    async def call(call_id: str) -> str:
+        if not isinstance(call_id, str) or not call_id.strip():
+            return "call_id must be a non-blank string"
+        try:
+            messages = await asyncio.to_thread(archive.restore_pair, scope, reference, call_id)
+        except ArchiveError as exc:
+            return f"Could not restore call {call_id!r}: {exc}"
+        parts = []
+        for message in messages:
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    parts.append(f"Call {block.id} ({block.name}) with input {canonical_json(block.input).decode()}")
+                elif isinstance(block, ToolResultBlock):
+                    output = block.output if isinstance(block.output, str) else "\n".join(
+                        b.text if isinstance(b, TextBlock) else canonical_json(b).decode() for b in block.output)
+                    parts.append(f"Archived result ({block.state}):\n{output}")
+        return "\n".join(parts)
+
+    return ToolDefinition(name, DESCRIPTION, SCHEMA, call)

