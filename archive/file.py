@@ -92,11 +92,19 @@ class FileArchive:
         snapshot.check_reference(ref)
         return self._read(self._scope_dir(scope, create=False), scope, ref)
 
+    def restore_bytes(self, scope: Scope, ref: str) -> bytes:
+        """The snapshot document exactly as archived (canonical JSON), verified, not parsed."""
+        snapshot.check_reference(ref)
+        return snapshot.verify(scope, ref, self._read_bytes(self._scope_dir(scope, create=False), ref))
+
     def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
         """The call and result blocks of one archived pair (never re-runs the tool)."""
         return snapshot.extract_pair(self.restore(scope, ref), call_id)
 
     def _read(self, directory: Path, scope: Scope, ref: str) -> list[Message]:
+        return snapshot.decode(scope, ref, self._read_bytes(directory, ref))
+
+    def _read_bytes(self, directory: Path, ref: str) -> bytes:
         try:
             fd = os.open(directory / f"{ref}.json", os.O_RDONLY | os.O_NOFOLLOW)
         except OSError as exc:
@@ -110,7 +118,7 @@ class FileArchive:
             data = f.read(self.max_bytes + 1)
         if len(data) > self.max_bytes:
             raise ArchiveError("missing, unsafe or oversized archive")
-        return snapshot.decode(scope, ref, data)
+        return data
 
 
 def _fsync_dir(directory: Path) -> None:

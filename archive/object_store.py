@@ -98,11 +98,19 @@ class ObjectStoreArchive:
         snapshot.check_reference(ref)
         return self._read(scope, ref)
 
+    def restore_bytes(self, scope: Scope, ref: str) -> bytes:
+        """The snapshot document exactly as archived (canonical JSON), verified, not parsed."""
+        snapshot.check_reference(ref)
+        return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
+
     def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
         """The call and result blocks of one archived pair (never re-runs the tool)."""
         return snapshot.extract_pair(self.restore(scope, ref), call_id)
 
     def _read(self, scope: Scope, ref: str) -> list[Message]:
+        return snapshot.decode(scope, ref, self._read_bytes(scope, ref))
+
+    def _read_bytes(self, scope: Scope, ref: str) -> bytes:
         path = self._path(scope, ref)
         try:
             size = self.fs.size(path)
@@ -117,4 +125,4 @@ class ObjectStoreArchive:
             raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
         if len(data) > self.max_bytes:
             raise ArchiveError("missing, unsafe or oversized archive")
-        return snapshot.decode(scope, ref, data)
+        return data

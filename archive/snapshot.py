@@ -36,14 +36,24 @@ def check_size(size: int, max_bytes: int) -> None:
         raise ArchiveError(f"archive limit: snapshot of {size} bytes exceeds max_bytes {max_bytes}")
 
 
-def decode(scope: Scope, ref: str, data: bytes) -> list[Message]:
-    """Verify bytes read back (hash, version, scope) and return the messages."""
+def verify(scope: Scope, ref: str, data: bytes) -> bytes:
+    """Check bytes read back without parsing them: the hash, then version and scope. The document is
+    canonical JSON with sorted keys, so it must end with exactly this scope and version."""
     if hashlib.sha256(data).hexdigest() != ref:
         raise ArchiveError("archive checksum mismatch")
+    tail = b',"scope":' + canonical_json(scope.to_dict()) + b',"version":' + str(VERSION).encode() + b"}"
+    if not data.startswith(b'{"messages":[') or not data.endswith(tail):
+        raise ArchiveError("archive scope or version mismatch")
+    return data
+
+
+def decode(scope: Scope, ref: str, data: bytes) -> list[Message]:
+    """Verify bytes read back (hash, version, scope) and return the messages."""
+    verify(scope, ref, data)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
-        raise ArchiveError("archive checksum mismatch") from None
+        raise ArchiveError("archive snapshot unreadable: not JSON") from None
     if not isinstance(doc, dict) or doc.get("version") != VERSION or doc.get("scope") != scope.to_dict():
         raise ArchiveError("archive scope or version mismatch")
     try:

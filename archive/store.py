@@ -145,6 +145,14 @@ class StoreArchive:
     def restore(self, scope: Scope, ref: str) -> list[Message]:
         """The archived messages, verified: right scope, within max_bytes, hash equal to `ref`."""
         snapshot.check_reference(ref)
+        return snapshot.decode(scope, ref, self._read_bytes(scope, ref))
+
+    def restore_bytes(self, scope: Scope, ref: str) -> bytes:
+        """The snapshot document exactly as archived (canonical JSON), verified, not parsed."""
+        snapshot.check_reference(ref)
+        return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
+
+    def _read_bytes(self, scope: Scope, ref: str) -> bytes:
         entry = self.store.get(self.namespace(scope), ref)
         text = entry.get("snapshot") if isinstance(entry, Mapping) else None
         if not isinstance(text, str):
@@ -152,7 +160,7 @@ class StoreArchive:
         data = text.encode()
         if len(data) > self.max_bytes:
             raise ArchiveError("missing or invalid snapshot")
-        return snapshot.decode(scope, ref, data)
+        return data
 
     def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
         """The call and result blocks of one archived pair (never re-runs the tool)."""

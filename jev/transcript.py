@@ -157,24 +157,27 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     return d
 
 
-_BLOCK_FIELDS = {
-    "text": ({"type", "text"}, set()),
-    "thinking": ({"type", "thinking"}, set()),
-    "tool_use": ({"type", "id", "name", "input"}, set()),
-    "tool_result": ({"type", "id", "name", "output"}, {"state", "metadata"}),
+_BLOCK_FIELDS = {  # type -> (required, allowed)
+    "text": (frozenset({"type", "text"}),) * 2,
+    "thinking": (frozenset({"type", "thinking"}),) * 2,
+    "tool_use": (frozenset({"type", "id", "name", "input"}),) * 2,
+    "tool_result": (frozenset({"type", "id", "name", "output"}),
+                    frozenset({"type", "id", "name", "output", "state", "metadata"})),
 }
-_MESSAGE_FIELDS = ({"id", "role", "content"}, {"name", "metadata", "timestamp"})
+_MESSAGE_FIELDS = (frozenset({"id", "role", "content"}), frozenset({"id", "role", "content", "name", "metadata",
+                                                                   "timestamp"}))
 
 
-def _check_fields(obj: Any, where: str, required: set[str], optional: set[str], what: str) -> None:
+def _check_fields(obj: Any, where: str, required: frozenset[str], allowed: frozenset[str], what: str) -> None:
     if not isinstance(obj, dict):
         raise FormatError(f"{where}: {what} must be a JSON object (got {type(obj).__name__})")
-    missing = required - obj.keys()
+    keys = obj.keys()
+    if keys >= required and keys <= allowed:  # the common case, checked in C
+        return
+    missing = required - keys
     if missing:
         raise FormatError(f"{where}: {what} is missing required field {sorted(missing)[0]!r}")
-    unknown = obj.keys() - required - optional
-    if unknown:
-        raise FormatError(f"{where}: unknown field {sorted(unknown)[0]!r} in {what}")
+    raise FormatError(f"{where}: unknown field {sorted(keys - allowed)[0]!r} in {what}")
 
 
 def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
@@ -193,8 +196,8 @@ def block_from_dict(obj: Any, where: str) -> Block:
         raise FormatError(f"{where}.type: must be a string")
     if kind not in _BLOCK_FIELDS:
         return OtherBlock(obj)
-    required, optional = _BLOCK_FIELDS[kind]
-    _check_fields(obj, where, required, optional, f"a {kind} block")
+    required, allowed = _BLOCK_FIELDS[kind]
+    _check_fields(obj, where, required, allowed, f"a {kind} block")
     if kind == "text":
         return TextBlock(_str_field(obj, "text", where))
     if kind == "thinking":
@@ -217,8 +220,8 @@ def block_from_dict(obj: Any, where: str) -> Block:
 
 def message_from_dict(obj: Any, where: str) -> Message:
     """One message from its JSON object, with errors that name the path (`messages[3].content[1].id`)."""
-    required, optional = _MESSAGE_FIELDS
-    _check_fields(obj, where, required, optional, "a message")
+    required, allowed = _MESSAGE_FIELDS
+    _check_fields(obj, where, required, allowed, "a message")
     role = _str_field(obj, "role", where)
     if role not in ROLES:
         raise FormatError(f"{where}.role: must be one of {', '.join(ROLES)} (got {role!r})")

@@ -65,6 +65,8 @@ def test_a_snapshot_copied_into_another_scope_is_refused(tmp_path: Path) -> None
     (tmp_path / other.digest() / f"{ref}.json").write_bytes(src.read_bytes())
     with pytest.raises(ArchiveError, match="scope or version mismatch"):
         archive.restore(other, ref)
+    with pytest.raises(ArchiveError, match="scope or version mismatch"):
+        archive.restore_bytes(other, ref)
 
 
 def test_size_limit(tmp_path: Path) -> None:

@@ -73,6 +73,8 @@ def test_save_restore_idempotent_scoped(kind) -> None:
     assert archive.restore(SCOPE, ref) == messages
     assert archive.save(SCOPE, messages) == ref
     assert build().restore(SCOPE, ref) == messages  # a second client sees the same snapshot
+    from archive.snapshot import encode
+    assert archive.restore_bytes(SCOPE, ref) == encode(SCOPE, messages)[1]  # byte-exact document
     for other in (Scope("user-2", "agent-1", "session-1"), Scope("user-1", "agent-1", "session-2")):
         with pytest.raises(ArchiveError):
             archive.restore(other, ref)
@@ -126,6 +128,8 @@ def test_tampered_snapshot_is_a_checksum_mismatch(kind) -> None:
     _tamper(name, archive, ref)
     with pytest.raises(ArchiveError, match="archive checksum mismatch"):
         build().restore(SCOPE, ref)
+    with pytest.raises(ArchiveError, match="archive checksum mismatch"):
+        build().restore_bytes(SCOPE, ref)
     with pytest.raises(ArchiveError):  # never "already saved" over a tampered copy
         build().save(SCOPE, reference_messages())
 

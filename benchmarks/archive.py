@@ -1,0 +1,123 @@
+"""Archive throughput: save and verified restore of 1, 20 and 100 MB snapshots, on the local file store and
+on a real SeaweedFS S3 server, against raw write+fsync and read+SHA-256 of the same bytes in the same run.
+
+    python benchmarks/archive.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from _common import ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+from seaweed import SeaweedFS  # noqa: E402
+
+from archive import FileArchive, ObjectStoreArchive, Scope  # noqa: E402
+from archive.snapshot import encode  # noqa: E402
+from jev import Message, TextBlock, ToolResultBlock, ToolUseBlock  # noqa: E402
+
+SIZES_MB = (1, 20, 100)
+SCOPE = Scope("bench-user", "bench-agent", "bench-session")
+
+
+def snapshot_of(mb: int) -> list[Message]:
+    """A history of ~`mb` MB: 4 kB tool results behind read calls."""
+    chunk = ("line of tool output with identifiers like pkg/module_%d.py and numbers 12345\n" * 52)[:4000]
+    out = [Message("m0", "user", (TextBlock("task"),))]
+    for i in range(mb * 250):
+        out.append(Message(f"c{i}", "assistant", (ToolUseBlock(f"k{i}", "read", {"path": f"f{i}.py"}),)))
+        out.append(Message(f"r{i}", "tool", (ToolResultBlock(f"k{i}", "read", chunk.replace("%d", str(i))),)))
+    return out
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def local(directory: Path) -> None:
+    print("Local file store (FileArchive) vs raw write+fsync / read+SHA-256 of the same bytes")
+    print(f"{'MB':>4} {'save s':>8} {'raw write s':>12} {'save/raw':>9} {'verified s':>11} {'raw read s':>11} "
+          f"{'verified/raw':>13} {'to messages s':>14} {'msgs/raw':>9}")
+    for mb in SIZES_MB:
+        messages = snapshot_of(mb)
+        _ref, data = encode(SCOPE, messages)
+        repeat = 3 if mb < 100 else 2
+
+        def save() -> None:
+            root = directory / uuid.uuid4().hex
+            FileArchive(root, max_bytes=1 << 31).save(SCOPE, messages)
+
+        def raw_write() -> None:
+            path = directory / uuid.uuid4().hex
+            with open(path, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+
+        archive = FileArchive(directory / "restore", max_bytes=1 << 31)
+        ref = archive.save(SCOPE, messages)
+        path = next((directory / "restore").glob(f"*/{ref}.json"))
+
+        def raw_read() -> None:
+            hashlib.sha256(path.read_bytes()).digest()
+
+        t_save, t_raw_w = best(save, repeat), best(raw_write, repeat)
+        t_bytes, t_raw_r = best(lambda: archive.restore_bytes(SCOPE, ref), repeat), best(raw_read, repeat)
+        t_restore = best(lambda: archive.restore(SCOPE, ref), repeat)
+        print(f"{mb:>4} {t_save:>8.3f} {t_raw_w:>12.3f} {t_save / t_raw_w:>8.2f}x {t_bytes:>11.3f} {t_raw_r:>11.3f} "
+              f"{t_bytes / t_raw_r:>12.2f}x {t_restore:>14.3f} {t_restore / t_raw_r:>8.2f}x")
+
+
+def s3(server: SeaweedFS) -> None:
+    import s3fs
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, **server.storage_options)
+    bucket = f"bench-{uuid.uuid4().hex[:8]}"
+    fs.mkdir(bucket)
+    print("\nSeaweedFS over s3fs (ObjectStoreArchive) vs raw put / get+SHA-256 of the same bytes")
+    print(f"{'MB':>4} {'save s':>8} {'raw put s':>10} {'save/raw':>9} {'verified s':>11} {'raw get s':>10} "
+          f"{'verified/raw':>13} {'to messages s':>14} {'msgs/raw':>9}")
+    for mb in SIZES_MB:
+        messages = snapshot_of(mb)
+        _ref, data = encode(SCOPE, messages)
+        repeat = 3 if mb < 100 else 2
+
+        def save() -> None:
+            ObjectStoreArchive(f"s3://{bucket}/{uuid.uuid4().hex}", 1 << 31, **server.storage_options).save(SCOPE, messages)
+
+        def raw_put() -> None:
+            fs.pipe_file(f"{bucket}/raw-{uuid.uuid4().hex}", data)
+
+        archive = ObjectStoreArchive(f"s3://{bucket}/restore", 1 << 31, **server.storage_options)
+        ref = archive.save(SCOPE, messages)
+        path = archive._path(SCOPE, ref)
+
+        def raw_get() -> None:
+            hashlib.sha256(fs.cat_file(path)).digest()
+
+        t_save, t_raw_w = best(save, repeat), best(raw_put, repeat)
+        t_bytes, t_raw_r = best(lambda: archive.restore_bytes(SCOPE, ref), repeat), best(raw_get, repeat)
+        t_restore = best(lambda: archive.restore(SCOPE, ref), repeat)
+        print(f"{mb:>4} {t_save:>8.3f} {t_raw_w:>10.3f} {t_save / t_raw_w:>8.2f}x {t_bytes:>11.3f} {t_raw_r:>10.3f} "
+              f"{t_bytes / t_raw_r:>12.2f}x {t_restore:>14.3f} {t_restore / t_raw_r:>8.2f}x")
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        local(Path(tmp) / "local")
+        with SeaweedFS(Path(tmp) / "seaweed") as server:
+            s3(server)
+    print("\nRatios are time over raw time: 1.0x is raw speed; the goal is <= 2.0x (>= 50 % of raw throughput).\n"
+          "save: encode + hash + create-if-absent publish. verified: restore_bytes (read, size, SHA-256, scope and "
+          "version). to messages: restore (verified, then parsed into jev.Message objects).")
