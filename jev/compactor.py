@@ -206,7 +206,8 @@ class Compactor:
         for pair in transcript.pairs:
             if pair.key in judged:
                 decisions[pair.key], scores[pair.key] = decide(
-                    probabilities[f"call_{pair.key}"], probabilities[f"result_{pair.key}"], self.config)
+                    probabilities[f"call_{pair.key}"], probabilities[f"result_{pair.key}"], self.config, pair.tool,
+                    len(pair.result.text))
             else:
                 decisions[pair.key], scores[pair.key] = Action.KEEP, PINNED_SCORES
         return decisions, scores

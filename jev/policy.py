@@ -78,6 +78,9 @@ class CompactionConfig:
     max_transcript_chars: int = 5_000_000
     eligible_tools: frozenset[str] = field(default_factory=frozenset)
     pinned_message_ids: frozenset[str] = field(default_factory=frozenset)
+    size_exponent: float = 0.0
+    size_reference_chars: int = 1000
+    tool_thresholds: tuple[tuple[str, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         d = _number("discard_threshold", self.discard_threshold)
@@ -103,6 +106,18 @@ class CompactionConfig:
         _integer("max_transcript_chars", self.max_transcript_chars, 1)
         object.__setattr__(self, "eligible_tools", _names("eligible_tools", self.eligible_tools))
         object.__setattr__(self, "pinned_message_ids", _names("pinned_message_ids", self.pinned_message_ids))
+        g = _number("size_exponent", self.size_exponent)
+        if not 0 <= g <= 4:
+            raise ConfigError(f"size_exponent must be in [0, 4] (got {g})")
+        _integer("size_reference_chars", self.size_reference_chars, 1)
+        object.__setattr__(self, "tool_thresholds", _tool_thresholds(self.tool_thresholds))
+
+    def thresholds(self, tool: str) -> tuple[float, float]:
+        """(discard, keep) for a tool: its own pair from `tool_thresholds`, else the global ones."""
+        for name, d, k in self.tool_thresholds:
+            if name == tool:
+                return d, k
+        return self.discard_threshold, self.keep_threshold
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], where: str = "config") -> CompactionConfig:
@@ -113,7 +128,29 @@ class CompactionConfig:
         for key in values:
             if key not in known:
                 raise ConfigError(f"{where}: unknown CompactionConfig field {key!r}")
+        values = dict(values)
+        for key in ("eligible_tools", "pinned_message_ids"):
+            if isinstance(values.get(key), list):
+                values[key] = frozenset(values[key])
         return cls(**values)
+
+
+def _tool_thresholds(value: Any) -> tuple[tuple[str, float, float], ...]:
+    """`{tool: [discard, keep]}` (or already-normalised triples) as a sorted, hashable tuple."""
+    items = value.items() if isinstance(value, dict) else ((t[0], t[1:]) for t in value)
+    out = []
+    for tool, pair in items:
+        if not isinstance(tool, str) or not tool.strip():
+            raise ConfigError(f"tool_thresholds keys must be non-blank tool names (got {tool!r})")
+        pair = tuple(pair)
+        if len(pair) != 2:
+            raise ConfigError(f"tool_thresholds[{tool!r}] must be [discard_threshold, keep_threshold]")
+        d = _number(f"tool_thresholds[{tool!r}] discard", pair[0])
+        k = _number(f"tool_thresholds[{tool!r}] keep", pair[1])
+        if not 0 <= d < k <= 1:
+            raise ConfigError(f"tool_thresholds[{tool!r}] must satisfy 0 <= discard < keep <= 1 (got {d}, {k})")
+        out.append((tool, d, k))
+    return tuple(sorted(out))
 
 
 def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> set[int]:
@@ -142,15 +179,23 @@ def candidates(transcript: Transcript, config: CompactionConfig) -> list[Pair]:
             if p.call_message not in pinned and p.result_message not in pinned and not _pair_rule_pins(p, config)]
 
 
-def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig) -> tuple[Action, Scores]:
-    """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED."""
+def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
+           result_chars: int = 0) -> tuple[Action, Scores]:
+    """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED.
+
+    With `size_exponent` > 0 the result score is first scaled by `(size_reference_chars / result_chars)
+    ** size_exponent` (expected loss per character saved: big results become cheaper to let go); the
+    scores reported stay the judge's own. Per-tool thresholds apply when the tool has some."""
     if keep_call is None or keep_result is None:
         return Action.KEEP, Scores(keep_call, keep_result, "REFUSED")
-    d, k = config.discard_threshold, config.keep_threshold
-    if keep_result <= d and keep_call <= d:
+    d, k = config.thresholds(tool)
+    r = keep_result
+    if config.size_exponent:
+        r = keep_result * (config.size_reference_chars / max(result_chars, 1)) ** config.size_exponent
+    if r <= d and keep_call <= d:
         return Action.DROP_PAIR, Scores(keep_call, keep_result, "DROP_PAIR")
-    if keep_result <= d and keep_call >= k:
+    if r <= d and keep_call >= k:
         return Action.TRUNCATE_RESULT, Scores(keep_call, keep_result, "TRUNCATE_RESULT")
-    if keep_result >= k:
+    if r >= k:
         return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
     return Action.KEEP, Scores(keep_call, keep_result, "UNCERTAIN")

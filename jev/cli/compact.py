@@ -49,10 +49,6 @@ def _config(args: argparse.Namespace) -> CompactionConfig:
         config = CompactionConfig()
         if args.config:
             values = read_json(args.config, "--config")
-            if isinstance(values, dict):
-                for key in ("eligible_tools", "pinned_message_ids"):
-                    if isinstance(values.get(key), list):
-                        values[key] = frozenset(values[key])
             config = CompactionConfig.from_mapping(values, f"--config {args.config}")
         overrides: dict[str, Any] = {}
         if args.eligible_tools is not None:
