@@ -1,6 +1,13 @@
 """Calibration: shadow decision records -> labels -> calibrated scores -> thresholds with a guarantee.
 
-Nothing lives here yet. Shadow records already carry what calibration needs (per-pair `keep_call`,
-`keep_result`, action and result size; see `jev.records`); `jev label` and `jev calibrate` arrive with
-the calibration work (SPEC §11).
+`labels` (what was needed later), `join` (`jev label`: records + transcripts), `fit` / `ScoreCalibrator`
+(isotonic or Platt, per head), `risk` (session losses, Hoeffding–Bentkus, Learn-then-Test),
+`thresholds` (`select_thresholds`), `report` (guarantee, figures, Markdown); `dataset` and
+`train_local` train the embedded local judge.
 """
+
+from .fit import ScoreCalibrator
+from .report import report
+from .thresholds import Calibration, Rows, Selection, fit, rows_from, select_thresholds
+
+__all__ = ["Calibration", "Rows", "ScoreCalibrator", "Selection", "fit", "report", "rows_from", "select_thresholds"]

@@ -50,10 +50,3 @@ class ScoreCalibrator:
         if self.method_ == "isotonic":
             return self.iso_.predict(scores)
         return self.platt_.predict_proba(_logit(scores)[:, None])[:, 1]
-
-    def raw_threshold(self, calibrated: float, scores: np.ndarray) -> float:
-        """The largest raw score (among `scores`) whose calibrated value is <= `calibrated`, so that
-        "raw <= returned" selects the same pairs as "calibrated <= calibrated"; -1 when none is."""
-        scores = np.unique(np.asarray(scores, float))
-        ok = scores[self.predict(scores) <= calibrated]
-        return float(ok.max()) if len(ok) else -1.0

@@ -1,8 +1,9 @@
 """From labelled shadow rows to thresholds with a guarantee (SPEC §11, calibration-eval §2.7).
 
 1. Split sessions: a *fit* part (a third) calibrates the raw scores; the *test* part (the rest) certifies.
-2. Grid: calibrated P(result needed) from 0 upward; each grid value maps back to a raw threshold, so the
-   rule a compactor applies ("raw result score <= discard_threshold") is exactly what was certified.
+2. Grid: thresholds on the raw result score at quantiles of the fit split (fixed before the certifying
+   data is looked at), safest first, each reported with its calibrated P(needed); the rule a compactor
+   applies ("result score <= discard_threshold") is exactly what was certified.
 3. Learn-then-Test with Hoeffding–Bentkus p-values, fixed sequence from the safest point, loss = the
    per-session share of needed pairs that lost something needed: a needed result scored <= d (dropped or
    truncated) or a needed call dropped with it. Sessions are the unit.
@@ -28,7 +29,7 @@ from sklearn.model_selection import GroupShuffleSplit
 from .fit import ScoreCalibrator
 from .risk import Certified, learn_then_test, session_losses, sessions_needed
 
-GRID = np.round(np.concatenate([[0.0], np.geomspace(0.002, 0.6, 80)]), 6)
+GRID_POINTS = 200
 SIZE_EXPONENT = 1.0
 SIZE_REFERENCE_CHARS = 1000
 
@@ -135,7 +136,8 @@ def _select(group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator,
     need = sessions_needed(alpha, delta)
     n_sessions = len(np.unique(test.sessions))
     fit_score = result_score(fit_rows if len(fit_rows.sessions) else test, size_aware)
-    raw = np.asarray([calibrator.raw_threshold(float(g), fit_score) for g in GRID])
+    raw = np.concatenate([[-1.0], np.unique(np.quantile(fit_score, np.linspace(0, 0.98, GRID_POINTS)))])
+    calibrated = calibrator.predict(np.maximum(raw, 0.0))
     score = result_score(test, size_aware)
     below = score[None, :] <= raw[:, None]  # (grid, rows): result discarded or truncated
     call_dropped = below & (test.keep_call[None, :] <= raw[:, None])
@@ -143,11 +145,11 @@ def _select(group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator,
     needed = test.needed_result | test.needed_call
     certified = learn_then_test(session_losses(lost, needed, test.sessions), alpha, delta)
     chars = np.maximum(test.result_chars, 0).astype(float)
-    curve = [{"calibrated": float(GRID[j]), "raw": float(raw[j]), "risk": float(certified.risks[j]),
+    curve = [{"calibrated": float(calibrated[j]), "raw": float(raw[j]), "risk": float(certified.risks[j]),
               "pvalue": float(certified.pvalues[j]) if not math.isnan(certified.pvalues[j]) else None,
               "pairs_discarded": float(below[j].mean()) if len(score) else 0.0,
               "chars_discarded": float((below[j] * chars).sum() / max(chars.sum(), 1.0))}
-             for j in range(len(GRID))]
+             for j in range(len(raw))]
     j = certified.index
     if j <= 0 or raw[j] < 0:
         message = (f"nothing certified for {group}: {n_sessions} sessions on the certifying split"
@@ -161,7 +163,7 @@ def _select(group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator,
     k = _keep_threshold(d, test, score, uncertain_target)
     low = score <= d
     uncertain = float(((test.keep_call > d) & (test.keep_call < k) & low).sum() / max(low.sum(), 1))
-    return Selection(group, alpha, delta, n_sessions, len(score), True, d, k, float(GRID[j]),
+    return Selection(group, alpha, delta, n_sessions, len(score), True, d, k, float(calibrated[j]),
                      float(certified.risks[j]), float(certified.pvalues[j]), curve[j]["pairs_discarded"],
                      curve[j]["chars_discarded"], uncertain, need, curve, "")
 

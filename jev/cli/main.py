@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import compact, demo, label, restore
+from . import calibrate, compact, demo, label, restore
 from .common import EXIT_USAGE, UsageError
 
 
@@ -28,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
     compact.add_parser(sub, parent)
     restore.add_parser(sub, parent)
     label.add_parser(sub, parent)
+    calibrate.add_parser(sub, parent)
     return p
 
 
