@@ -124,3 +124,15 @@ def test_training_reproduces_the_shipped_weights(rows) -> None:
             np.testing.assert_allclose(model["heads"][head][key], shipped["heads"][head][key], rtol=1e-5, atol=1e-8)
         np.testing.assert_allclose(model["heads"][head]["isotonic"]["y"], shipped["heads"][head]["isotonic"]["y"],
                                    atol=1e-6)
+
+
+@needs_data
+def test_example_rollout_runs(tmp_path) -> None:
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "examples/calibrate_thresholds.py", "--sessions", "60", "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    assert "1. SHADOW: 60 sessions" in out and "2. labelled" in out and "3. " in out
+    assert (tmp_path / "report.md").exists()
