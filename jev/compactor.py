@@ -22,7 +22,8 @@ from .policy import PINNED_SCORES, Action, CompactionConfig, Scores, candidates,
 from .questions import Batch, batches
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .state import fit_state
-from .transcript import Message, Transcript, analyze, canonical_json
+from .history import chars_after, serialize, unchanged
+from .transcript import Message, Transcript, analyze
 
 def _error(exc: BaseException) -> Decision:
     return Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=str(exc) or type(exc).__name__,
@@ -104,7 +105,10 @@ class Compactor:
         config, enforce = self.config, self.options.mode is Mode.ENFORCE
         if enforce and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
-        snapshot = self._snapshot(messages)
+        judged_history = serialize(messages)
+        if judged_history.chars > config.max_transcript_chars:
+            raise TranscriptError(f"transcript limit: canonical JSON exceeds max_transcript_chars "
+                                  f"{config.max_transcript_chars}")
         transcript = analyze(messages)
         judged = candidates(transcript, config)
         if not judged:
@@ -113,7 +117,7 @@ class Compactor:
         plan_batches = batches(judged, state.tokens, config.max_questions, config.max_request_tokens)
         probabilities, tokens_in, tokens_out = await self._ask_all(state.value, plan_batches, transcript)
 
-        if not self._unchanged(messages, snapshot):
+        if not unchanged(messages, judged_history):
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged")
 
@@ -122,8 +126,8 @@ class Compactor:
                                        decisions[p.key].value, scores[p.key].reason, len(p.result.text))
                             for p in judged)
         compacted = apply_actions(transcript, decisions, config.truncate_head_chars)
-        before = len(snapshot.decode())
-        after = len(canonical_json(compacted).decode())
+        before = judged_history.chars
+        after = chars_after(compacted, transcript.messages, judged_history)
         reduction = 1.0 - after / before
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
         common = dict(decisions=decisions, scores=scores, pairs=pair_table, requests=len(plan_batches),
@@ -138,30 +142,6 @@ class Compactor:
         plan = Plan(tuple(compacted), archive_reference=reference, **common)
         reason = Reason.ARCHIVED_PROPOSAL if enforce else Reason.SHADOW_PROPOSAL
         return Decision(Status.DECIDED, reason, plan, recommendation(plan, True))
-
-    def _snapshot(self, messages: Sequence[Message]) -> bytes:
-        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
-            raise TranscriptError("messages must be a list of jev.Message")
-        data = self._serialize(messages)
-        # chars <= bytes in UTF-8, so only decode when the byte length alone does not settle it
-        if len(data) > self.config.max_transcript_chars and len(data.decode()) > self.config.max_transcript_chars:
-            raise TranscriptError(f"transcript limit: canonical JSON exceeds max_transcript_chars "
-                                  f"{self.config.max_transcript_chars}")
-        return data
-
-    def _unchanged(self, messages: Sequence[Message], snapshot: bytes) -> bool:
-        """The change guard: the caller's messages still serialize to the bytes judged."""
-        try:
-            return self._serialize(messages) == snapshot
-        except TranscriptError:  # mutated into something that no longer serializes
-            return False
-
-    @staticmethod
-    def _serialize(messages: Sequence[Message]) -> bytes:
-        try:
-            return canonical_json(list(messages))
-        except TypeError as exc:
-            raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
 
     async def _ask_all(self, state: dict[str, Any], plan_batches: list[Batch],
                        transcript: Transcript) -> tuple[dict[str, float | None], int, int]:

@@ -45,7 +45,7 @@ class Reason(str, Enum):
 class Plan:
     """A judged proposal: the candidate history and, per pair key, the action, scores and (call id, tool)."""
 
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody
     decisions: Mapping[str, Action]
     scores: Mapping[str, Scores]
     pairs: Mapping[str, tuple[str, str]]

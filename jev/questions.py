@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,9 @@ def call_question(key: str) -> str:
 def result_question(key: str) -> str:
     return (f"The full result of tool call {key} is still needed verbatim for the next work; removing it from "
             "active context risks losing necessary evidence.")
+
+
+_TEXT = {"call": call_question, "result": result_question}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +58,20 @@ def _entry_tenths(question: Question) -> int:
     """Estimated tenths of tokens of `"id":{...}` inside the questions map.
 
     Entries are joined by `,` and wrapped in `{}` (0.9 tokens each); entry borders fall on quote
-    characters, so the estimate of the whole map is exactly the sum of its parts.
+    characters, so the estimate of the whole map is exactly the sum of its parts. A question's entry
+    differs from its kind's only in the key's digits, so it is computed once per (kind, digit count).
     """
+    kind, _, key = question.id.partition("_")
+    if key[:1] == "t" and key[1:].isdigit() and question.instructions == _TEXT[kind](key):
+        return _template_tenths(kind, len(key) - 1)
     return estimate_tenths(canonical_json({question.id: question.wire()}).decode()[1:-1])
+
+
+@functools.lru_cache(maxsize=64)
+def _template_tenths(kind: str, digits: int) -> int:
+    key = "t" + "1" * digits
+    q = Question(f"{kind}_{key}", _TEXT[kind](key))
+    return estimate_tenths(canonical_json({q.id: q.wire()}).decode()[1:-1])
 
 
 _BRACES, _COMMA = 18, 9

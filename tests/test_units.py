@@ -6,6 +6,8 @@ import math
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import call, msg, reference_config, reference_messages, result, text
 
 from jev import (Action, CompactionConfig, ConfigError, FormatError, Message, OtherBlock, ThinkingBlock,
@@ -270,3 +272,33 @@ def test_drop_pair_removes_exactly_its_two_blocks() -> None:
     assert [getattr(b, "id", None) for b in out[1].content] == [None, "y"]
     assert [b.id for b in out[2].content] == ["y"]
     assert out[0] is messages[0]
+
+
+def test_reduction_sizes_match_a_full_serialization() -> None:
+    from jev.history import chars_after, serialize
+    messages = reference_messages()
+    messages.insert(1, msg("u", "user", text("ünïcödé text")))
+    t = analyze(messages)
+    out = apply_actions(t, {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT}, 30)
+    judged = serialize(messages)
+    assert judged.chars == len(canonical_json(messages).decode())
+    assert chars_after(out, messages, judged) == len(canonical_json(out).decode())
+
+
+def _reference_estimate(text: str) -> int:
+    """SPEC §4 written the plain way, to check the fast byte-level implementation against."""
+    total = 0.0
+    for piece in re.findall(r"[A-Za-z]+|[0-9]+|[^ \t\n\r\f\vA-Za-z0-9]", text):
+        if piece[0].isascii() and piece[0].isalpha():
+            total += 1 + (len(piece) - 1) // 6
+        elif piece[0] in "0123456789":
+            total += len(piece) / 2
+        else:
+            total += 0.9
+    return math.ceil(round(total, 6))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("abcXYZ019 \t\n,.{}\"é日_-") + ["\U0001F600"]), max_size=200))
+def test_fast_token_estimate_matches_the_spec(text: str) -> None:
+    assert estimate_tokens(text) == _reference_estimate(text)

@@ -1,0 +1,111 @@
+"""Speed of one plan with the replay judge — all local work: parse, validate, state, batches, apply,
+reduction, change guard, records — on real transcripts of 40, 400 and 4 000 pairs, against
+(a) the floor: canonical JSON + SHA-256 of the same transcript, and
+(b) LangChain's ClearToolUsesEdit(trigger=0, keep=3).apply on the same transcript as LangChain messages
+    with the approximate token counter; and the peak memory of a plan against the transcript's size.
+
+    python benchmarks/plan_speed.py
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import tracemalloc
+
+from _common import timeit, transcript
+
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json, formats  # noqa: E402
+from jev.judges import ReplayJudge  # noqa: E402
+from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, analyze  # noqa: E402
+
+SIZES = (40, 400, 4000)
+CONFIG = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=6, max_state_tokens=20_000_000,
+                          max_request_tokens=20_100_000, max_questions=512, max_transcript_chars=500_000_000,
+                          minimum_reduction=0.0)
+
+
+def answers_for(messages) -> dict[str, float]:
+    """Every third pair dropped, every third truncated, the rest kept."""
+    out = {}
+    for i, pair in enumerate(analyze(messages).pairs):
+        c, r = ((0.05, 0.05), (0.95, 0.05), (0.95, 0.95))[i % 3]
+        out[f"call_{pair.key}"], out[f"result_{pair.key}"] = c, r
+    return out
+
+
+def langchain_messages(messages):
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    out = []
+    for m in messages:
+        text = "\n".join(b.text for b in m.content if isinstance(b, TextBlock))
+        if m.role == "system":
+            out.append(SystemMessage(text, id=m.id))
+        elif m.role == "user":
+            out.append(HumanMessage(text, id=m.id))
+        elif m.role == "assistant":
+            calls = [{"name": b.name, "args": b.input, "id": b.id, "type": "tool_call"}
+                     for b in m.content if isinstance(b, ToolUseBlock)]
+            out.append(AIMessage(text, tool_calls=calls, id=m.id))
+        else:
+            for b in m.content:
+                if isinstance(b, ToolResultBlock):
+                    out.append(ToolMessage(b.text, tool_call_id=b.id, name=b.name, id=m.id))
+    return out
+
+
+def main() -> None:
+    from langchain.agents.middleware import ClearToolUsesEdit
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    print(f"{'pairs':>6} {'MB':>6} {'plan ms':>9} {'floor ms':>9} {'plan/floor':>11} {'LC edit ms':>11} "
+          f"{'plan/LC':>8} {'LC copy+edit ms':>16} {'plan/that':>10} {'peak MB':>8} {'peak/size':>10}")
+    times = {}
+    for pairs in SIZES:
+        messages = transcript(pairs)
+        data = formats.dump(messages)
+        size = len(canonical_json(messages))
+        judge = ReplayJudge(answers_for(messages), default=0.5)
+        records: list = []
+        compactor = Compactor(judge, CONFIG, ExecutionOptions(Mode.SHADOW, 600, "bench",
+                                                               lambda _c, r: records.append(r)))
+
+        def plan() -> None:
+            decision = compactor.plan_sync(formats.load(data, "jev"))
+            assert decision.plan is not None, decision.detail
+
+        repeat = 5 if pairs < 4000 else 3
+        t_plan = timeit(plan, repeat=repeat)
+        t_floor = timeit(lambda: hashlib.sha256(canonical_json(messages)).digest(), repeat=repeat)
+        lc = langchain_messages(messages)
+        edit = ClearToolUsesEdit(trigger=0, keep=3)
+        copies = [copy.deepcopy(lc) for _ in range(repeat + 2)]
+
+        def clear() -> None:
+            edit.apply(copies.pop() if copies else copy.deepcopy(lc), count_tokens=count_tokens_approximately)
+
+        t_lc = min(_once(clear) for _ in range(repeat))
+        # what ContextEditingMiddleware does per model call: deep-copy the request's messages, then edit
+        t_lc_copy = min(_once(lambda: edit.apply(copy.deepcopy(lc), count_tokens=count_tokens_approximately))
+                        for _ in range(repeat))
+        tracemalloc.start()
+        plan()
+        _current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        times[pairs] = t_plan
+        print(f"{pairs:>6} {size / 1e6:>6.1f} {t_plan * 1000:>9.1f} {t_floor * 1000:>9.2f} {t_plan / t_floor:>10.2f}x "
+              f"{t_lc * 1000:>11.1f} {t_plan / t_lc:>7.2f}x {t_lc_copy * 1000:>16.1f} {t_plan / t_lc_copy:>9.2f}x "
+              f"{peak / 1e6:>8.1f} {peak / size:>9.2f}x")
+    print(f"scaling: 100x the pairs took {times[4000] / times[40]:.0f}x the time (goal <= 120x)")
+    print("goals: plan/LC <= 1x at 400 pairs and <= 0.25x at 4000; plan/floor <= 10x; peak <= 3x the transcript")
+
+
+def _once(fn) -> float:
+    import time
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    main()
