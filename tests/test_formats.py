@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jev import FormatError, formats
-from jev.transcript import analyze
+from jev.transcript import ToolUseBlock, analyze
 
 CHAT = [
     {"role": "system", "content": "You fix tests."},
@@ -47,8 +47,8 @@ def test_openai_chat_dump_after_dropping_one_of_two_calls() -> None:
 def test_unknown_and_planned_formats() -> None:
     with pytest.raises(FormatError, match="unknown format 'yaml'"):
         formats.load([], "yaml")
-    with pytest.raises(FormatError, match="'anthropic' is not available in this version"):
-        formats.load([], "anthropic")
+    with pytest.raises(FormatError, match="'agentscope' is not available in this version"):
+        formats.load([], "agentscope")
     with pytest.raises(FormatError, match="cannot detect"):
         formats.detect({"messages": []})
 
@@ -97,3 +97,101 @@ def test_openai_chat_round_trip_property(doc: list) -> None:
     assert formats.dump(messages, "openai-chat") == doc
     again = formats.load(formats.dump(messages, "jev"), "jev")
     assert again == messages and formats.dump(again, "openai-chat") == doc
+
+
+RESPONSES = [
+    {"role": "user", "content": "Fix the parser"},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look first"}],
+     "encrypted_content": "xyz"},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read", "arguments": "{\"path\": \"p.py\"}",
+     "status": "completed"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "def parse(): ..."},
+    {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+     "content": [{"type": "output_text", "text": "Found it.", "annotations": []}]},
+    {"type": "function_call", "call_id": "call_2", "name": "grep", "arguments": "not json"},
+]
+
+ANTHROPIC = [
+    {"role": "user", "content": "Fix the parser"},
+    {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+        {"type": "text", "text": "Reading two files."},
+        {"type": "tool_use", "id": "tu_1", "name": "read", "input": {"path": "a.py"}, "cache_control": {"type": "ephemeral"}},
+        {"type": "tool_use", "id": "tu_2", "name": "read", "input": {"path": "b.py"}}]},
+    {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "tu_1", "content": "A" * 50},
+        {"type": "tool_result", "tool_use_id": "tu_2", "content": [{"type": "text", "text": "B" * 50}], "is_error": True},
+        {"type": "text", "text": "Both read."}]},
+    {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "zzz"}, {"type": "text", "text": "ok"}]},
+]
+
+
+@pytest.mark.parametrize("doc, fmt", [(RESPONSES, "openai-responses"), (ANTHROPIC, "anthropic")])
+def test_round_trip_and_detection(doc: list, fmt: str) -> None:
+    assert formats.detect(doc) == fmt
+    messages = formats.load(doc, fmt)
+    assert formats.dump(messages, fmt) == doc
+    again = formats.load(formats.dump(messages, "jev"), "jev")
+    assert formats.dump(again, fmt) == doc
+
+
+def test_responses_pairs_and_pending() -> None:
+    t = analyze(formats.load(RESPONSES, "openai-responses"))
+    assert [(p.call_id, p.tool) for p in t.pairs] == [("call_1", "read")] and t.pending == {"call_2"}
+
+
+def test_anthropic_pairs_states_and_a_compacted_payload() -> None:
+    from jev import Action
+    from jev.apply import apply_actions
+    messages = formats.load(ANTHROPIC, "anthropic")
+    t = analyze(messages)
+    assert [(p.call_id, p.result.state) for p in t.pairs] == [("tu_1", "success"), ("tu_2", "error")]
+    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "anthropic")
+    assert [b.get("id") for b in out[1]["content"] if b["type"] == "tool_use"] == ["tu_2"]
+    assert [b["tool_use_id"] for b in out[2]["content"] if b["type"] == "tool_result"] == ["tu_2"]
+    assert out[1]["content"][0] == ANTHROPIC[1]["content"][0]  # thinking and its signature untouched
+    cut = formats.dump(apply_actions(analyze(formats.load(ANTHROPIC, "anthropic")), {"t1": Action.TRUNCATE_RESULT}, 0),
+                       "anthropic")
+    assert cut[2]["content"][0]["content"] == "A" * 50  # short results stay as they are
+
+
+@st.composite
+def responses_items(draw) -> list:
+    items: list = [{"role": "user", "content": draw(words)}]
+    for i in range(draw(st.integers(0, 5))):
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": draw(st.sampled_from(["read", "grep"])),
+                      "arguments": orjson.dumps(draw(json_value)).decode()})
+        if draw(st.booleans()):
+            items.append({"type": "function_call_output", "call_id": f"c{i}", "output": draw(words)})
+        if draw(st.booleans()):
+            items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                                "text": draw(words)}]})
+    return items
+
+
+@st.composite
+def anthropic_messages(draw) -> list:
+    out: list = [{"role": "user", "content": draw(words)}]
+    for i in range(draw(st.integers(0, 4))):
+        ids = [f"t{i}_{k}" for k in range(draw(st.integers(1, 3)))]
+        blocks = ([{"type": "text", "text": draw(words)}] if draw(st.booleans()) else []) + [
+            {"type": "tool_use", "id": t, "name": "read", "input": draw(json_value)} for t in ids]
+        out.append({"role": "assistant", "content": blocks})
+        answered = [t for t in ids if draw(st.booleans())]
+        if answered:
+            out.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": t, "content": draw(words)} |
+                ({"is_error": True} if draw(st.booleans()) else {}) for t in answered]})
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(responses_items().map(lambda d: ("openai-responses", d)),
+                 anthropic_messages().map(lambda d: ("anthropic", d))))
+def test_round_trip_property_responses_and_anthropic(case) -> None:
+    fmt, doc = case
+    messages = formats.load(doc, fmt)
+    assert formats.dump(messages, fmt) == doc
+    t = analyze(messages)  # pairs found equal the pairs in the source
+    calls = [b.id for m in messages for b in m.content if isinstance(b, ToolUseBlock)]
+    assert sorted([p.call_id for p in t.pairs] + sorted(t.pending)) == sorted(calls)

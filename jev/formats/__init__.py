@@ -12,14 +12,16 @@ from typing import Any
 
 from ..errors import FormatError
 from ..transcript import ROLES, Message
-from . import jev_json, mini_swe_agent, openai_chat
+from . import anthropic, jev_json, mini_swe_agent, openai_chat, openai_responses
 
 _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
     "jev": (jev_json.load, jev_json.dump),
     "openai-chat": (openai_chat.load, openai_chat.dump),
     "mini-swe-agent": (mini_swe_agent.load, mini_swe_agent.dump),
+    "openai-responses": (openai_responses.load, openai_responses.dump),
+    "anthropic": (anthropic.load, anthropic.dump),
 }
-PLANNED = ("openai-responses", "anthropic", "langchain", "agentscope")
+PLANNED = ("langchain", "agentscope")
 FORMATS = tuple(_FORMATS)
 
 
@@ -37,7 +39,19 @@ def detect(data: Any) -> str:
         raise FormatError("cannot detect the transcript format: messages[0] is not a JSON object")
     if "id" in first and isinstance(first.get("content"), list) and first.get("role") in ROLES:
         return "jev"
+    if any(isinstance(item, dict) and item.get("type") in ("message", "function_call", "function_call_output",
+                                                          "reasoning") for item in data):
+        return "openai-responses"
     if "role" in first:
+        for message in data:
+            if not isinstance(message, dict):
+                break
+            if "tool_calls" in message or message.get("role") in ("tool", "developer"):
+                return "openai-chat"
+            content = message.get("content")
+            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in (
+                    "tool_use", "tool_result", "thinking", "redacted_thinking") for b in content):
+                return "anthropic"
         return "openai-chat"
     raise FormatError("cannot detect the transcript format: pass --format / format= explicitly")
 

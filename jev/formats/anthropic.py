@@ -1,0 +1,137 @@
+"""Anthropic Messages: `tool_use` blocks in assistant messages, `tool_result` blocks (`is_error`) in user
+messages, `thinking` / `redacted_thinking`, string or block content, and an optional `system` role.
+
+Messages get `m0`, `m1`, … (dropped again on dump). Each original block is kept in
+`metadata["jev.source"]` and written back as it was — `cache_control`, `signature`, `citations`,
+`toolset_name` and all — unless the plan removed it or cut its result, so `dump(load(x)) == x`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import FormatError
+from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+SOURCE_KEY = "jev.source"
+
+
+def _result_output(content: Any, where: str) -> str | tuple[Block, ...]:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        raise FormatError(f"{where}.content: must be a string or a list of blocks")
+    return tuple(TextBlock(b["text"]) if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+                 else OtherBlock(b) for b in content)
+
+
+def _block(raw: Any, where: str, names: dict[str, str]) -> Block:
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise FormatError(f"{where}: a block must be an object with a 'type'")
+    kind = raw["type"]
+    if kind == "text":
+        if not isinstance(raw.get("text"), str):
+            raise FormatError(f"{where}.text: must be a string")
+        return TextBlock(raw["text"])
+    if kind == "tool_use":
+        if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
+            raise FormatError(f"{where}: tool_use needs string 'id' and 'name'")
+        names[raw["id"]] = raw["name"]
+        return ToolUseBlock(raw["id"], raw["name"], raw.get("input"))
+    if kind == "tool_result":
+        call_id = raw.get("tool_use_id")
+        if not isinstance(call_id, str):
+            raise FormatError(f"{where}.tool_use_id: must be a string")
+        return ToolResultBlock(call_id, names.get(call_id, ""), _result_output(raw.get("content"), where),
+                               "error" if raw.get("is_error") is True else "success")
+    if kind == "thinking":
+        return ThinkingBlock(raw.get("thinking") if isinstance(raw.get("thinking"), str) else "")
+    if kind == "redacted_thinking":
+        return ThinkingBlock("")
+    return OtherBlock(raw)
+
+
+def load(data: Any) -> list[Message]:
+    """Messages from an Anthropic `messages` array (optionally with `system` messages)."""
+    if not isinstance(data, list):
+        raise FormatError(f"messages: must be a JSON array (got {type(data).__name__})")
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    for i, raw in enumerate(data):
+        where = f"messages[{i}]"
+        if not isinstance(raw, dict) or raw.get("role") not in ("user", "assistant", "system"):
+            raise FormatError(f"{where}: must be an object with role user, assistant or system")
+        content = raw.get("content")
+        if isinstance(content, str):
+            blocks: tuple[Block, ...] = (TextBlock(content),) if content else ()
+        elif isinstance(content, list):
+            blocks = tuple(_block(b, f"{where}.content[{k}]", names) for k, b in enumerate(content))
+        else:
+            raise FormatError(f"{where}.content: must be a string or a list of blocks")
+        out.append(Message(f"m{i}", raw["role"], blocks, None, {SOURCE_KEY: raw}))
+    return out
+
+
+def _key(block: Any) -> tuple[str, str] | None:
+    if isinstance(block, (ToolUseBlock, ToolResultBlock)):
+        return ("use" if isinstance(block, ToolUseBlock) else "result", block.id)
+    if isinstance(block, dict) and block.get("type") == "tool_use":
+        return ("use", block.get("id"))
+    if isinstance(block, dict) and block.get("type") == "tool_result":
+        return ("result", block.get("tool_use_id"))
+    return None
+
+
+def _dump_result(original: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
+    if block.output is not None and _result_output(original.get("content"), "") == block.output:
+        return original
+    output = block.output
+    content: Any = output if isinstance(output, str) else [
+        {"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data) for b in output]  # type: ignore[union-attr]
+    return {**original, "content": content}
+
+
+def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """An Anthropic `messages` array; blocks the plan kept are written back exactly as loaded."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        source = dict((message.metadata or {}).get(SOURCE_KEY) or {"role": message.role, "content": []})
+        original = source.get("content")
+        if isinstance(original, str):
+            source["content"] = "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+            out.append(source)
+            continue
+        current = {_key(b): b for b in message.content if _key(b) is not None}
+        others = [b for b in message.content if _key(b) is None]
+        blocks: list[Any] = []
+        for raw in original or []:
+            key = _key(raw)
+            if key is None:
+                if others:  # non-tool blocks are never removed by a plan: they pair up in order
+                    others.pop(0)
+                    blocks.append(raw)
+            elif key in current:
+                block = current.pop(key)
+                blocks.append(_dump_result(raw, block) if isinstance(block, ToolResultBlock) else raw)
+        for block in message.content:  # blocks added in Python, not loaded
+            if _key(block) in current or (not original and _key(block) is None):
+                blocks.append(_fresh(block))
+        source["content"] = blocks
+        out.append(source)
+    return out
+
+
+def _fresh(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResultBlock):
+        return _dump_result({"type": "tool_result", "tool_use_id": block.id, "content": None} |
+                            ({"is_error": True} if block.state == "error" else {}), block)
+    return dict(block.data)  # type: ignore[union-attr]

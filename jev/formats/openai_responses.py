@@ -1,0 +1,135 @@
+"""OpenAI Responses input items: `message`, `function_call`, `function_call_output`, `reasoning` (and any
+other item, kept verbatim).
+
+Each item becomes one message (`m0`, `m1`, …; dropped again on dump): a `function_call` an assistant
+message with one tool call (input = the parsed `arguments`), a `function_call_output` a tool message with
+its result, a `reasoning` item an assistant message with a thinking block (so it is never sent to a
+judge and pins itself). Everything the jev model has no field for — the exact `arguments` string, ids,
+statuses, content-part types, encrypted reasoning — rides in `metadata["jev.source"]`, so
+`dump(load(x)) == x`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ..errors import FormatError
+from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+SOURCE_KEY = "jev.source"
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+_TEXT_PARTS = ("input_text", "output_text", "text")
+
+
+def _parse(raw: str) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+
+
+def _content(content: Any, where: str) -> tuple[Block, ...]:
+    if isinstance(content, str):
+        return (TextBlock(content),) if content else ()
+    if not isinstance(content, list):
+        raise FormatError(f"{where}.content: must be a string or a list of parts")
+    blocks: list[Block] = []
+    for k, part in enumerate(content):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise FormatError(f"{where}.content[{k}]: a content part must be an object with a 'type'")
+        if part["type"] in _TEXT_PARTS and isinstance(part.get("text"), str):
+            blocks.append(TextBlock(part["text"]))
+        else:
+            blocks.append(OtherBlock(part))
+    return tuple(blocks)
+
+
+def load(data: Any) -> list[Message]:
+    """Messages from a list of Responses input items."""
+    if not isinstance(data, list):
+        raise FormatError(f"items: must be a JSON array (got {type(data).__name__})")
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    for i, item in enumerate(data):
+        where = f"items[{i}]"
+        if not isinstance(item, dict):
+            raise FormatError(f"{where}: must be a JSON object")
+        kind = item.get("type", "message" if "role" in item else None)
+        mid = f"m{i}"
+        if kind == "message":
+            role = item.get("role")
+            if role not in _ROLES:
+                raise FormatError(f"{where}.role: unsupported role {role!r}")
+            out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, {SOURCE_KEY: item}))
+        elif kind == "function_call":
+            for key in ("call_id", "name", "arguments"):
+                if not isinstance(item.get(key), str):
+                    raise FormatError(f"{where}.{key}: must be a string")
+            names[item["call_id"]] = item["name"]
+            block = ToolUseBlock(item["call_id"], item["name"], _parse(item["arguments"]))
+            out.append(Message(mid, "assistant", (block,), None, {SOURCE_KEY: item}))
+        elif kind == "function_call_output":
+            if not isinstance(item.get("call_id"), str):
+                raise FormatError(f"{where}.call_id: must be a string")
+            raw = item.get("output")
+            output: str | tuple[Block, ...] = raw if isinstance(raw, str) else _content(raw, where)
+            block = ToolResultBlock(item["call_id"], names.get(item["call_id"], ""), output,
+                                    "error" if item.get("status") == "incomplete" else "success")
+            out.append(Message(mid, "tool", (block,), None, {SOURCE_KEY: item}))
+        elif kind == "reasoning":
+            summary = item.get("summary") or []
+            text = "\n".join(p.get("text", "") for p in summary if isinstance(p, dict))
+            out.append(Message(mid, "assistant", (ThinkingBlock(text),), None, {SOURCE_KEY: item}))
+        else:  # any other item is carried as it is; as content of its own it makes a plan abandon (SPEC §2)
+            out.append(Message(mid, "assistant", (OtherBlock(item),), None, {SOURCE_KEY: item}))
+    return out
+
+
+def _dump_content(blocks: Sequence[Block], original: Any) -> Any:
+    if isinstance(original, str):
+        return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+    parts = list(original) if isinstance(original, list) else []
+    out = []
+    texts = iter(b for b in blocks if isinstance(b, TextBlock))
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") in _TEXT_PARTS:
+            block = next(texts, None)
+            if block is not None:
+                out.append({**part, "text": block.text})
+        else:
+            out.append(part)
+    out += [{"type": "output_text", "text": b.text} for b in texts]
+    return out
+
+
+def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Responses input items; generated ids are dropped."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        item = dict((message.metadata or {}).get(SOURCE_KEY) or {})
+        blocks = message.content
+        call = next((b for b in blocks if isinstance(b, ToolUseBlock)), None)
+        result = next((b for b in blocks if isinstance(b, ToolResultBlock)), None)
+        if call is not None:
+            raw = item.get("arguments")
+            if raw is None or _parse(raw) != call.input:
+                raw = call.input if isinstance(call.input, str) else orjson.dumps(call.input).decode()
+            item.update(type="function_call", call_id=call.id, name=call.name, arguments=raw)
+        elif result is not None:
+            output = result.output
+            item.update(type="function_call_output", call_id=result.id,
+                        output=output if isinstance(output, str) else (
+                            "\n".join(b.text for b in output if isinstance(b, TextBlock))
+                            if isinstance(item.get("output"), str) else _dump_content(output, item.get("output"))))
+        elif item.get("type", "message") == "message" and "role" in item:
+            if "content" in item or blocks:
+                item["content"] = _dump_content(blocks, item.get("content", ""))
+        elif not item:  # a message made in Python, not loaded: write it as a message item
+            role = "developer" if message.role == "system" else message.role
+            item = {"type": "message", "role": role,
+                    "content": "\n".join(b.text for b in blocks if isinstance(b, TextBlock))}
+        out.append(item)
+    return out
