@@ -195,3 +195,40 @@ def test_round_trip_property_responses_and_anthropic(case) -> None:
     t = analyze(messages)  # pairs found equal the pairs in the source
     calls = [b.id for m in messages for b in m.content if isinstance(b, ToolUseBlock)]
     assert sorted([p.call_id for p in t.pairs] + sorted(t.pending)) == sorted(calls)
+
+
+def _lc_messages():
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    return [SystemMessage("You fix tests.", id="s"),
+            HumanMessage("Fix it", id="h1"),
+            AIMessage([{"type": "text", "text": "Reading."}], tool_calls=[
+                {"name": "read", "args": {"path": "a.py"}, "id": "c1", "type": "tool_call"},
+                {"name": "read", "args": {"path": "b.py"}, "id": "c2", "type": "tool_call"}],
+                id="a1", response_metadata={"model": "x"}, usage_metadata={"input_tokens": 3, "output_tokens": 1,
+                                                                             "total_tokens": 4}),
+            ToolMessage("A" * 400, tool_call_id="c1", name="read", id="t1"),
+            ToolMessage("boom", tool_call_id="c2", name="read", status="error", id="t2", artifact={"raw": 1}),
+            AIMessage("Done.", id="a2")]
+
+
+def test_langchain_objects_and_dicts_round_trip() -> None:
+    from langchain_core.messages import messages_to_dict
+    objects = _lc_messages()
+    assert formats.detect(objects) == "langchain"
+    loaded = formats.load(objects, "auto")
+    assert formats.dump(loaded, "langchain") == objects
+    assert [m.id for m in loaded] == ["s", "h1", "a1", "t1", "t2", "a2"]
+    t = analyze(loaded)
+    assert [(p.call_id, p.result.state) for p in t.pairs] == [("c1", "success"), ("c2", "error")]
+    dicts = messages_to_dict(objects)
+    assert formats.detect(dicts) == "langchain" and formats.dump(formats.load(dicts, "auto"), "langchain") == dicts
+
+
+def test_langchain_compacted_history_is_valid() -> None:
+    from jev import Action
+    from jev.apply import apply_actions
+    loaded = formats.load(_lc_messages(), "langchain")
+    out = formats.dump(apply_actions(analyze(loaded), {"t1": Action.TRUNCATE_RESULT, "t2": Action.DROP_PAIR}, 10),
+                       "langchain")
+    assert [c["id"] for c in out[2].tool_calls] == ["c1"] and [m.id for m in out] == ["s", "h1", "a1", "t1", "a2"]
+    assert out[3].content.startswith("A" * 9 + "\u2026\n[JEV archived") and out[3].tool_call_id == "c1"

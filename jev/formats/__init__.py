@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..transcript import ROLES, Message
-from . import anthropic, jev_json, mini_swe_agent, openai_chat, openai_responses
+from . import anthropic, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses
 
 _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
     "jev": (jev_json.load, jev_json.dump),
@@ -20,8 +20,9 @@ _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Mes
     "mini-swe-agent": (mini_swe_agent.load, mini_swe_agent.dump),
     "openai-responses": (openai_responses.load, openai_responses.dump),
     "anthropic": (anthropic.load, anthropic.dump),
+    "langchain": (langchain.load, langchain.dump),
 }
-PLANNED = ("langchain", "agentscope")
+PLANNED = ("agentscope",)
 FORMATS = tuple(_FORMATS)
 
 
@@ -29,6 +30,8 @@ def detect(data: Any) -> str:
     """Guess the format of a parsed JSON document: `jev` when messages carry ids and block lists."""
     if isinstance(data, dict) and str(data.get("trajectory_format", "")).startswith("mini-swe-agent"):
         return "mini-swe-agent"
+    if langchain._is_objects(data):
+        return "langchain"
     if not isinstance(data, list):
         raise FormatError(f"cannot detect the transcript format: expected a JSON array of messages "
                           f"(got {type(data).__name__})")
@@ -39,6 +42,8 @@ def detect(data: Any) -> str:
         raise FormatError("cannot detect the transcript format: messages[0] is not a JSON object")
     if "id" in first and isinstance(first.get("content"), list) and first.get("role") in ROLES:
         return "jev"
+    if first.get("type") in ("human", "ai", "system", "tool") and isinstance(first.get("data"), dict):
+        return "langchain"
     if any(isinstance(item, dict) and item.get("type") in ("message", "function_call", "function_call_output",
                                                           "reasoning") for item in data):
         return "openai-responses"
