@@ -1,0 +1,4 @@
+"""Host integrations: one small object per framework, each with one hook. The host owns the trigger; the
+compactor owns the decision; every integration adopts a plan only if the live history is still exactly
+what was judged. Each framework package is imported only by its own module.
+"""

@@ -1,0 +1,114 @@
+"""LangChain v1: `JevCompactionMiddleware` for `create_agent(..., middleware=[...])`.
+
+SHADOW runs in `wrap_model_call` (the model gets the request unchanged; a record is written). ENFORCE
+runs in `before_model` and persists through the graph state — `RemoveMessage(REMOVE_ALL_MESSAGES)` plus
+the compacted list — only on DECIDED and only if the state's messages are still what was judged.
+OFF does nothing. The trigger is the host's: a message count or an approximate token count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import RemoveMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from archive import Scope, restore_tool
+from archive.tool import DESCRIPTION, NAME
+
+from .. import formats
+from ..compactor import Compactor
+from ..decision import Decision, Mode, Status
+from ..errors import ConfigError
+from ..history import serialize, unchanged
+
+
+class JevCompactionMiddleware(AgentMiddleware):
+    """Judged compaction inside a LangChain agent loop."""
+
+    def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("messages", 50),
+                 scope: Scope | Callable[[Any], Scope | None] | None = None) -> None:
+        super().__init__()
+        kind, value = trigger
+        if kind not in ("messages", "tokens") or isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"trigger must be ('messages', n) or ('tokens', n) with n >= 1 (got {trigger!r})")
+        self.compactor = compactor
+        self.trigger = (kind, value)
+        self.scope = scope
+        self.decisions: list[Decision] = []  # what happened, newest last (for hosts and tests)
+        self.references: list[tuple[Scope, str]] = []
+
+    def _fires(self, messages: list[Any]) -> bool:
+        kind, value = self.trigger
+        return len(messages) >= value if kind == "messages" else count_tokens_approximately(messages) >= value
+
+    def _scope(self, runtime: Any) -> Scope | None:
+        return self.scope(runtime) if callable(self.scope) else self.scope
+
+    # --- SHADOW: a per-call look, state untouched ---------------------------------------------------
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
+            self.decisions.append(self.compactor.plan_sync(formats.load(request.messages, "langchain"),
+                                                           scope=self._scope(request.runtime)))
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
+            self.decisions.append(await self.compactor.plan(formats.load(request.messages, "langchain"),
+                                                            scope=self._scope(request.runtime)))
+        return await handler(request)
+
+    # --- ENFORCE: persisted through the graph state -------------------------------------------------
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        if not self._enforcing(state):
+            return None
+        live, scope = state["messages"], self._scope(runtime)
+        judged = formats.load(live, "langchain")
+        before = serialize(judged)
+        return self._commit(self.compactor.plan_sync(judged, scope=scope), live, before, scope)
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        if not self._enforcing(state):
+            return None
+        live, scope = state["messages"], self._scope(runtime)
+        judged = formats.load(live, "langchain")
+        before = serialize(judged)
+        return self._commit(await self.compactor.plan(judged, scope=scope), live, before, scope)
+
+    def _enforcing(self, state: Any) -> bool:
+        return self.compactor.options.mode is Mode.ENFORCE and self._fires(state["messages"])
+
+    def _commit(self, decision: Decision, live: list[Any], before: Any, scope: Scope | None) -> dict[str, Any] | None:
+        self.decisions.append(decision)
+        if decision.status is not Status.DECIDED or decision.plan is None:
+            return None
+        if not unchanged(formats.load(live, "langchain"), before):  # the live history moved on: keep it
+            return None
+        if scope is not None and decision.plan.archive_reference:
+            self.references.append((scope, decision.plan.archive_reference))
+        compacted = formats.dump(list(decision.plan.messages), "langchain")
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted]}
+
+    # --- restoring instead of re-running ---------------------------------------------------------------
+
+    def restore_tool(self) -> Any:
+        """A LangChain tool that brings back an archived call and result by call id (never re-runs it)."""
+        from langchain_core.tools import StructuredTool
+
+        archive = self.compactor.archive
+        if archive is None:
+            raise ConfigError("restore_tool needs a compactor with an archive")
+
+        async def restore(call_id: str) -> str:
+            for scope, reference in reversed(self.references):
+                text = await restore_tool(archive, scope, reference).call(call_id=call_id)
+                if not text.startswith("Could not restore"):
+                    return text
+            return f"No archived result for call {call_id!r}."
+
+        return StructuredTool.from_function(coroutine=restore, name=NAME, description=DESCRIPTION)

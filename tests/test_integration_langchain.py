@@ -1,0 +1,126 @@
+"""LangChain v1 end to end: a real `create_agent` loop with real tools and a scripted chat model."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from archive import FileArchive, Scope
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
+from jev.integrations.langchain import JevCompactionMiddleware
+from jev.judges import ReplayJudge
+
+SCOPE = Scope("u", "agent", "session")
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}: " + ("line of text\n" * 200)
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """Calls read_file on three files, then answers; records the messages it was shown each time."""
+
+    seen: list = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        type(self).seen.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def script() -> ScriptedModel:
+    ScriptedModel.seen = []
+    turns = [AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"call{i}",
+                                        "type": "tool_call"}]) for i in range(3)]
+    return ScriptedModel(messages=iter([*turns, AIMessage("All read.")]))
+
+
+def agent(mode: Mode, judge: Any, archive: Any = None, records: list | None = None) -> tuple[Any, JevCompactionMiddleware]:
+    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    observer = (lambda _c, r: records.append(r)) if records is not None else None
+    compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "lc-test", observer), archive)
+    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 6), scope=SCOPE)
+    return create_agent(script(), tools=[read_file], middleware=[middleware]), middleware
+
+
+def test_shadow_records_and_leaves_state_untouched() -> None:
+    records: list = []
+    graph, middleware = agent(Mode.SHADOW, ReplayJudge({}, default=0.01), records=records)
+    state = graph.invoke({"messages": [{"role": "user", "content": "Read the three files."}]})
+    tools = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert len(tools) == 3 and all("line of text" * 3 in m.content.replace("\n", "") for m in tools)
+    assert records and all(r.mode == "SHADOW" for r in records)
+    assert any(d.plan is not None for d in middleware.decisions)
+
+
+def test_enforce_compacts_state_once_and_the_next_call_sees_it(tmp_path) -> None:
+    archive = FileArchive(tmp_path)
+    judge = ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
+    graph, middleware = agent(Mode.ENFORCE, judge, archive)
+    state = graph.invoke({"messages": [{"role": "user", "content": "Read the three files."}]})
+    ids = [getattr(m, "tool_call_id", None) for m in state["messages"]]
+    assert "call0" not in ids and "call1" in ids and "call2" in ids  # the first pair left the state
+    decided = [d for d in middleware.decisions if d.status.value == "DECIDED"]
+    assert len(decided) >= 1
+    last_view = ScriptedModel.seen[-1]
+    assert not any(getattr(m, "tool_call_id", None) == "call0" for m in last_view)
+    scope, ref = middleware.references[0]
+    assert any(getattr(m, "tool_call_id", None) == "call0" for m in
+               __import__("jev").formats.dump(archive.restore(scope, ref), "langchain"))
+    text = asyncio.run(middleware.restore_tool().ainvoke({"call_id": "call0"}))
+    assert "contents of f0.py" in text
+
+
+def test_a_concurrent_change_keeps_the_live_history(tmp_path) -> None:
+    holder: dict = {}
+
+    class Meddling(ReplayJudge):
+        async def ask(self, request):
+            holder["state"]["messages"][0].content += " (edited meanwhile)"
+            return await super().ask(request)
+
+    judge = Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
+    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc-test"), FileArchive(tmp_path))
+    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 1), scope=SCOPE)
+    from langchain_core.messages import HumanMessage
+    live = [HumanMessage("go", id="h"),
+            AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a"}, "id": "c1", "type": "tool_call"}],
+                      id="a1"),
+            ToolMessage("x" * 2000, tool_call_id="c1", name="read_file", id="t1"),
+            AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "b"}, "id": "c2", "type": "tool_call"}],
+                      id="a2"),
+            ToolMessage("y" * 2000, tool_call_id="c2", name="read_file", id="t2"),
+            HumanMessage("next", id="h2")]
+    holder["state"] = {"messages": live}
+    assert middleware.before_model(holder["state"], None) is None  # judged fine, but the history moved on
+    assert middleware.decisions[-1].status.value == "DECIDED"
+
+
+def test_trigger_is_validated() -> None:
+    from jev import ConfigError
+    with pytest.raises(ConfigError, match="trigger must be"):
+        JevCompactionMiddleware(Compactor(ReplayJudge({})), trigger=("turns", 3))
+
+
+def test_example_runs() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "examples/enforce_in_agent_loop.py"], cwd=root, capture_output=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    assert "decision: DECIDED ARCHIVED_PROPOSAL" in out and "final state holds results of: ['read_1'" in out
+    assert "restore tool, read_0: Call read_0 (read_file)" in out
