@@ -1,0 +1,90 @@
+"""OpenAI Agents SDK: `JevSession`, a `Session` wrapper over any session that compacts the stored items,
+and `input_filter`, a `RunConfig.call_model_input_filter` that compacts the per-call view only.
+
+`JevSession` checks after each `add_items`: when the stored items reach the trigger it plans over them;
+in ENFORCE, on DECIDED, and only if the stored items are still exactly what was judged, it replaces them
+with the compacted items (the full history is in the archive first). Replacing is `clear_session` then
+`add_items` on the underlying session: not atomic, which is why the archive write comes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agents.memory import SessionABC
+from agents.run import CallModelData, ModelInputData
+
+from archive import Scope
+
+from .. import formats
+from ..compactor import Compactor
+from ..decision import Decision, Mode, Status
+from ..errors import ConfigError
+
+FORMAT = "openai-responses"
+
+
+def _adopted(compactor: Compactor, decision: Decision) -> bool:
+    return compactor.options.mode is Mode.ENFORCE and decision.status is Status.DECIDED and decision.plan is not None
+
+
+class JevSession(SessionABC):
+    """Any Agents SDK session, with judged compaction of its stored items."""
+
+    def __init__(self, underlying: Any, compactor: Compactor, *, trigger_items: int = 50,
+                 scope: Scope | None = None) -> None:
+        if isinstance(trigger_items, bool) or not isinstance(trigger_items, int) or trigger_items < 1:
+            raise ConfigError(f"trigger_items must be an integer >= 1 (got {trigger_items!r})")
+        self.underlying = underlying
+        self.compactor = compactor
+        self.trigger_items = trigger_items
+        self.scope = scope
+        self.session_id = underlying.session_id
+        self.session_settings = getattr(underlying, "session_settings", None)
+        self.decisions: list[Decision] = []
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return await self.underlying.get_items(limit)
+
+    async def add_items(self, items: list[Any]) -> None:
+        await self.underlying.add_items(items)
+        await self._maybe_compact()
+
+    async def pop_item(self) -> Any:
+        return await self.underlying.pop_item()
+
+    async def clear_session(self) -> None:
+        await self.underlying.clear_session()
+
+    async def _maybe_compact(self) -> None:
+        items = await self.underlying.get_items()
+        if len(items) < self.trigger_items or self.compactor.options.mode is Mode.OFF:
+            return
+        decision = await self.compactor.plan(formats.load(items, FORMAT), scope=self.scope,
+                                             context={"session_id": self.session_id})
+        self.decisions.append(decision)
+        if not _adopted(self.compactor, decision):
+            return
+        if await self.underlying.get_items() != items:  # the stored history moved on: keep it
+            return
+        compacted = formats.dump(list(decision.plan.messages), FORMAT)  # type: ignore[union-attr]
+        await self.underlying.clear_session()
+        await self.underlying.add_items(compacted)
+
+
+def input_filter(compactor: Compactor, *, scope: Scope | None = None,
+                 decisions: list[Decision] | None = None) -> Callable[[CallModelData[Any]], Any]:
+    """A `call_model_input_filter`: each model call gets the compacted input on DECIDED in ENFORCE, the input
+    unchanged otherwise (SHADOW only records). The session's stored history is never touched."""
+
+    async def compact_input(data: CallModelData[Any]) -> ModelInputData:
+        items = list(data.model_data.input)
+        decision = await compactor.plan(formats.load(items, FORMAT), scope=scope)
+        if decisions is not None:
+            decisions.append(decision)
+        if _adopted(compactor, decision):
+            items = formats.dump(list(decision.plan.messages), FORMAT)  # type: ignore[union-attr]
+        return ModelInputData(input=items, instructions=data.model_data.instructions)
+
+    return compact_input
