@@ -262,3 +262,10 @@ def test_cli_compact_and_restore_on_s3(seaweed: SeaweedFS, tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr.decode()
     assert [m["id"] for m in json.loads(proc.stdout)["messages"]] == ["c-old", "r-old"]
     assert "secret" not in repr(build())
+
+
+def test_example_restore_archive_runs() -> None:
+    proc = subprocess.run([sys.executable, "examples/restore_archive.py"], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    assert out.count("restored 6 messages (equal: True)") == 3 and "another scope:" in out

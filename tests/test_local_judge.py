@@ -136,3 +136,16 @@ def test_example_rollout_runs(tmp_path) -> None:
     out = proc.stdout.decode()
     assert "1. SHADOW: 60 sessions" in out and "2. labelled" in out and "3. " in out
     assert (tmp_path / "report.md").exists()
+
+
+@needs_data
+def test_example_shadow_evaluation_runs(tmp_path) -> None:
+    import subprocess
+    import sys
+    records = tmp_path / "r.jsonl"
+    proc = subprocess.run([sys.executable, "examples/shadow_evaluation.py", "--sessions", "5", "--records",
+                           str(records)], cwd=ROOT, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = records.read_text().splitlines()
+    assert lines and all(json.loads(line)["mode"] == "SHADOW" for line in lines)
+    assert b"plans over 5 sessions" in proc.stdout
