@@ -69,20 +69,11 @@ class FileArchive:
         if os.path.lexists(target):
             self._read(directory, scope, ref)  # verify what is there; raises if it is not this snapshot
             return ref
-        fd, tmp = tempfile.mkstemp(prefix=".pending-", suffix=".json", dir=directory)  # created 0600
+        tmp = write_pending(directory, data)
         try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-            os.close(fd)
-            fd = -1
             os.replace(tmp, target)
             _fsync_dir(directory)
         finally:
-            if fd >= 0:
-                os.close(fd)
             if os.path.lexists(tmp):
                 os.unlink(tmp)
         return ref
@@ -119,6 +110,24 @@ class FileArchive:
         if len(data) > self.max_bytes:
             raise ArchiveError("missing, unsafe or oversized archive")
         return data
+
+
+def write_pending(directory: str | os.PathLike[str], data: bytes) -> str:
+    """A temp file `.pending-*.json` in `directory`, mode 0600 from creation, fully written and fsynced;
+    the caller publishes it (rename or link) and removes it. Removed here if writing fails."""
+    fd, tmp = tempfile.mkstemp(prefix=".pending-", suffix=".json", dir=directory)  # created 0600
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
 
 
 def _fsync_dir(directory: Path) -> None:

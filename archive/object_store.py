@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ from jev.errors import ArchiveError
 from jev.transcript import Message
 
 from . import snapshot
-from .file import DEFAULT_MAX_BYTES, check_max_bytes
+from .file import DEFAULT_MAX_BYTES, check_max_bytes, write_pending
 from .scope import Scope
 
 
@@ -79,18 +78,10 @@ class ObjectStoreArchive:
     def _create_local(self, path: str, data: bytes) -> None:
         directory = os.path.dirname(path)
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".pending-", suffix=".json", dir=directory)
+        tmp = write_pending(directory, data)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-            os.close(fd)
-            fd = -1
             os.link(tmp, path)  # EEXIST when another writer won: atomic create-if-absent
         finally:
-            if fd >= 0:
-                os.close(fd)
             os.unlink(tmp)
 
     def restore(self, scope: Scope, ref: str) -> list[Message]:

@@ -46,38 +46,41 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def local(directory: Path) -> None:
-    print("Local file store (FileArchive) vs raw write+fsync / read+SHA-256 of the same bytes")
-    print(f"{'MB':>4} {'save s':>8} {'raw write s':>12} {'save/raw':>9} {'verified s':>11} {'raw read s':>11} "
+def measure(title: str, raw_names: tuple[str, str], archive_at, raw_write, raw_read_of) -> None:
+    """One table: for each size, save / verified read / full restore against the raw operations."""
+    print(title)
+    print(f"{'MB':>4} {'save s':>8} {raw_names[0]:>12} {'save/raw':>9} {'verified s':>11} {raw_names[1]:>11} "
           f"{'verified/raw':>13} {'to messages s':>14} {'msgs/raw':>9}")
     for mb in SIZES_MB:
         messages = snapshot_of(mb)
         _ref, data = encode(SCOPE, messages)
         repeat = 3 if mb < 100 else 2
-
-        def save() -> None:
-            root = directory / uuid.uuid4().hex
-            FileArchive(root, max_bytes=1 << 31).save(SCOPE, messages)
-
-        def raw_write() -> None:
-            path = directory / uuid.uuid4().hex
-            with open(path, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-
-        archive = FileArchive(directory / "restore", max_bytes=1 << 31)
+        archive = archive_at("restore")
         ref = archive.save(SCOPE, messages)
-        path = next((directory / "restore").glob(f"*/{ref}.json"))
-
-        def raw_read() -> None:
-            hashlib.sha256(path.read_bytes()).digest()
-
-        t_save, t_raw_w = best(save, repeat), best(raw_write, repeat)
+        raw_read = raw_read_of(archive, ref)
+        t_save = best(lambda: archive_at(uuid.uuid4().hex).save(SCOPE, messages), repeat)
+        t_raw_w = best(lambda: raw_write(data), repeat)
         t_bytes, t_raw_r = best(lambda: archive.restore_bytes(SCOPE, ref), repeat), best(raw_read, repeat)
         t_restore = best(lambda: archive.restore(SCOPE, ref), repeat)
         print(f"{mb:>4} {t_save:>8.3f} {t_raw_w:>12.3f} {t_save / t_raw_w:>8.2f}x {t_bytes:>11.3f} {t_raw_r:>11.3f} "
               f"{t_bytes / t_raw_r:>12.2f}x {t_restore:>14.3f} {t_restore / t_raw_r:>8.2f}x")
+
+
+def local(directory: Path) -> None:
+    def raw_write(data: bytes) -> None:
+        with open(directory / uuid.uuid4().hex, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def raw_read_of(archive, ref):
+        path = next((directory / "restore").glob(f"*/{ref}.json"))
+        return lambda: hashlib.sha256(path.read_bytes()).digest()
+
+    directory.mkdir(parents=True, exist_ok=True)
+    measure("Local file store (FileArchive) vs raw write+fsync / read+SHA-256 of the same bytes",
+            ("raw write s", "raw read s"), lambda name: FileArchive(directory / name, max_bytes=1 << 31),
+            raw_write, raw_read_of)
 
 
 def s3(server: SeaweedFS) -> None:
@@ -85,32 +88,11 @@ def s3(server: SeaweedFS) -> None:
     fs = s3fs.S3FileSystem(skip_instance_cache=True, **server.storage_options)
     bucket = f"bench-{uuid.uuid4().hex[:8]}"
     fs.mkdir(bucket)
-    print("\nSeaweedFS over s3fs (ObjectStoreArchive) vs raw put / get+SHA-256 of the same bytes")
-    print(f"{'MB':>4} {'save s':>8} {'raw put s':>10} {'save/raw':>9} {'verified s':>11} {'raw get s':>10} "
-          f"{'verified/raw':>13} {'to messages s':>14} {'msgs/raw':>9}")
-    for mb in SIZES_MB:
-        messages = snapshot_of(mb)
-        _ref, data = encode(SCOPE, messages)
-        repeat = 3 if mb < 100 else 2
-
-        def save() -> None:
-            ObjectStoreArchive(f"s3://{bucket}/{uuid.uuid4().hex}", 1 << 31, **server.storage_options).save(SCOPE, messages)
-
-        def raw_put() -> None:
-            fs.pipe_file(f"{bucket}/raw-{uuid.uuid4().hex}", data)
-
-        archive = ObjectStoreArchive(f"s3://{bucket}/restore", 1 << 31, **server.storage_options)
-        ref = archive.save(SCOPE, messages)
-        path = archive._path(SCOPE, ref)
-
-        def raw_get() -> None:
-            hashlib.sha256(fs.cat_file(path)).digest()
-
-        t_save, t_raw_w = best(save, repeat), best(raw_put, repeat)
-        t_bytes, t_raw_r = best(lambda: archive.restore_bytes(SCOPE, ref), repeat), best(raw_get, repeat)
-        t_restore = best(lambda: archive.restore(SCOPE, ref), repeat)
-        print(f"{mb:>4} {t_save:>8.3f} {t_raw_w:>10.3f} {t_save / t_raw_w:>8.2f}x {t_bytes:>11.3f} {t_raw_r:>10.3f} "
-              f"{t_bytes / t_raw_r:>12.2f}x {t_restore:>14.3f} {t_restore / t_raw_r:>8.2f}x")
+    measure("\nSeaweedFS over s3fs (ObjectStoreArchive) vs raw put / get+SHA-256 of the same bytes",
+            ("raw put s", "raw get s"),
+            lambda name: ObjectStoreArchive(f"s3://{bucket}/{name}", 1 << 31, **server.storage_options),
+            lambda data: fs.pipe_file(f"{bucket}/raw-{uuid.uuid4().hex}", data),
+            lambda archive, ref: (lambda: hashlib.sha256(fs.cat_file(archive._path(SCOPE, ref))).digest()))
 
 
 if __name__ == "__main__":
