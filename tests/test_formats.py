@@ -47,8 +47,6 @@ def test_openai_chat_dump_after_dropping_one_of_two_calls() -> None:
 def test_unknown_and_planned_formats() -> None:
     with pytest.raises(FormatError, match="unknown format 'yaml'"):
         formats.load([], "yaml")
-    with pytest.raises(FormatError, match="'agentscope' is not available in this version"):
-        formats.load([], "agentscope")
     with pytest.raises(FormatError, match="cannot detect"):
         formats.detect({"messages": []})
 
@@ -232,3 +230,34 @@ def test_langchain_compacted_history_is_valid() -> None:
                        "langchain")
     assert [c["id"] for c in out[2].tool_calls] == ["c1"] and [m.id for m in out] == ["s", "h1", "a1", "t1", "a2"]
     assert out[3].content.startswith("A" * 9 + "\u2026\n[JEV archived") and out[3].tool_call_id == "c1"
+
+
+def _agentscope_msgs() -> list:
+    from agentscope.message import Msg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, ToolResultState
+    msgs = [Msg(name="user", role="user", content=[TextBlock(text="Read two files.")]),
+            Msg(name="coder", role="assistant", content=[
+                ThinkingBlock(thinking="plan"), TextBlock(text="Reading."),
+                ToolCallBlock(id="c1", name="read", input='{"path": "a.py"}'),
+                ToolCallBlock(id="c2", name="read", input='{"path": "b.py"}'),
+                ToolResultBlock(id="c1", name="read", output="A" * 400, state=ToolResultState.SUCCESS),
+                ToolResultBlock(id="c2", name="read", output=[TextBlock(text="B" * 400)], state=ToolResultState.ERROR)]),
+            Msg(name="coder", role="assistant", content=[TextBlock(text="Done.")])]
+    return [m.model_dump(mode="json") for m in msgs]
+
+
+def test_agentscope_round_trip_split_and_merge() -> None:
+    from agentscope.message import Msg
+    doc = _agentscope_msgs()
+    assert formats.detect(doc) == "agentscope"
+    messages = formats.load(doc, "agentscope")
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert formats.dump(messages, "agentscope") == doc
+    t = analyze(messages)
+    assert [(p.call_id, p.result.state) for p in t.pairs] == [("c1", "success"), ("c2", "error")]
+    assert messages[1].content[2].input == {"path": "a.py"}
+    from jev import Action
+    from jev.apply import apply_actions
+    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "agentscope")
+    kinds = [(b["type"], b.get("id")) for b in out[1]["content"]]
+    assert kinds == [("thinking", kinds[0][1]), ("text", kinds[1][1]), ("tool_call", "c2"), ("tool_result", "c2")]
+    assert [Msg.model_validate(d).id for d in out] == [d["id"] for d in doc]  # still valid AgentScope messages

@@ -7,11 +7,6 @@ from typing import Any
 
 from rich.progress import Progress
 
-from calibration import report as write_report
-from calibration import rows_from, select_thresholds
-from calibration.join import read_records
-from calibration.report import guarantee
-
 from .common import EXIT_ERROR, EXIT_OK, UsageError, console, write_json
 
 
@@ -30,6 +25,12 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: scikit-learn and scipy take seconds to import, and only this command needs them
+    from calibration import report as write_report
+    from calibration import rows_from, select_thresholds
+    from calibration.join import read_records
+    from calibration.report import guarantee
+
     out = console(args.quiet)
     try:
         with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:

@@ -9,8 +9,6 @@ from typing import Any
 import orjson
 from rich.progress import Progress
 
-from calibration.join import LabelReport, label
-
 from ..errors import FormatError
 from ..errors import TranscriptError
 from .common import EXIT_OK, UsageError, console
@@ -26,6 +24,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from calibration.join import LabelReport, label  # pulls scikit-learn only when labelling
+
     out = console(args.quiet)
     report = LabelReport()
     target = open(args.out, "wb") if args.out else sys.stdout.buffer  # noqa: SIM115 - closed below

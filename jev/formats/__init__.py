@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..transcript import ROLES, Message
-from . import anthropic, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses
+from . import agentscope, anthropic, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses
 
 _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
     "jev": (jev_json.load, jev_json.dump),
@@ -21,8 +21,9 @@ _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Mes
     "openai-responses": (openai_responses.load, openai_responses.dump),
     "anthropic": (anthropic.load, anthropic.dump),
     "langchain": (langchain.load, langchain.dump),
+    "agentscope": (agentscope.load, agentscope.dump),
 }
-PLANNED = ("agentscope",)
+PLANNED: tuple[str, ...] = ()
 FORMATS = tuple(_FORMATS)
 
 
@@ -40,6 +41,8 @@ def detect(data: Any) -> str:
     first = data[0]
     if not isinstance(first, dict):
         raise FormatError("cannot detect the transcript format: messages[0] is not a JSON object")
+    if "id" in first and isinstance(first.get("content"), list) and "created_at" in first:
+        return "agentscope"  # Msg dumps carry created_at; the jev form has no such field
     if "id" in first and isinstance(first.get("content"), list) and first.get("role") in ROLES:
         return "jev"
     if first.get("type") in ("human", "ai", "system", "tool") and isinstance(first.get("data"), dict):
@@ -54,6 +57,8 @@ def detect(data: Any) -> str:
             if "tool_calls" in message or message.get("role") in ("tool", "developer"):
                 return "openai-chat"
             content = message.get("content")
+            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_call" for b in content):
+                return "agentscope"
             if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in (
                     "tool_use", "tool_result", "thinking", "redacted_thinking") for b in content):
                 return "anthropic"

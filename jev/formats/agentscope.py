@@ -1,0 +1,138 @@
+"""AgentScope 2.x `Msg` dicts (`Msg.model_dump(mode="json")`): `ToolCallBlock` with a JSON-string `input`,
+`ToolResultBlock` with `ToolResultState`, `ThinkingBlock`, `TextBlock`; other blocks kept verbatim.
+
+AgentScope appends a call's result to the *same* assistant `Msg` as the call. The jev model wants a
+result in a later message (SPEC §2), so such a `Msg` becomes two messages: `<id>` with everything but
+the results, and `<id>#results` (role `tool`) with them. `dump` merges them back in the original block
+order, so `dump(load(x)) == x`; the original `Msg` rides in `metadata["jev.source"]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ..errors import FormatError
+from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+SOURCE_KEY = "jev.source"
+RESULTS_SUFFIX = "#results"
+_STATES = {"success": "success", "error": "error", "interrupted": "incomplete", "denied": "rejected",
+           "running": "pending"}
+
+
+def _parse(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+
+
+def _output(output: Any) -> str | tuple[Block, ...]:
+    if isinstance(output, str):
+        return output
+    if not isinstance(output, list):
+        return ""
+    return tuple(TextBlock(b["text"]) if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+                 else OtherBlock(b if isinstance(b, dict) else {"type": "unknown", "value": b}) for b in output)
+
+
+def _block(raw: Any, where: str) -> Block:
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise FormatError(f"{where}: a block must be an object with a 'type'")
+    kind = raw["type"]
+    if kind == "text" and isinstance(raw.get("text"), str):
+        return TextBlock(raw["text"])
+    if kind == "thinking":
+        return ThinkingBlock(raw.get("thinking") if isinstance(raw.get("thinking"), str) else "")
+    if kind == "tool_call":
+        if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
+            raise FormatError(f"{where}: tool_call needs string 'id' and 'name'")
+        return ToolUseBlock(raw["id"], raw["name"], _parse(raw.get("input", "")))
+    if kind == "tool_result":
+        if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
+            raise FormatError(f"{where}: tool_result needs string 'id' and 'name'")
+        state = _STATES.get(str(raw.get("state", "success")).lower())
+        if state is None:
+            raise FormatError(f"{where}.state: unknown tool result state {raw.get('state')!r}")
+        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else None
+        return ToolResultBlock(raw["id"], raw["name"], _output(raw.get("output")), state, metadata)
+    return OtherBlock(raw)
+
+
+def load(data: Any) -> list[Message]:
+    """Messages from a list of AgentScope `Msg` dicts."""
+    if not isinstance(data, list):
+        raise FormatError(f"msgs: must be a JSON array of Msg objects (got {type(data).__name__})")
+    out: list[Message] = []
+    for i, raw in enumerate(data):
+        where = f"msgs[{i}]"
+        if not isinstance(raw, dict) or raw.get("role") not in ("user", "assistant", "system"):
+            raise FormatError(f"{where}: must be a Msg with role user, assistant or system")
+        content = raw.get("content")
+        if not isinstance(content, list):
+            raise FormatError(f"{where}.content: must be a list of blocks")
+        blocks = [_block(b, f"{where}.content[{k}]") for k, b in enumerate(content)]
+        mid = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"m{i}"
+        own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
+        results = [b for b in blocks if isinstance(b, ToolResultBlock) and b.id in own_calls]
+        rest = [b for b in blocks if not (isinstance(b, ToolResultBlock) and b.id in own_calls)]
+        name = raw.get("name") if isinstance(raw.get("name"), str) else None
+        out.append(Message(mid, raw["role"], tuple(rest), name, {SOURCE_KEY: raw}))
+        if results:
+            out.append(Message(mid + RESULTS_SUFFIX, "tool", tuple(results), name, {SOURCE_KEY: {"part_of": mid}}))
+    return out
+
+
+def _key(block: Any) -> tuple[str, str] | None:
+    if isinstance(block, ToolUseBlock):
+        return ("call", block.id)
+    if isinstance(block, ToolResultBlock):
+        return ("result", block.id)
+    if isinstance(block, dict) and block.get("type") in ("tool_call", "tool_result"):
+        return ("call" if block["type"] == "tool_call" else "result", block.get("id"))
+    return None
+
+
+def _dump_result(raw: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
+    if _output(raw.get("output")) == block.output:
+        return raw
+    output = block.output
+    return {**raw, "output": output if isinstance(output, str) else
+            [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data) for b in output]}  # type: ignore[union-attr]
+
+
+def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """`Msg` dicts; a call's results merged back into its `Msg` in the original block order."""
+    parts: dict[str, list[Block]] = {}
+    order: list[Message] = []
+    for message in messages:
+        source = (message.metadata or {}).get(SOURCE_KEY) or {}
+        owner = source.get("part_of")
+        if owner is not None:
+            parts.setdefault(owner, []).extend(message.content)
+        else:
+            order.append(message)
+    out: list[dict[str, Any]] = []
+    for message in order:
+        raw = dict((message.metadata or {}).get(SOURCE_KEY) or {"role": message.role, "content": []})
+        present = list(message.content) + parts.get(message.id, [])
+        tools = {_key(b): b for b in present if _key(b) is not None}
+        others = [b for b in present if _key(b) is None]
+        content: list[Any] = []
+        for block in raw.get("content") or []:
+            key = _key(block)
+            if key is None:
+                if others:
+                    others.pop(0)
+                    content.append(block)
+            elif key in tools:
+                kept = tools.pop(key)
+                content.append(_dump_result(block, kept) if isinstance(kept, ToolResultBlock) else block)
+        raw["content"] = content
+        out.append(raw)
+    return out
