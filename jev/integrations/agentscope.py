@@ -1,0 +1,89 @@
+"""AgentScope 2.x: `JevContextMiddleware`, a `MiddlewareBase` on `on_compress_context` (the hook AgentScope
+runs before every reasoning step), and `ArchiveOffloader`, an `Offloader` backed by a jev archive.
+
+Below the trigger, or in OFF, the middleware passes through to AgentScope's own compression. Above it:
+SHADOW records and passes through; ENFORCE replaces `agent.state.context` with the compacted messages only
+on DECIDED and only if the context is still exactly what was judged — and never falls back to the lossy
+summary, whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from agentscope.message import Msg
+from agentscope.middleware import MiddlewareBase
+
+from archive import Scope
+
+from .. import formats
+from ..compactor import Compactor
+from ..decision import Decision, Mode, Status
+from ..errors import ConfigError
+from ..transcript import Message, ToolResultBlock
+
+FORMAT = "agentscope"
+
+
+def _dicts(msgs: list[Msg]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in msgs]
+
+
+class JevContextMiddleware(MiddlewareBase):
+    """Judged compaction of an AgentScope agent's context."""
+
+    def __init__(self, compactor: Compactor, *, trigger_messages: int = 40,
+                 scope: Scope | Callable[[Any], Scope | None] | None = None) -> None:
+        if isinstance(trigger_messages, bool) or not isinstance(trigger_messages, int) or trigger_messages < 1:
+            raise ConfigError(f"trigger_messages must be an integer >= 1 (got {trigger_messages!r})")
+        self.compactor = compactor
+        self.trigger_messages = trigger_messages
+        self.scope = scope
+        self.decisions: list[Decision] = []
+
+    async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
+        mode = self.compactor.options.mode
+        context = agent.state.context
+        if mode is Mode.OFF or len(context) < self.trigger_messages:
+            await next_handler()
+            return
+        judged = _dicts(context)
+        scope = self.scope(agent) if callable(self.scope) else self.scope
+        decision = await self.compactor.plan(formats.load(judged, FORMAT), scope=scope,
+                                             context={"session_id": agent.state.session_id})
+        self.decisions.append(decision)
+        if mode is Mode.SHADOW:
+            await next_handler()
+            return
+        if decision.status is Status.DECIDED and decision.plan is not None and _dicts(agent.state.context) == judged:
+            compacted = formats.dump(list(decision.plan.messages), FORMAT)
+            agent.state.context[:] = [Msg.model_validate(d) for d in compacted]
+
+
+class ArchiveOffloader:
+    """An AgentScope `Offloader` whose context and tool-result offloads are archive snapshots (verified,
+    scoped, never re-run); data blocks go to `data_offloader` when given, else stay inline."""
+
+    def __init__(self, archive: Any, scope_for: Callable[[str], Scope], data_offloader: Any = None) -> None:
+        self.archive = archive
+        self.scope_for = scope_for
+        self.data_offloader = data_offloader
+
+    async def offload_context(self, session_id: str, msgs: list[Msg]) -> str:
+        messages = formats.load(_dicts(msgs), FORMAT)
+        return await asyncio.to_thread(self.archive.save, self.scope_for(session_id), messages)
+
+    async def offload_tool_result(self, session_id: str, tool_result: Any) -> str:
+        block = formats.load([{"role": "assistant", "id": "offloaded", "content": [tool_result.model_dump(mode="json")],
+                               "created_at": ""}], FORMAT)[0].content[0]
+        if not isinstance(block, ToolResultBlock):
+            raise ConfigError("offload_tool_result needs a ToolResultBlock")
+        message = Message(f"tool-result-{block.id}", "tool", (block,))
+        return await asyncio.to_thread(self.archive.save, self.scope_for(session_id), [message])
+
+    async def offload_data_block(self, block: Any) -> Any:
+        if self.data_offloader is not None:
+            return await self.data_offloader.offload_data_block(block)
+        return block

@@ -1,0 +1,98 @@
+"""AgentScope 2.x: the middleware through a real `Agent.compress_context` chain, and the archive offloader."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agentscope.agent import Agent
+from agentscope.credential import CredentialBase
+from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
+from agentscope.model import ChatModelBase
+from agentscope.state import AgentState
+from pydantic import BaseModel
+
+from archive import FileArchive, Scope
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
+from jev.integrations.agentscope import ArchiveOffloader, JevContextMiddleware
+from jev.judges import ReplayJudge
+
+SCOPE = Scope("u", "agent", "s")
+
+
+class NoModel(ChatModelBase):
+    """Never called in these tests: compression below AgentScope's own trigger does not reach the model."""
+
+    class Parameters(BaseModel):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__(CredentialBase(), "none", self.Parameters(), stream=False)
+
+    async def _call_api(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the model must not be called")
+
+
+def context() -> list[Msg]:
+    out = [Msg(name="user", role="user", content=[TextBlock(text="Read the files and fix the bug.")])]
+    for i in range(3):
+        out.append(Msg(name="coder", role="assistant", content=[
+            TextBlock(text=f"Reading f{i}."), ToolCallBlock(id=f"c{i}", name="read", input=f'{{"path": "f{i}.py"}}'),
+            ToolResultBlock(id=f"c{i}", name="read", output=f"contents {i} " * 300, state=ToolResultState.SUCCESS)]))
+    out.append(Msg(name="user", role="user", content=[TextBlock(text="Go on.")]))
+    return out
+
+
+def agent(mode: Mode, tmp_path, judge: Any = None) -> tuple[Agent, JevContextMiddleware]:
+    config = CompactionConfig(eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
+    judge = judge or ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
+    compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "as-test"), FileArchive(tmp_path))
+    middleware = JevContextMiddleware(compactor, trigger_messages=3, scope=SCOPE)
+    state = AgentState(session_id="s")
+    state.context.extend(context())
+    return Agent(name="coder", system_prompt="Fix bugs.", model=NoModel(), middlewares=[middleware], state=state), middleware
+
+
+def call_ids(a: Agent) -> list[str]:
+    return [b.id for m in a.state.context for b in m.content if b.type == "tool_result"]
+
+
+def test_enforce_replaces_the_context_through_the_real_chain(tmp_path) -> None:
+    a, middleware = agent(Mode.ENFORCE, tmp_path)
+    asyncio.run(a.compress_context())
+    assert middleware.decisions[-1].status.value == "DECIDED"
+    assert call_ids(a) == ["c1", "c2"] and all(isinstance(m, Msg) for m in a.state.context)
+    ref = middleware.decisions[-1].plan.archive_reference
+    restored = formats.dump(FileArchive(tmp_path).restore(SCOPE, ref), "agentscope")
+    assert [b["id"] for m in restored for b in m["content"] if b["type"] == "tool_result"] == ["c0", "c1", "c2"]
+
+
+def test_shadow_changes_nothing(tmp_path) -> None:
+    a, middleware = agent(Mode.SHADOW, tmp_path)
+    asyncio.run(a.compress_context())
+    assert call_ids(a) == ["c0", "c1", "c2"] and middleware.decisions[-1].status.value == "DECIDED"
+
+
+def test_a_concurrent_change_keeps_the_live_context(tmp_path) -> None:
+    holder: dict = {}
+
+    class Meddling(ReplayJudge):
+        async def ask(self, request):
+            holder["agent"].state.context.append(Msg(name="user", role="user", content=[TextBlock(text="new")]))
+            return await super().ask(request)
+
+    a, middleware = agent(Mode.ENFORCE, tmp_path, Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99))
+    holder["agent"] = a
+    asyncio.run(a.compress_context())
+    assert call_ids(a) == ["c0", "c1", "c2"] and a.state.context[-1].content[0].text == "new"
+
+
+def test_archive_offloader(tmp_path) -> None:
+    archive = FileArchive(tmp_path)
+    offloader = ArchiveOffloader(archive, lambda session: Scope("u", "agent", session))
+    ref = asyncio.run(offloader.offload_context("s", context()))
+    assert len(archive.restore(Scope("u", "agent", "s"), ref)) == 8  # three Msgs split into call + result parts
+    result = ToolResultBlock(id="c9", name="read", output="big " * 100, state=ToolResultState.SUCCESS)
+    ref2 = asyncio.run(offloader.offload_tool_result("s", result))
+    assert archive.restore(Scope("u", "agent", "s"), ref2)[0].content[0].output == "big " * 100
+    assert asyncio.run(offloader.offload_data_block("block")) == "block"
