@@ -250,11 +250,11 @@ def test_agentscope_round_trip_split_and_merge() -> None:
     doc = _agentscope_msgs()
     assert formats.detect(doc) == "agentscope"
     messages = formats.load(doc, "agentscope")
-    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert [m.role for m in messages] == ["user"] + ["assistant"] * 4 + ["tool", "tool", "assistant"]
     assert formats.dump(messages, "agentscope") == doc
     t = analyze(messages)
     assert [(p.call_id, p.result.state) for p in t.pairs] == [("c1", "success"), ("c2", "error")]
-    assert messages[1].content[2].input == {"path": "a.py"}
+    assert messages[3].content[0].input == {"path": "a.py"}
     from jev import Action
     from jev.apply import apply_actions
     out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "agentscope")

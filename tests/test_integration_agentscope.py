@@ -47,7 +47,7 @@ def agent(mode: Mode, tmp_path, judge: Any = None) -> tuple[Agent, JevContextMid
     config = CompactionConfig(eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
     judge = judge or ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
     compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "as-test"), FileArchive(tmp_path))
-    middleware = JevContextMiddleware(compactor, trigger_messages=3, scope=SCOPE)
+    middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE)
     state = AgentState(session_id="s")
     state.context.extend(context())
     return Agent(name="coder", system_prompt="Fix bugs.", model=NoModel(), middlewares=[middleware], state=state), middleware
@@ -91,8 +91,63 @@ def test_archive_offloader(tmp_path) -> None:
     archive = FileArchive(tmp_path)
     offloader = ArchiveOffloader(archive, lambda session: Scope("u", "agent", session))
     ref = asyncio.run(offloader.offload_context("s", context()))
-    assert len(archive.restore(Scope("u", "agent", "s"), ref)) == 8  # three Msgs split into call + result parts
+    assert len(archive.restore(Scope("u", "agent", "s"), ref)) == 11  # three Msgs split into one step per block
     result = ToolResultBlock(id="c9", name="read", output="big " * 100, state=ToolResultState.SUCCESS)
     ref2 = asyncio.run(offloader.offload_tool_result("s", result))
     assert archive.restore(Scope("u", "agent", "s"), ref2)[0].content[0].output == "big " * 100
     assert asyncio.run(offloader.offload_data_block("block")) == "block"
+
+
+class Scripted(ChatModelBase):
+    """Three read_file calls, then an answer; records what each call was shown."""
+
+    class Parameters(BaseModel):
+        pass
+
+    def __init__(self) -> None:
+        from agentscope.formatter import OpenAIChatFormatter
+        super().__init__(CredentialBase(), "scripted", self.Parameters(), stream=False)
+        self.formatter = OpenAIChatFormatter()
+        self.step = 0
+        self.seen: list = []
+
+    async def _call_api(self, model_name: str, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any):
+        from agentscope.model import ChatResponse
+        self.seen.append([b.id for m in messages for b in m.content if b.type == "tool_result"])
+        self.step += 1
+        if self.step <= 3:
+            return ChatResponse(content=[ToolCallBlock(id=f"call{self.step}", name="read_file",
+                                                       input=f'{{"path": "f{self.step}.py"}}')], is_last=True)
+        return ChatResponse(content=[TextBlock(text="done")], is_last=True)
+
+
+async def read_file(path: str) -> Any:
+    """Read a file.
+
+    Args:
+        path (str): the path to read
+    """
+    from agentscope.tool import ToolChunk
+    return ToolChunk(content=[TextBlock(text=f"contents of {path} " * 200)])
+
+
+def test_a_real_reply_loop_compacts_and_the_next_call_sees_it(tmp_path) -> None:
+    from agentscope.tool import FunctionTool, Toolkit
+
+    async def run() -> tuple[Agent, Scripted, JevContextMiddleware]:
+        config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+        compactor = Compactor(ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99), config,
+                              ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
+        middleware = JevContextMiddleware(compactor, trigger=("tool_results", 3), scope=SCOPE)
+        toolkit = Toolkit()
+        await toolkit.add_tool(FunctionTool(read_file, is_read_only=True))
+        model = Scripted()
+        a = Agent(name="coder", system_prompt="Read.", model=model, toolkit=toolkit, middlewares=[middleware],
+                  state=AgentState(session_id="s"))
+        await a.reply(Msg(name="user", role="user", content=[TextBlock(text="Read three files.")]))
+        return a, model, middleware
+
+    a, model, middleware = asyncio.run(run())
+    assert any(d.status.value == "DECIDED" for d in middleware.decisions)
+    assert "call1" not in model.seen[-1] and "call3" in model.seen[-1]  # the last model call saw the compaction
+    assert "call1" not in call_ids(a) and "call3" in call_ids(a)

@@ -1,10 +1,11 @@
 """AgentScope 2.x `Msg` dicts (`Msg.model_dump(mode="json")`): `ToolCallBlock` with a JSON-string `input`,
 `ToolResultBlock` with `ToolResultState`, `ThinkingBlock`, `TextBlock`; other blocks kept verbatim.
 
-AgentScope appends a call's result to the *same* assistant `Msg` as the call. The jev model wants a
-result in a later message (SPEC §2), so such a `Msg` becomes two messages: `<id>` with everything but
-the results, and `<id>#results` (role `tool`) with them. `dump` merges them back in the original block
-order, so `dump(load(x)) == x`; the original `Msg` rides in `metadata["jev.source"]`.
+AgentScope keeps a whole reply — hints, calls, their results, text — in *one* assistant `Msg`. The jev
+model wants a result in a later message (SPEC §2) and recency counted in steps, so such a `Msg` becomes
+one jev message per block: `<id>` for the first, `<id>#1`, `<id>#2`, … for the rest (results with role
+`tool`). `dump` merges them back in the original block order, so `dump(load(x)) == x`; the original
+`Msg` rides in the first part's `metadata["jev.source"]`. AgentScope's `hint` blocks read as text.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from ..errors import FormatError
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 SOURCE_KEY = "jev.source"
-RESULTS_SUFFIX = "#results"
 _STATES = {"success": "success", "error": "error", "interrupted": "incomplete", "denied": "rejected",
            "running": "pending"}
 
@@ -47,6 +47,8 @@ def _block(raw: Any, where: str) -> Block:
     kind = raw["type"]
     if kind == "text" and isinstance(raw.get("text"), str):
         return TextBlock(raw["text"])
+    if kind == "hint" and isinstance(raw.get("hint"), str):  # guidance the framework injects: plain text here
+        return TextBlock(raw["hint"])
     if kind == "thinking":
         return ThinkingBlock(raw.get("thinking") if isinstance(raw.get("thinking"), str) else "")
     if kind == "tool_call":
@@ -78,13 +80,15 @@ def load(data: Any) -> list[Message]:
             raise FormatError(f"{where}.content: must be a list of blocks")
         blocks = [_block(b, f"{where}.content[{k}]") for k, b in enumerate(content)]
         mid = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"m{i}"
-        own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
-        results = [b for b in blocks if isinstance(b, ToolResultBlock) and b.id in own_calls]
-        rest = [b for b in blocks if not (isinstance(b, ToolResultBlock) and b.id in own_calls)]
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
-        out.append(Message(mid, raw["role"], tuple(rest), name, {SOURCE_KEY: raw}))
-        if results:
-            out.append(Message(mid + RESULTS_SUFFIX, "tool", tuple(results), name, {SOURCE_KEY: {"part_of": mid}}))
+        own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
+        if not any(isinstance(b, ToolResultBlock) and b.id in own_calls for b in blocks):
+            out.append(Message(mid, raw["role"], tuple(blocks), name, {SOURCE_KEY: raw}))
+            continue
+        for k, block in enumerate(blocks):  # one step per block: results come after their calls
+            role = "tool" if isinstance(block, ToolResultBlock) else raw["role"]
+            source = raw if k == 0 else {"part_of": mid}
+            out.append(Message(mid if k == 0 else f"{mid}#{k}", role, (block,), name, {SOURCE_KEY: source}))
     return out
 
 
@@ -121,6 +125,8 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for message in order:
         raw = dict((message.metadata or {}).get(SOURCE_KEY) or {"role": message.role, "content": []})
         present = list(message.content) + parts.get(message.id, [])
+        if not (message.metadata or {}).get(SOURCE_KEY) and not present:
+            continue
         tools = {_key(b): b for b in present if _key(b) is not None}
         others = [b for b in present if _key(b) is None]
         content: list[Any] = []

@@ -1,5 +1,6 @@
 """AgentScope 2.x: `JevContextMiddleware`, a `MiddlewareBase` on `on_compress_context` (the hook AgentScope
 runs before every reasoning step), and `ArchiveOffloader`, an `Offloader` backed by a jev archive.
+The trigger counts tool results (AgentScope keeps a whole reply in one `Msg`) or messages.
 
 Below the trigger, or in OFF, the middleware passes through to AgentScope's own compression. Above it:
 SHADOW records and passes through; ENFORCE replaces `agent.state.context` with the compacted messages only
@@ -34,19 +35,25 @@ def _dicts(msgs: list[Msg]) -> list[dict[str, Any]]:
 class JevContextMiddleware(MiddlewareBase):
     """Judged compaction of an AgentScope agent's context."""
 
-    def __init__(self, compactor: Compactor, *, trigger_messages: int = 40,
+    def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("tool_results", 20),
                  scope: Scope | Callable[[Any], Scope | None] | None = None) -> None:
-        if isinstance(trigger_messages, bool) or not isinstance(trigger_messages, int) or trigger_messages < 1:
-            raise ConfigError(f"trigger_messages must be an integer >= 1 (got {trigger_messages!r})")
+        kind, value = trigger
+        if kind not in ("tool_results", "messages") or isinstance(value, bool) or not isinstance(value, int) \
+                or value < 1:
+            raise ConfigError(f"trigger must be ('tool_results', n) or ('messages', n) with n >= 1 (got {trigger!r})")
         self.compactor = compactor
-        self.trigger_messages = trigger_messages
+        self.trigger = (kind, value)
         self.scope = scope
         self.decisions: list[Decision] = []
+
+    def _fires(self, context: list[Msg]) -> bool:
+        kind, value = self.trigger
+        return _count(context, kind) >= value
 
     async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
         mode = self.compactor.options.mode
         context = agent.state.context
-        if mode is Mode.OFF or len(context) < self.trigger_messages:
+        if mode is Mode.OFF or not self._fires(context):
             await next_handler()
             return
         judged = _dicts(context)
@@ -60,6 +67,12 @@ class JevContextMiddleware(MiddlewareBase):
         if decision.status is Status.DECIDED and decision.plan is not None and _dicts(agent.state.context) == judged:
             compacted = formats.dump(list(decision.plan.messages), FORMAT)
             agent.state.context[:] = [Msg.model_validate(d) for d in compacted]
+
+
+def _count(context: list[Msg], kind: str) -> int:
+    if kind == "messages":
+        return len(context)
+    return sum(1 for m in context for b in m.content if getattr(b, "type", "") == "tool_result")
 
 
 class ArchiveOffloader:
