@@ -261,3 +261,62 @@ def test_agentscope_round_trip_split_and_merge() -> None:
     kinds = [(b["type"], b.get("id")) for b in out[1]["content"]]
     assert kinds == [("thinking", kinds[0][1]), ("text", kinds[1][1]), ("tool_call", "c2"), ("tool_result", "c2")]
     assert [Msg.model_validate(d).id for d in out] == [d["id"] for d in doc]  # still valid AgentScope messages
+
+
+@st.composite
+def langchain_dicts(draw) -> list:
+    out: list = [{"type": "human", "data": {"content": draw(words), "id": "h0", "type": "human"}}]
+    for i in range(draw(st.integers(0, 4))):
+        ids = [f"c{i}_{k}" for k in range(draw(st.integers(1, 3)))]
+        out.append({"type": "ai", "data": {"content": draw(words), "id": f"a{i}", "type": "ai", "tool_calls": [
+            {"name": "read", "args": draw(st.dictionaries(st.text(max_size=4), json_leaf, max_size=2)), "id": c,
+             "type": "tool_call"} for c in ids]}})
+        for c in ids:
+            if draw(st.booleans()):
+                out.append({"type": "tool", "data": {"content": draw(words), "tool_call_id": c, "name": "read",
+                                                     "id": f"t{c}", "type": "tool",
+                                                     "status": draw(st.sampled_from(["success", "error"]))}})
+    return out
+
+
+@st.composite
+def agentscope_dicts(draw) -> list:
+    out: list = [{"id": "u0", "role": "user", "name": "user", "created_at": "", "content": [{"type": "text",
+                                                                                             "text": draw(words)}]}]
+    for i in range(draw(st.integers(0, 3))):
+        blocks: list = [{"type": "hint", "hint": "think"}] if draw(st.booleans()) else []
+        for k in range(draw(st.integers(1, 3))):
+            cid = f"c{i}_{k}"
+            blocks.append({"type": "tool_call", "id": cid, "name": "read", "input": orjson.dumps(draw(json_value)).decode()})
+            if draw(st.booleans()):
+                blocks.append({"type": "tool_result", "id": cid, "name": "read", "output": draw(words),
+                               "state": draw(st.sampled_from(["success", "error", "interrupted"]))})
+        blocks.append({"type": "text", "text": draw(words)})
+        out.append({"id": f"a{i}", "role": "assistant", "name": "coder", "created_at": "", "content": blocks})
+    return out
+
+
+ALL_FORMATS = st.one_of(chat_transcripts().map(lambda d: ("openai-chat", d)),
+                        responses_items().map(lambda d: ("openai-responses", d)),
+                        anthropic_messages().map(lambda d: ("anthropic", d)),
+                        langchain_dicts().map(lambda d: ("langchain", d)),
+                        agentscope_dicts().map(lambda d: ("agentscope", d)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ALL_FORMATS, st.data())
+def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) -> None:
+    from jev import Action
+    from jev.apply import apply_actions
+    fmt, doc = case
+    messages = formats.load(doc, fmt)
+    assert formats.dump(messages, fmt) == doc
+    t = analyze(messages)
+    calls = [b.id for m in messages for b in m.content if isinstance(b, ToolUseBlock)]
+    assert sorted([p.call_id for p in t.pairs] + sorted(t.pending)) == sorted(calls)
+    actions = {p.key: data.draw(st.sampled_from(list(Action))) for p in t.pairs}
+    compacted = formats.dump(apply_actions(t, actions, 5), fmt)
+    again = analyze(formats.load(compacted, fmt))  # no result without its call (analyze would refuse it)
+    dropped = {p.call_id for p in t.pairs if actions[p.key] is Action.DROP_PAIR}
+    assert {p.call_id for p in again.pairs} == {p.call_id for p in t.pairs} - dropped
+    assert again.pending == t.pending  # no call loses its result; pending calls stay pending

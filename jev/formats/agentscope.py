@@ -123,10 +123,12 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
             order.append(message)
     out: list[dict[str, Any]] = []
     for message in order:
-        raw = dict((message.metadata or {}).get(SOURCE_KEY) or {"role": message.role, "content": []})
-        present = list(message.content) + parts.get(message.id, [])
-        if not (message.metadata or {}).get(SOURCE_KEY) and not present:
+        if not (message.metadata or {}).get(SOURCE_KEY):  # made in Python, not loaded
+            out.append({"id": message.id, "role": message.role, "name": message.name or message.role,
+                        "content": [_fresh(b) for b in message.content + tuple(parts.get(message.id, []))]})
             continue
+        raw = dict((message.metadata or {}).get(SOURCE_KEY) or {})
+        present = list(message.content) + parts.get(message.id, [])
         tools = {_key(b): b for b in present if _key(b) is not None}
         others = [b for b in present if _key(b) is None]
         content: list[Any] = []
@@ -142,3 +144,20 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
         raw["content"] = content
         out.append(raw)
     return out
+
+
+_STATE_NAMES = {v: k for k, v in _STATES.items()}
+
+
+def _fresh(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking}
+    if isinstance(block, ToolUseBlock):
+        raw_input = block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode()
+        return {"type": "tool_call", "id": block.id, "name": block.name, "input": raw_input}
+    if isinstance(block, ToolResultBlock):
+        return _dump_result({"type": "tool_result", "id": block.id, "name": block.name, "output": None,
+                             "state": _STATE_NAMES.get(block.state, "success")}, block)
+    return dict(block.data)  # type: ignore[union-attr]
