@@ -21,7 +21,7 @@ from .file import DEFAULT_MAX_BYTES, FileArchive
 from .object_store import ObjectStoreArchive
 from .scope import Scope
 from .store import KeyValueStore, MemoryStore, SqliteStore, StoreArchive
-from .tool import ToolDefinition, restore_tool
+from .tool import ToolDefinition, restore_latest, restore_tool
 
 
 @runtime_checkable
@@ -57,4 +57,4 @@ def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_M
 
 
 __all__ = ["DEFAULT_MAX_BYTES", "Archive", "FileArchive", "KeyValueStore", "MemoryStore", "ObjectStoreArchive",
-           "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "open_archive", "restore_tool"]
+           "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "open_archive", "restore_latest", "restore_tool"]

@@ -60,3 +60,12 @@ def restore_tool(archive: Any, scope: Scope, reference: str, *, name: str = NAME
         return "\n".join(parts)
 
     return ToolDefinition(name, DESCRIPTION, SCHEMA, call)
+
+
+async def restore_latest(archive: Any, references: list[tuple[Scope, str]], call_id: str) -> str:
+    """Restore `call_id` from the newest snapshot that holds it (an agent's compactions, newest last)."""
+    for scope, reference in reversed(references):
+        text = await restore_tool(archive, scope, reference).call(call_id=call_id)
+        if not text.startswith("Could not restore"):
+            return text
+    return f"No archived result for call {call_id!r}."

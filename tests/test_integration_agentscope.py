@@ -151,3 +151,22 @@ def test_a_real_reply_loop_compacts_and_the_next_call_sees_it(tmp_path) -> None:
     assert any(d.status.value == "DECIDED" for d in middleware.decisions)
     assert "call1" not in model.seen[-1] and "call3" in model.seen[-1]  # the last model call saw the compaction
     assert "call1" not in call_ids(a) and "call3" in call_ids(a)
+
+
+def test_restore_tool(tmp_path) -> None:
+    a, middleware = agent(Mode.ENFORCE, tmp_path)
+    asyncio.run(a.compress_context())
+    tool = middleware.restore_tool()
+
+    assert tool.name == "restore_archived_result" and tool.is_read_only
+    assert tool.input_schema["properties"]["call_id"]["type"] == "string"
+
+    async def call() -> str:
+        result = tool(call_id="c0")  # the registered tool, called as AgentScope calls it
+        if hasattr(result, "__aiter__"):
+            chunks = [chunk async for chunk in result]
+            return chunks[-1].content[0].text
+        chunk = await result if asyncio.iscoroutine(result) else result
+        return chunk.content[0].text
+    text = asyncio.run(call())
+    assert text.startswith("Call c0 (read)") and "contents 0" in text

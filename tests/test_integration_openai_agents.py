@@ -123,3 +123,12 @@ def test_input_filter_compacts_the_view_only(tmp_path) -> None:
     assert stored_call_ids(session) == ["call1", "call2", "call3"]  # the session keeps everything
     assert any(d.status.value == "DECIDED" for d in decisions)
     assert not any(isinstance(i, dict) and i.get("call_id") == "call1" for i in model.inputs[-1])
+
+
+def test_restore_tool_brings_back_an_archived_pair(tmp_path) -> None:
+    c = compactor(Mode.ENFORCE, tmp_path)
+    session = JevSession(SQLiteSession("s5"), c, trigger_items=5, scope=SCOPE)
+    run(session, ScriptedModel())
+    tool = session.restore_tool()
+    text = asyncio.run(tool.on_invoke_tool(None, '{"call_id": "call1"}'))
+    assert text.startswith("Call call1 (read_file)") and "contents of f1.py" in text

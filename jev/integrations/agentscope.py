@@ -17,7 +17,7 @@ from typing import Any
 from agentscope.message import Msg
 from agentscope.middleware import MiddlewareBase
 
-from archive import Scope
+from archive import Scope, restore_latest
 
 from .. import formats
 from ..compactor import Compactor
@@ -45,6 +45,27 @@ class JevContextMiddleware(MiddlewareBase):
         self.trigger = (kind, value)
         self.scope = scope
         self.decisions: list[Decision] = []
+        self.references: list[tuple[Scope, str]] = []
+
+    def restore_tool(self) -> Any:
+        """An AgentScope `FunctionTool` that brings back an archived call and result by call id."""
+        from agentscope.message import TextBlock
+        from agentscope.tool import FunctionTool, ToolChunk
+
+        archive = self.compactor.archive
+        if archive is None:
+            raise ConfigError("restore_tool needs a compactor with an archive")
+
+        async def restore_archived_result(call_id: str) -> ToolChunk:
+            """Bring back the full, original result of an earlier tool call that was archived when the
+            context was compacted. Reads the archive only; never runs the tool again.
+
+            Args:
+                call_id (str): the id of the tool call whose archived result to bring back
+            """
+            return ToolChunk(content=[TextBlock(text=await restore_latest(archive, self.references, call_id))])
+
+        return FunctionTool(restore_archived_result, is_read_only=True)
 
     def _fires(self, context: list[Msg]) -> bool:
         kind, value = self.trigger
@@ -67,6 +88,8 @@ class JevContextMiddleware(MiddlewareBase):
         if decision.status is Status.DECIDED and decision.plan is not None and _dicts(agent.state.context) == judged:
             compacted = formats.dump(list(decision.plan.messages), FORMAT)
             agent.state.context[:] = [Msg.model_validate(d) for d in compacted]
+            if scope is not None:
+                self.references.append((scope, decision.plan.archive_reference))
 
 
 def _count(context: list[Msg], kind: str) -> int:

@@ -16,7 +16,7 @@ from langchain_core.messages import RemoveMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from archive import Scope, restore_tool
+from archive import Scope, restore_latest
 from archive.tool import DESCRIPTION, NAME
 
 from .. import formats
@@ -105,10 +105,6 @@ class JevCompactionMiddleware(AgentMiddleware):
             raise ConfigError("restore_tool needs a compactor with an archive")
 
         async def restore(call_id: str) -> str:
-            for scope, reference in reversed(self.references):
-                text = await restore_tool(archive, scope, reference).call(call_id=call_id)
-                if not text.startswith("Could not restore"):
-                    return text
-            return f"No archived result for call {call_id!r}."
+            return await restore_latest(archive, self.references, call_id)
 
         return StructuredTool.from_function(coroutine=restore, name=NAME, description=DESCRIPTION)

@@ -15,7 +15,8 @@ from typing import Any
 from agents.memory import SessionABC
 from agents.run import CallModelData, ModelInputData
 
-from archive import Scope
+from archive import Scope, restore_latest
+from archive.tool import DESCRIPTION, NAME, SCHEMA
 
 from .. import formats
 from ..compactor import Compactor
@@ -43,6 +44,11 @@ class JevSession(SessionABC):
         self.session_id = underlying.session_id
         self.session_settings = getattr(underlying, "session_settings", None)
         self.decisions: list[Decision] = []
+        self.references: list[tuple[Scope, str]] = []
+
+    def restore_tool(self) -> Any:
+        """An Agents SDK function tool that brings back an archived call and result by call id."""
+        return _restore_function_tool(self.compactor, self.references)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         return await self.underlying.get_items(limit)
@@ -69,6 +75,8 @@ class JevSession(SessionABC):
         if await self.underlying.get_items() != items:  # the stored history moved on: keep it
             return
         compacted = formats.dump(list(decision.plan.messages), FORMAT)  # type: ignore[union-attr]
+        if self.scope is not None:
+            self.references.append((self.scope, decision.plan.archive_reference))  # type: ignore[union-attr]
         await self.underlying.clear_session()
         await self.underlying.add_items(compacted)
 
@@ -88,3 +96,17 @@ def input_filter(compactor: Compactor, *, scope: Scope | None = None,
         return ModelInputData(input=items, instructions=data.model_data.instructions)
 
     return compact_input
+
+
+def _restore_function_tool(compactor: Compactor, references: list[tuple[Scope, str]]) -> Any:
+    import orjson
+    from agents import FunctionTool
+
+    if compactor.archive is None:
+        raise ConfigError("restore_tool needs a compactor with an archive")
+
+    async def invoke(_context: Any, arguments: str) -> str:
+        call_id = orjson.loads(arguments or "{}").get("call_id", "")
+        return await restore_latest(compactor.archive, references, call_id)
+
+    return FunctionTool(name=NAME, description=DESCRIPTION, params_json_schema=SCHEMA, on_invoke_tool=invoke)
