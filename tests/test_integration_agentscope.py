@@ -43,10 +43,11 @@ def context() -> list[Msg]:
     return out
 
 
-def agent(mode: Mode, tmp_path, judge: Any = None) -> tuple[Agent, JevContextMiddleware]:
+def agent(mode: Mode, tmp_path, judge: Any = None, records: list | None = None) -> tuple[Agent, JevContextMiddleware]:
     config = CompactionConfig(eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
     judge = judge or ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
-    compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "as-test"), FileArchive(tmp_path))
+    observer = (lambda _c, r: records.append(r)) if records is not None else None
+    compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "as-test", observer), FileArchive(tmp_path))
     middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE)
     state = AgentState(session_id="s")
     state.context.extend(context())
@@ -67,10 +68,12 @@ def test_enforce_replaces_the_context_through_the_real_chain(tmp_path) -> None:
     assert [b["id"] for m in restored for b in m["content"] if b["type"] == "tool_result"] == ["c0", "c1", "c2"]
 
 
-def test_shadow_changes_nothing(tmp_path) -> None:
-    a, middleware = agent(Mode.SHADOW, tmp_path)
+def test_shadow_changes_nothing_and_writes_records(tmp_path) -> None:
+    records: list = []
+    a, middleware = agent(Mode.SHADOW, tmp_path, records=records)
     asyncio.run(a.compress_context())
     assert call_ids(a) == ["c0", "c1", "c2"] and middleware.decisions[-1].status.value == "DECIDED"
+    assert [(r.mode, r.status, r.session_id) for r in records] == [("SHADOW", "DECIDED", "s")]
 
 
 def test_a_concurrent_change_keeps_the_live_context(tmp_path) -> None:
