@@ -27,7 +27,7 @@ import numpy as np
 from sklearn.model_selection import GroupShuffleSplit
 
 from .fit import ScoreCalibrator
-from .risk import Certified, learn_then_test, session_losses, sessions_needed
+from .risk import learn_then_test, session_losses, sessions_needed
 
 GRID_POINTS = 200
 SIZE_EXPONENT = 1.0

@@ -11,10 +11,10 @@ from conftest import (SCOPE, CountingArchive, ScriptedJudge, call, compactor, ms
                       reference_messages, result, text)
 
 from archive import FileArchive, Scope
-from jev import (Action, ArchiveError, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Reason,
+from jev import (Action, ArchiveError, Compactor, ConfigError, ExecutionOptions, Mode, Reason,
                  Status, canonical_json)
 from jev.apply import TRUNCATION_MARKER
-from jev.judges import REFUSAL, Answers, ReplayJudge
+from jev.judges import Answers, ReplayJudge
 
 
 def dual(qid: str) -> float:

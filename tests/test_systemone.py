@@ -15,7 +15,7 @@ from conftest import SCOPE, CountingArchive, compactor, reference_config, refere
 
 from jev import ConfigError, JudgeError, Mode, Reason, Status
 from jev.judges import JudgeRequest, SystemOneJudge
-from jev.judges.retry import NO_RETRIES, RetryPolicy
+from jev.judges.retry import NO_RETRIES
 from jev.judges.systemone import endpoint_url
 from jev.questions import Question
 

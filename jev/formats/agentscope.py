@@ -16,20 +16,11 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
+from ._common import SOURCE_KEY, each_message, parse_arguments
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
-SOURCE_KEY = "jev.source"
 _STATES = {"success": "success", "error": "error", "interrupted": "incomplete", "denied": "rejected",
            "running": "pending"}
-
-
-def _parse(raw: Any) -> Any:
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return raw
 
 
 def _output(output: Any) -> str | tuple[Block, ...]:
@@ -54,7 +45,7 @@ def _block(raw: Any, where: str) -> Block:
     if kind == "tool_call":
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
             raise FormatError(f"{where}: tool_call needs string 'id' and 'name'")
-        return ToolUseBlock(raw["id"], raw["name"], _parse(raw.get("input", "")))
+        return ToolUseBlock(raw["id"], raw["name"], parse_arguments(raw.get("input", "")))
     if kind == "tool_result":
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
             raise FormatError(f"{where}: tool_result needs string 'id' and 'name'")
@@ -68,13 +59,8 @@ def _block(raw: Any, where: str) -> Block:
 
 def load(data: Any) -> list[Message]:
     """Messages from a list of AgentScope `Msg` dicts."""
-    if not isinstance(data, list):
-        raise FormatError(f"msgs: must be a JSON array of Msg objects (got {type(data).__name__})")
     out: list[Message] = []
-    for i, raw in enumerate(data):
-        where = f"msgs[{i}]"
-        if not isinstance(raw, dict) or raw.get("role") not in ("user", "assistant", "system"):
-            raise FormatError(f"{where}: must be a Msg with role user, assistant or system")
+    for i, where, raw in each_message(data, "msgs", ("user", "assistant", "system")):
         content = raw.get("content")
         if not isinstance(content, list):
             raise FormatError(f"{where}.content: must be a list of blocks")

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
+from ._common import SOURCE_KEY, each_message
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
-SOURCE_KEY = "jev.source"
 
 
 def _result_output(content: Any, where: str) -> str | tuple[Block, ...]:
@@ -56,14 +56,9 @@ def _block(raw: Any, where: str, names: dict[str, str]) -> Block:
 
 def load(data: Any) -> list[Message]:
     """Messages from an Anthropic `messages` array (optionally with `system` messages)."""
-    if not isinstance(data, list):
-        raise FormatError(f"messages: must be a JSON array (got {type(data).__name__})")
     names: dict[str, str] = {}
     out: list[Message] = []
-    for i, raw in enumerate(data):
-        where = f"messages[{i}]"
-        if not isinstance(raw, dict) or raw.get("role") not in ("user", "assistant", "system"):
-            raise FormatError(f"{where}: must be an object with role user, assistant or system")
+    for i, where, raw in each_message(data, "messages", ("user", "assistant", "system")):
         content = raw.get("content")
         if isinstance(content, str):
             blocks: tuple[Block, ...] = (TextBlock(content),) if content else ()

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
+from ._common import SOURCE_KEY
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
-SOURCE_KEY = "jev.source"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "AIMessageChunk": "assistant"}
 
 

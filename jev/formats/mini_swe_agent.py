@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
+from ._common import SOURCE_KEY
 from ..transcript import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "mini-swe-agent"
-SOURCE_KEY = "jev.source"
 TOOL = "bash"
 _ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 _TIMEOUT = re.compile(r"^The last command .{0,4000}? timed out", re.DOTALL)

@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
+from ._common import SOURCE_KEY, parse_arguments
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-chat"
-SOURCE_KEY = "jev.source"
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 _CORE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 
@@ -98,10 +98,7 @@ def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict
         if not isinstance(fn, dict) or not isinstance(call.get("id"), str) or not isinstance(fn.get("name"), str) \
                 or not isinstance(fn.get("arguments"), str):
             raise FormatError(f"{cw}: needs a string 'id' and a 'function' with string 'name' and 'arguments'")
-        try:
-            arguments: Any = orjson.loads(fn["arguments"])
-        except orjson.JSONDecodeError:
-            arguments = fn["arguments"]
+        arguments = parse_arguments(fn["arguments"])
         extras[call["id"]] = {"call": {k2: v for k2, v in call.items() if k2 != "function"},
                               "function": {k2: v for k2, v in fn.items() if k2 != "name"}}
         tool_names[call["id"]] = fn["name"]
@@ -114,18 +111,11 @@ def _dump_call(block: ToolUseBlock, extra: dict[str, Any] | None) -> dict[str, A
     call = dict(extra["call"]) if extra else {"id": block.id, "type": "function"}
     fn = dict(extra["function"]) if extra else {}
     raw = fn.get("arguments")
-    if raw is None or _parse(raw) != block.input:
+    if raw is None or parse_arguments(raw) != block.input:
         fn["arguments"] = block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode()
     call["id"] = block.id
     call["function"] = {"name": block.name, **fn}
     return call
-
-
-def _parse(raw: str) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return raw
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -17,18 +17,11 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
+from ._common import SOURCE_KEY, parse_arguments
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
-SOURCE_KEY = "jev.source"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = ("input_text", "output_text", "text")
-
-
-def _parse(raw: str) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return raw
 
 
 def _content(content: Any, where: str) -> tuple[Block, ...]:
@@ -69,7 +62,7 @@ def load(data: Any) -> list[Message]:
                 if not isinstance(item.get(key), str):
                     raise FormatError(f"{where}.{key}: must be a string")
             names[item["call_id"]] = item["name"]
-            block = ToolUseBlock(item["call_id"], item["name"], _parse(item["arguments"]))
+            block = ToolUseBlock(item["call_id"], item["name"], parse_arguments(item["arguments"]))
             out.append(Message(mid, "assistant", (block,), None, {SOURCE_KEY: item}))
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
@@ -115,7 +108,7 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
         result = next((b for b in blocks if isinstance(b, ToolResultBlock)), None)
         if call is not None:
             raw = item.get("arguments")
-            if raw is None or _parse(raw) != call.input:
+            if raw is None or parse_arguments(raw) != call.input:
                 raw = call.input if isinstance(call.input, str) else orjson.dumps(call.input).decode()
             item.update(type="function_call", call_id=call.id, name=call.name, arguments=raw)
         elif result is not None:
