@@ -11,7 +11,7 @@ from typing import Any
 from ..compactor import Compactor
 from ..decision import Decision, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError
-from ..formats import FORMATS, PLANNED, detect, dump, load
+from ..formats import FORMATS, detect, dump, load
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
@@ -24,7 +24,7 @@ DEFAULT_BUDGET = 10.0
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("compact", parents=[parent], help="judge a transcript and propose (or apply) a compaction")
     p.add_argument("input", metavar="INPUT|-", help="transcript JSON file, or - for stdin")
-    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS + PLANNED)}")
+    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
     p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"])
     p.add_argument("--judge", default="local", help="local | systemone | openai | replay:FILE")
     p.add_argument("--judge-url", help="judge base URL (else JEV_BASE_URL for systemone, OPENAI_BASE_URL for openai)")

@@ -1,8 +1,7 @@
 """Transcript formats: `load(data, format=...)` to `jev.Message` lists and `dump(messages, format=...)` back.
 
 Every converter keeps what the judge and the host need, so `dump(load(x), f) == x` for each supported
-form. Formats listed in `PLANNED` are named in the CLI but arrive with later work; asking for one raises
-a `FormatError` that says so instead of guessing.
+form. An unknown format name raises a `FormatError` that lists the available ones.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Mes
     "langchain": (langchain.load, langchain.dump),
     "agentscope": (agentscope.load, agentscope.dump),
 }
-PLANNED: tuple[str, ...] = ()
 FORMATS = tuple(_FORMATS)
 
 
@@ -69,8 +67,6 @@ def detect(data: Any) -> str:
 def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]:
     if format in _FORMATS:
         return _FORMATS[format]
-    if format in PLANNED:
-        raise FormatError(f"format {format!r} is not available in this version (available: {', '.join(FORMATS)})")
     raise FormatError(f"unknown format {format!r} (available: {', '.join(FORMATS)}, auto)")
 
 

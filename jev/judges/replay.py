@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,10 @@ class ReplayJudge:
     """Answers each question id from `answers`, else `default`; values pass through unvalidated, so the
     compactor's own checks see exactly what was recorded. `calls` counts requests."""
 
-    def __init__(self, answers: Mapping[str, Any], *, default: Any = None, model: str = "replay",
-                 delay: float = 0.0) -> None:
+    def __init__(self, answers: Mapping[str, Any], *, default: Any = None, model: str = "replay") -> None:
         self.answers = dict(answers)
         self.default = default
         self.model = model
-        self.delay = delay
         self.calls = 0
 
     @classmethod
@@ -46,8 +43,6 @@ class ReplayJudge:
 
     async def ask(self, request: JudgeRequest) -> Answers:
         self.calls += 1
-        if self.delay:
-            await asyncio.sleep(self.delay)
         out: dict[str, Any] = {}
         for q in request.questions:
             value = self.answers.get(q.id, self.default)
