@@ -250,11 +250,12 @@ def test_agentscope_round_trip_split_and_merge() -> None:
     doc = _agentscope_msgs()
     assert formats.detect(doc) == "agentscope"
     messages = formats.load(doc, "agentscope")
-    assert [m.role for m in messages] == ["user"] + ["assistant"] * 4 + ["tool", "tool", "assistant"]
+    assert [m.role for m in messages] == ["user"] + ["assistant"] * 5 + ["tool", "tool", "assistant"]
+    assert messages[1].content == ()  # the header carrying the original Msg
     assert formats.dump(messages, "agentscope") == doc
     t = analyze(messages)
     assert [(p.call_id, p.result.state) for p in t.pairs] == [("c1", "success"), ("c2", "error")]
-    assert messages[3].content[0].input == {"path": "a.py"}
+    assert messages[4].content[0].input == {"path": "a.py"}
     from jev import Action
     from jev.apply import apply_actions
     out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "agentscope")
@@ -320,3 +321,19 @@ def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) ->
     dropped = {p.call_id for p in t.pairs if actions[p.key] is Action.DROP_PAIR}
     assert {p.call_id for p in again.pairs} == {p.call_id for p in t.pairs} - dropped
     assert again.pending == t.pending  # no call loses its result; pending calls stay pending
+
+
+
+def test_agentscope_msg_survives_dropping_its_first_block() -> None:
+    """Regression (found by hypothesis): dropping the pair whose call opens a reply Msg lost the whole Msg."""
+    from jev import Action
+    from jev.apply import apply_actions
+    doc = [{"id": "u0", "role": "user", "name": "user", "created_at": "", "content": [{"type": "text", "text": "go"}]},
+           {"id": "a0", "role": "assistant", "name": "coder", "created_at": "", "content": [
+               {"type": "tool_call", "id": "c0", "name": "read", "input": "null"},
+               {"type": "tool_result", "id": "c0", "name": "read", "output": "x", "state": "success"},
+               {"type": "tool_call", "id": "c1", "name": "read", "input": "null"},
+               {"type": "text", "text": "waiting"}]}]
+    t = analyze(formats.load(doc, "agentscope"))
+    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "agentscope")
+    assert [b.get("id") for b in out[1]["content"]] == ["c1", None] and out[1]["content"][1]["text"] == "waiting"

@@ -94,7 +94,7 @@ def test_archive_offloader(tmp_path) -> None:
     archive = FileArchive(tmp_path)
     offloader = ArchiveOffloader(archive, lambda session: Scope("u", "agent", session))
     ref = asyncio.run(offloader.offload_context("s", context()))
-    assert len(archive.restore(Scope("u", "agent", "s"), ref)) == 11  # three Msgs split into one step per block
+    assert len(archive.restore(Scope("u", "agent", "s"), ref)) == 14  # three Msgs: a header and one step per block
     result = ToolResultBlock(id="c9", name="read", output="big " * 100, state=ToolResultState.SUCCESS)
     ref2 = asyncio.run(offloader.offload_tool_result("s", result))
     assert archive.restore(Scope("u", "agent", "s"), ref2)[0].content[0].output == "big " * 100

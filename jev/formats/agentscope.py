@@ -3,9 +3,9 @@
 
 AgentScope keeps a whole reply — hints, calls, their results, text — in *one* assistant `Msg`. The jev
 model wants a result in a later message (SPEC §2) and recency counted in steps, so such a `Msg` becomes
-one jev message per block: `<id>` for the first, `<id>#1`, `<id>#2`, … for the rest (results with role
-`tool`). `dump` merges them back in the original block order, so `dump(load(x)) == x`; the original
-`Msg` rides in the first part's `metadata["jev.source"]`. AgentScope's `hint` blocks read as text.
+one jev message per block, `<id>#0`, `<id>#1`, … (results with role `tool`), after a header `<id>` with
+no blocks that carries the original `Msg` in `metadata["jev.source"]`. `dump` merges them back in the
+original block order, so `dump(load(x)) == x`. AgentScope's `hint` blocks read as text.
 """
 
 from __future__ import annotations
@@ -71,10 +71,12 @@ def load(data: Any) -> list[Message]:
         if not any(isinstance(b, ToolResultBlock) and b.id in own_calls for b in blocks):
             out.append(Message(mid, raw["role"], tuple(blocks), name, {SOURCE_KEY: raw}))
             continue
+        # A header with no blocks carries the original Msg: a plan never touches a message without blocks,
+        # so the Msg survives whichever of its blocks are dropped.
+        out.append(Message(mid, raw["role"], (), name, {SOURCE_KEY: raw}))
         for k, block in enumerate(blocks):  # one step per block: results come after their calls
             role = "tool" if isinstance(block, ToolResultBlock) else raw["role"]
-            source = raw if k == 0 else {"part_of": mid}
-            out.append(Message(mid if k == 0 else f"{mid}#{k}", role, (block,), name, {SOURCE_KEY: source}))
+            out.append(Message(f"{mid}#{k}", role, (block,), name, {SOURCE_KEY: {"part_of": mid}}))
     return out
 
 
