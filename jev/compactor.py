@@ -22,7 +22,7 @@ from .policy import PINNED_SCORES, Action, CompactionConfig, Scores, candidates,
 from .questions import Batch, batches
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .state import fit_state
-from .history import chars_after, serialize, unchanged
+from .history import chars_after, take, unchanged
 from .transcript import Message, Transcript, analyze
 
 def _error(exc: BaseException) -> Decision:
@@ -105,7 +105,7 @@ class Compactor:
         config, enforce = self.config, self.options.mode is Mode.ENFORCE
         if enforce and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
-        judged_history = serialize(messages)
+        judged_history = take(messages)
         if judged_history.chars > config.max_transcript_chars:
             raise TranscriptError(f"transcript limit: canonical JSON exceeds max_transcript_chars "
                                   f"{config.max_transcript_chars}")
@@ -127,7 +127,7 @@ class Compactor:
                             for p in judged)
         compacted = apply_actions(transcript, decisions, config.truncate_head_chars)
         before = judged_history.chars
-        after = chars_after(compacted, transcript.messages, judged_history)
+        after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
         common = dict(decisions=decisions, scores=scores, pairs=pair_table, requests=len(plan_batches),

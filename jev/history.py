@@ -1,18 +1,24 @@
-"""The caller's history as judged, taken once at the start of a plan: its size, and a SHA-256 of its
-canonical JSON rather than the JSON itself, so a plan never holds two copies of a large history.
+"""The caller's history as judged, taken once at the start of a plan: the very message objects, a digest
+of their mutable parts, and the size of their canonical JSON.
 
-It serves the transcript limit, the change guard (the history must hash the same after judging) and the
-reduction (only messages the plan changed are serialized again).
+It serves the transcript limit, the change guard and the reduction. SPEC §7's guard re-serializes the
+history and compares; this one proves the same thing with less work. Messages and blocks are frozen and
+their strings immutable, so a history whose list holds the same objects in the same order serializes to
+the same bytes unless a mutable part changed in place — a tool input, a metadata mapping, an unknown
+block's JSON object. Those parts (a few percent of a history) are hashed at the start and again at the
+guard; everything else is compared by identity.
 """
 
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import TranscriptError
-from .transcript import Message, canonical_json
+from .transcript import Message, OtherBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
 
 def chars(data: bytes) -> int:
@@ -20,7 +26,7 @@ def chars(data: bytes) -> int:
     return len(data) if data.isascii() else len(data.decode())
 
 
-def _encode(value: Message) -> bytes:
+def _encode(value: Any) -> bytes:
     try:
         return canonical_json(value)
     except TypeError as exc:
@@ -31,42 +37,78 @@ def _encode(value: Message) -> bytes:
 class Judged:
     """What a plan remembers of the history it judged."""
 
-    digest: bytes
-    length: int
-    chars: int
+    messages: tuple[Any, ...]
+    mutable: bytes  # SHA-256 of the canonical JSON of every mutable part, in order
+    chars: int  # characters of the canonical JSON of the whole list
+    sizes: tuple[int, ...]  # characters of each message's canonical JSON
 
 
-def serialize(messages: Sequence[Message]) -> Judged:
-    """Hash and size of the list's canonical JSON, streamed message by message: the whole document is
-    never built (one-shot encoders hold several times its size while growing their buffer)."""
+def _mutable_parts(messages: Sequence[Any]) -> list[Any]:
+    """Every value inside the messages that could change without the messages being replaced."""
+    parts: list[Any] = []
+    add = parts.append
+    for message in messages:
+        if not isinstance(message, Message):
+            continue  # validation rejects it right after; nothing to guard
+        add(message.metadata)
+        blocks = list(message.content)
+        while blocks:
+            block = blocks.pop()
+            kind = type(block)
+            if kind is ToolUseBlock:
+                add(block.input)
+            elif kind is ToolResultBlock:
+                add(block.metadata)
+                if type(block.output) is not str:
+                    blocks.extend(block.output)
+            elif kind is OtherBlock:
+                add(block.data)
+    return parts
+
+
+def _digest(messages: Sequence[Any]) -> bytes:
+    return hashlib.sha256(_encode(_mutable_parts(messages))).digest()
+
+
+def take(messages: Sequence[Message]) -> Judged:
+    """The history as judged. Its size is summed message by message, so the whole document is never
+    built (one-shot encoders hold several times its size while growing their buffer)."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise TranscriptError("messages must be a list of jev.Message")
-    digest = hashlib.sha256(b"[")
-    length = total_chars = 1
-    for i, message in enumerate(messages):
-        part = b"," + _encode(message) if i else _encode(message)
-        digest.update(part)
-        length += len(part)
-        total_chars += chars(part)
-    digest.update(b"]")
-    return Judged(digest.digest(), length + 1, total_chars + 1)
+    held = tuple(messages)
+    sizes = tuple(chars(_encode(message)) for message in held)
+    total = sum(sizes) + max(0, len(held) - 1) + 2  # commas and brackets
+    return Judged(held, _digest(held), total, sizes)
 
 
 def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
-    """The change guard: the caller's messages still serialize to the bytes judged."""
+    """The change guard: the caller's list holds the same messages and their mutable parts hash the same."""
+    if not isinstance(messages, Sequence) or len(messages) != len(judged.messages):
+        return False
+    if not all(map(operator.is_, messages, judged.messages)):
+        return False
     try:
-        again = serialize(messages)
+        return _digest(judged.messages) == judged.mutable
     except TranscriptError:  # mutated into something that no longer serializes
         return False
-    return again.length == judged.length and again.digest == judged.digest
 
 
-def chars_after(compacted: Sequence[Message], originals: Sequence[Message], judged: Judged) -> int:
-    """Characters of the compacted list's canonical JSON, from the judged size: messages the plan removed or
-    rebuilt are serialized again, untouched ones (the same objects) are not."""
+def fingerprint(messages: Sequence[Message]) -> bytes:
+    """SHA-256 of the list's canonical JSON, streamed message by message: equal for equal content, for
+    comparing histories rebuilt from a host's objects (where identity says nothing)."""
+    digest = hashlib.sha256(b"[")
+    for i, message in enumerate(messages):
+        digest.update(b"," + _encode(message) if i else _encode(message))
+    digest.update(b"]")
+    return digest.digest()
+
+
+def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
+    """Characters of the compacted list's canonical JSON, from the judged sizes: only messages the plan
+    rebuilt are serialized; removed and untouched ones (the same objects) were measured at the start."""
     kept = {id(m) for m in compacted}
-    before = {id(m) for m in originals}
-    removed = sum(chars(_encode(m)) for m in originals if id(m) not in kept)
+    before = {id(m) for m in judged.messages}
+    removed = sum(size for m, size in zip(judged.messages, judged.sizes, strict=True) if id(m) not in kept)
     added = sum(chars(_encode(m)) for m in compacted if id(m) not in before)
-    commas = max(0, len(compacted) - 1) - max(0, len(originals) - 1)
+    commas = max(0, len(compacted) - 1) - max(0, len(judged.messages) - 1)
     return judged.chars - removed + added + commas

@@ -200,6 +200,24 @@ def test_nested_input_mutation_during_judgment_cannot_be_committed(archive: Coun
     assert decision.reason is Reason.TRANSCRIPT_CHANGED and archive.saves == 0
 
 
+@pytest.mark.parametrize("where", ["message metadata", "result metadata", "list item replaced"])
+def test_every_mutable_part_is_guarded(archive: CountingArchive, where: str) -> None:
+    """The guard compares frozen values by identity and hashes the mutable parts: each kind is seen."""
+    messages = reference_messages()
+    messages[4] = msg("r-preview", "tool", result("preview", metadata={"source": "disk"}), name="reader",
+                      metadata={"k": 1})
+
+    def mutate(request: object) -> None:
+        if where == "message metadata":
+            messages[4].metadata["k"] = 2
+        elif where == "result metadata":
+            messages[4].content[0].metadata["source"] = "net"
+        else:  # an equal copy is still another object: conservatively a change
+            messages[4] = messages[4].replace()
+    decision = compactor(ScriptedJudge(0.01, hook=mutate), archive=archive).plan_sync(messages, scope=SCOPE)
+    assert decision.reason is Reason.TRANSCRIPT_CHANGED and archive.saves == 0
+
+
 def test_enforce_requires_archive_and_scope(archive: CountingArchive) -> None:
     with pytest.raises(ConfigError, match="ENFORCE requires durable archive"):
         Compactor(ScriptedJudge(), reference_config(), ExecutionOptions(Mode.ENFORCE))

@@ -275,14 +275,15 @@ def test_drop_pair_removes_exactly_its_two_blocks() -> None:
 
 
 def test_reduction_sizes_match_a_full_serialization() -> None:
-    from jev.history import chars_after, serialize
+    from jev.history import chars_after, take
     messages = reference_messages()
     messages.insert(1, msg("u", "user", text("ünïcödé text")))
     t = analyze(messages)
     out = apply_actions(t, {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT}, 30)
-    judged = serialize(messages)
+    judged = take(messages)
     assert judged.chars == len(canonical_json(messages).decode())
-    assert chars_after(out, messages, judged) == len(canonical_json(out).decode())
+    assert chars_after(out, judged) == len(canonical_json(out).decode())
+    assert take([]).chars == len(canonical_json([]))
 
 
 def _reference_estimate(text: str) -> int:
@@ -302,3 +303,13 @@ def _reference_estimate(text: str) -> int:
 @given(st.text(alphabet=st.sampled_from(list("abcXYZ019 \t\n,.{}\"é日_-") + ["\U0001F600"]), max_size=200))
 def test_fast_token_estimate_matches_the_spec(text: str) -> None:
     assert estimate_tokens(text) == _reference_estimate(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("abcdefgXYZ019 \t\n,.{}\"é日_-") + ["\U0001F600"]),
+                        min_size=1, max_size=300), min_size=20, max_size=60))
+def test_vectorised_token_estimate_on_long_texts_matches_the_spec(parts: list[str]) -> None:
+    from jev.state import _VECTOR_FROM, estimate_tenths_utf8
+    text = "".join(parts) * (1 + _VECTOR_FROM // max(1, len("".join(parts).encode())))
+    assert len(text.encode()) >= _VECTOR_FROM  # the numpy path, not the short-text one
+    assert -(-estimate_tenths_utf8(text.encode()) // 10) == _reference_estimate(text)

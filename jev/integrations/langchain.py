@@ -23,7 +23,7 @@ from .. import formats
 from ..compactor import Compactor
 from ..decision import Decision, Mode, Status
 from ..errors import ConfigError
-from ..history import serialize, unchanged
+from ..history import fingerprint
 
 
 class JevCompactionMiddleware(AgentMiddleware):
@@ -69,7 +69,7 @@ class JevCompactionMiddleware(AgentMiddleware):
             return None
         live, scope = state["messages"], self._scope(runtime)
         judged = formats.load(live, "langchain")
-        before = serialize(judged)
+        before = fingerprint(judged)
         return self._commit(self.compactor.plan_sync(judged, scope=scope), live, before, scope)
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -77,17 +77,17 @@ class JevCompactionMiddleware(AgentMiddleware):
             return None
         live, scope = state["messages"], self._scope(runtime)
         judged = formats.load(live, "langchain")
-        before = serialize(judged)
+        before = fingerprint(judged)
         return self._commit(await self.compactor.plan(judged, scope=scope), live, before, scope)
 
     def _enforcing(self, state: Any) -> bool:
         return self.compactor.options.mode is Mode.ENFORCE and self._fires(state["messages"])
 
-    def _commit(self, decision: Decision, live: list[Any], before: Any, scope: Scope | None) -> dict[str, Any] | None:
+    def _commit(self, decision: Decision, live: list[Any], before: bytes, scope: Scope | None) -> dict[str, Any] | None:
         self.decisions.append(decision)
         if decision.status is not Status.DECIDED or decision.plan is None:
             return None
-        if not unchanged(formats.load(live, "langchain"), before):  # the live history moved on: keep it
+        if fingerprint(formats.load(live, "langchain")) != before:  # the live history moved on: keep it
             return None
         if scope is not None and decision.plan.archive_reference:
             self.references.append((scope, decision.plan.archive_reference))
