@@ -70,6 +70,38 @@ def test_scores_are_probabilities_and_deterministic() -> None:
     assert first["result_t1"] < first["result_t2"]  # t1 was superseded by the identical later read
 
 
+def _history(task: str, turns: int) -> list[dict]:
+    out = [{"id": "u", "role": "user", "content": [{"type": "text", "text": task}]}]
+    for k in range(turns):
+        out.append({"id": f"a{k}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": f"c{k}", "name": "bash", "input": {"command": f"cat src/mod_{k}.py"}}]})
+        out.append({"id": f"r{k}", "role": "tool", "content": [
+            {"type": "tool_result", "id": f"c{k}", "name": "bash", "output": f"def func_{k}(): return {k}"}]})
+    return out
+
+
+def test_rebuilt_and_interleaved_histories_only_pay_for_new_messages(monkeypatch) -> None:
+    """Integrations rebuild the messages each turn and one judge may serve several sessions in turn:
+    a history equal to one seen before continues its state; scores match a fresh judge's."""
+    seen: list[str] = []
+    original = FeatureState.add
+    monkeypatch.setattr(FeatureState, "add", lambda self, m, i: (seen.append(m.id), original(self, m, i))[1])
+    judge = LocalJudge(sessions=2)
+    for turns in (3, 4):
+        for task in ("Fix bug one in src/", "Fix bug two in lib/"):
+            seen.clear()
+            transcript = analyze(formats.load(_history(task, turns), "jev"))  # new objects every time
+            scores = judge.scores(transcript)
+            assert seen == (["u", "a0", "r0", "a1", "r1", "a2", "r2"] if turns == 3 else ["a3", "r3"])
+            assert scores == LocalJudge().scores(transcript)
+    judge.scores(analyze(formats.load(_history("A third task", 1), "jev")))  # evicts the least recent
+    seen.clear()
+    judge.scores(analyze(formats.load(_history("Fix bug one in src/", 5), "jev")))
+    assert len(seen) == 11  # evicted: read again from the first message
+    with pytest.raises(ConfigError, match="sessions must be an integer >= 1"):
+        LocalJudge(sessions=0)
+
+
 def test_needs_the_in_process_transcript() -> None:
     with pytest.raises(JudgeError, match="needs the in-process transcript"):
         asyncio.run(LocalJudge().ask(JudgeRequest({}, ())))

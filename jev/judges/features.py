@@ -4,7 +4,8 @@ Everything is computed from the transcript as given, so features never see the f
 script calls the same code on each history prefix. A `FeatureState` accumulates what the messages say
 (who first mentioned which word, which result is still the latest source of it, what the agent has
 referred to since) one message at a time, so a host loop that plans again over a grown history only pays
-for the new messages. Words are found with `str.translate` + `split` (C speed).
+for the new messages — also when it rebuilds equal message objects each turn. Words are found with
+`str.translate` + `split` (C speed).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import bisect
 import math
 import re
 import string
-import operator
 from dataclasses import dataclass, field
 
 from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
@@ -133,9 +133,11 @@ class FeatureState:
     edit_at: list[int] = field(default_factory=list)
 
     def continues(self, messages: tuple[object, ...]) -> bool:
-        """True when `messages` starts with exactly the messages already seen (same objects)."""
+        """True when `messages` starts with the messages already seen: equal values, so a host that
+        rebuilds its messages each turn (every framework integration does) still only pays for new ones.
+        Identical objects compare in constant time."""
         n = len(self.messages)
-        return n <= len(messages) and all(map(operator.is_, self.messages, messages[:n]))
+        return n <= len(messages) and self.messages == list(messages[:n])
 
     def add(self, message: object, i: int) -> None:
         """Take in message number `i`."""
