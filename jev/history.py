@@ -5,8 +5,8 @@ It serves the transcript limit, the change guard and the reduction. SPEC §7's g
 history and compares; this one proves the same thing with less work. Messages and blocks are frozen and
 their strings immutable, so a history whose list holds the same objects in the same order serializes to
 the same bytes unless a mutable part changed in place — a tool input, a metadata mapping, an unknown
-block's JSON object. Those parts (a few percent of a history) are hashed at the start and again at the
-guard; everything else is compared by identity.
+block's JSON object. Those parts (a few percent of a history) are set aside and hashed at the start, and
+hashed again at the guard; everything else is compared by identity.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ class Judged:
     """What a plan remembers of the history it judged."""
 
     messages: tuple[Any, ...]
-    mutable: bytes  # SHA-256 of the canonical JSON of every mutable part, in order
+    parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
+    digest: bytes  # SHA-256 of their canonical JSON when judging started
     chars: int  # characters of the canonical JSON of the whole list
     sizes: tuple[int, ...]  # characters of each message's canonical JSON
 
@@ -50,15 +51,18 @@ def _mutable_parts(messages: Sequence[Any]) -> list[Any]:
     for message in messages:
         if not isinstance(message, Message):
             continue  # validation rejects it right after; nothing to guard
-        add(message.metadata)
+        if message.metadata is not None:
+            add(message.metadata)
         blocks = list(message.content)
         while blocks:
             block = blocks.pop()
             kind = type(block)
             if kind is ToolUseBlock:
-                add(block.input)
+                if not isinstance(block.input, str):
+                    add(block.input)
             elif kind is ToolResultBlock:
-                add(block.metadata)
+                if block.metadata is not None:
+                    add(block.metadata)
                 if type(block.output) is not str:
                     blocks.extend(block.output)
             elif kind is OtherBlock:
@@ -66,29 +70,37 @@ def _mutable_parts(messages: Sequence[Any]) -> list[Any]:
     return parts
 
 
-def _digest(messages: Sequence[Any]) -> bytes:
-    return hashlib.sha256(_encode(_mutable_parts(messages))).digest()
+def _digest(parts: list[Any]) -> bytes:
+    """SHA-256 of the parts' canonical JSON, fed in slices so no large document is ever built."""
+    digest = hashlib.sha256()
+    for start in range(0, len(parts), _SLICE):
+        digest.update(_encode(parts[start:start + _SLICE]))
+    return digest.digest()
+
+
+_SLICE = 256
 
 
 def take(messages: Sequence[Message]) -> Judged:
-    """The history as judged. Its size is summed message by message, so the whole document is never
-    built (one-shot encoders hold several times its size while growing their buffer)."""
+    """The history as judged: its size message by message (ASCII messages are never decoded, and the
+    whole document is never built), and its mutable parts set aside."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise TranscriptError("messages must be a list of jev.Message")
     held = tuple(messages)
     sizes = tuple(chars(_encode(message)) for message in held)
-    total = sum(sizes) + max(0, len(held) - 1) + 2  # commas and brackets
-    return Judged(held, _digest(held), total, sizes)
+    parts = _mutable_parts(held)
+    return Judged(held, parts, _digest(parts), sum(sizes) + max(0, len(held) - 1) + 2, sizes)
 
 
 def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
-    """The change guard: the caller's list holds the same messages and their mutable parts hash the same."""
+    """The change guard: the caller's list holds the same messages and their mutable parts, looked at
+    again where they were, serialize the same."""
     if not isinstance(messages, Sequence) or len(messages) != len(judged.messages):
         return False
     if not all(map(operator.is_, messages, judged.messages)):
         return False
     try:
-        return _digest(judged.messages) == judged.mutable
+        return _digest(judged.parts) == judged.digest
     except TranscriptError:  # mutated into something that no longer serializes
         return False
 
@@ -104,11 +116,30 @@ def fingerprint(messages: Sequence[Message]) -> bytes:
 
 
 def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
-    """Characters of the compacted list's canonical JSON, from the judged sizes: only messages the plan
-    rebuilt are serialized; removed and untouched ones (the same objects) were measured at the start."""
+    """Characters of the compacted list's canonical JSON, from the judged sizes: removed and untouched
+    messages were measured at the start; a message the plan rebuilt with new content only is measured as
+    its original's size plus the change in its content, so large metadata is never serialized again."""
     kept = {id(m) for m in compacted}
     before = {id(m) for m in judged.messages}
-    removed = sum(size for m, size in zip(judged.messages, judged.sizes, strict=True) if id(m) not in kept)
-    added = sum(chars(_encode(m)) for m in compacted if id(m) not in before)
+    replaced: dict[str, tuple[Message, int]] = {}
+    removed = 0
+    for message, size in zip(judged.messages, judged.sizes, strict=True):
+        if id(message) not in kept:
+            removed += size
+            if isinstance(message, Message):
+                replaced[message.id] = (message, size)
+    added = 0
+    for message in compacted:
+        if id(message) in before:
+            continue
+        original = replaced.get(getattr(message, "id", None))
+        if original is not None and message.replace(content=original[0].content) == original[0]:
+            added += original[1] - _content_chars(original[0].content) + _content_chars(message.content)
+        else:
+            added += chars(_encode(message))
     commas = max(0, len(compacted) - 1) - max(0, len(judged.messages) - 1)
     return judged.chars - removed + added + commas
+
+
+def _content_chars(blocks: tuple[Any, ...]) -> int:
+    return chars(_encode(blocks))

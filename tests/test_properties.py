@@ -27,7 +27,9 @@ def transcripts(draw) -> list[Message]:
             blocks.append(TextBlock(draw(st.text(max_size=20))))
         calls = [(f"call{turn}_{k}", draw(st.sampled_from(TOOLS))) for k in range(draw(st.integers(1, 3)))]
         blocks += [ToolUseBlock(cid, tool, {"q": draw(st.text(max_size=10))}) for cid, tool in calls]
-        meta = {"jev.context.pinned": True} if draw(st.integers(0, 9)) == 0 else None
+        meta = draw(st.sampled_from([None, None, None, {"jev.context.pinned": True}, "note"]))
+        if meta == "note":  # metadata that is carried, not a pin: rebuilt messages keep it
+            meta = {"note": draw(st.text(max_size=12))}
         n += 1
         messages.append(Message(f"m{n}", "assistant", tuple(blocks), metadata=meta))
         answered = [c for c in calls if draw(st.integers(0, 4)) > 0]
@@ -60,6 +62,7 @@ def test_compaction_invariants(messages: list[Message], data: st.DataObject, rec
     if decision.status is not Status.DECIDED:
         return
     out = list(decision.plan.messages)
+    assert decision.plan.reduction == 1.0 - len(canonical_json(out).decode()) / len(before.decode())
     transcript = analyze(messages)
     by_id = {m.id: m for m in out}
     for i in pinned_message_indices(transcript, config):  # pinned messages come out as the same objects

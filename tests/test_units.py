@@ -313,3 +313,12 @@ def test_vectorised_token_estimate_on_long_texts_matches_the_spec(parts: list[st
     text = "".join(parts) * (1 + _VECTOR_FROM // max(1, len("".join(parts).encode())))
     assert len(text.encode()) >= _VECTOR_FROM  # the numpy path, not the short-text one
     assert -(-estimate_tenths_utf8(text.encode()) // 10) == _reference_estimate(text)
+
+
+def test_vectorised_token_estimate_is_additive_across_its_slices(monkeypatch) -> None:
+    from jev import state
+    text = ("abcdefghij" * 5 + " 12 {é} " + "x" * 13 + "\n") * 400
+    whole = state.estimate_tenths_utf8(text.encode())
+    monkeypatch.setattr(state, "_SLICE", 7)  # slices end inside letter runs and multi-byte characters
+    assert state.estimate_tenths_utf8(text.encode()) == whole
+    assert -(-whole // 10) == _reference_estimate(text)
