@@ -25,6 +25,7 @@ class DecisionsServer:
         self.latency = latency
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.peers: list[tuple[str, int]] = []  # the client address of each request: one per connection
         self.stop = threading.Event()
         self._lock = threading.Lock()
         outer = self
@@ -36,6 +37,7 @@ class DecisionsServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with outer._lock:
                     outer.requests.append(body)
+                    outer.peers.append(self.client_address)
                     outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     action = outer.script.pop(0) if outer.script else outer.default
                 if outer.latency:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import gc
+import sys
 import time
 
 import pytest
@@ -110,3 +114,35 @@ def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         OpenAIDecisionsJudge()
+
+
+def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loop() -> None:
+    """One client per event loop: an async host's plans share keep-alive connections; jev's sync runner and
+    `asyncio.run` close them on the way out; a loop closed without that is forgotten quietly."""
+    config = dataclasses.replace(reference_config(questions=2), max_concurrent_requests=1)  # batches in turn
+    with DecisionsServer() as server:
+        judge = OpenAIDecisionsJudge(server.base_url, retry=NO_RETRIES)
+        c = compactor(judge, config, mode=Mode.SHADOW)
+
+        async def host() -> None:
+            for _ in range(3):
+                await c.plan(reference_messages())
+        asyncio.run(host())
+        assert len(server.requests) >= 6 and len(set(server.peers)) == 1
+        assert not judge._clients._clients  # closed when asyncio.run shut the loop down
+
+        c.plan_sync(reference_messages())
+        assert len(set(server.peers)) == 2 and not judge._clients._clients
+
+        unraisable: list[object] = []
+        hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+        try:
+            loop = asyncio.new_event_loop()
+            loop.run_until_complete(c.plan(reference_messages()))
+            loop.close()  # without shutting down its generators
+            c.plan_sync(reference_messages())  # forgets the dead loop's client
+            del loop
+            gc.collect()
+        finally:
+            sys.unraisablehook = hook
+        assert not judge._clients._clients and unraisable == []

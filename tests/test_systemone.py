@@ -3,6 +3,8 @@ server that accepts and never answers."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import socket
 import threading
@@ -25,13 +27,17 @@ class Server:
 
     def __init__(self, reply: Callable[[dict, dict], tuple[int, bytes]]) -> None:
         self.requests: list[tuple[str, dict, dict]] = []
+        self.peers: list[tuple[str, int]] = []  # the client address of each request: one per connection
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 outer.requests.append((self.path, headers, body))
+                outer.peers.append(self.client_address)
                 status, payload = reply(headers, body)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -81,6 +87,21 @@ def test_wire_request_and_a_compaction_through_http() -> None:
     assert set(body) == {"state", "model", "questions"} and body["model"] == "jev-latest"
     assert body["questions"]["call_t1"]["type"] == "noul"
     assert "evidence-" not in json.dumps(body)  # tool outputs never leave the process
+
+
+def test_one_connection_serves_every_batch_and_plan_on_a_loop() -> None:
+    config = dataclasses.replace(reference_config(questions=2), max_concurrent_requests=1)
+    with Server(noul(0.5)) as server:
+        judge = SystemOneJudge(server.url)
+        c = compactor(judge, config, mode=Mode.SHADOW)
+
+        async def host() -> None:
+            for _ in range(2):
+                await c.plan(reference_messages())
+            await judge.aclose()
+            assert not judge._clients._clients
+        asyncio.run(host())
+    assert len(server.requests) >= 4 and len(set(server.peers)) == 1
 
 
 @pytest.mark.parametrize("base", ["https://h.example", "https://h.example/", "https://h.example/v1",

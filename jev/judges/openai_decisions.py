@@ -20,7 +20,7 @@ from ..aio import run_sync
 from ..errors import ConfigError, JudgeError
 from ..questions import Question
 from .base import REFUSAL, Answers, JudgeRequest
-from .http import async_client
+from .http import LoopClients, async_client
 from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
 
 if TYPE_CHECKING:
@@ -80,8 +80,9 @@ class OpenAIDecisionsJudge:
         self.timeout = float(timeout)
         self.retry = retry
         # Our timeout and retries replace the SDK's (600 s, 2 retries), so the plan budget rules.
-        self._client_args = {"api_key": key, "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
-                             "timeout": self.timeout, "max_retries": 0}
+        client_args = {"api_key": key, "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                       "timeout": self.timeout, "max_retries": 0}
+        self._clients = LoopClients(lambda: _sdk_client(client_args), lambda client: client.close())
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIDecisionsJudge(model={self.model!r}, timeout={self.timeout})"
@@ -90,12 +91,10 @@ class OpenAIDecisionsJudge:
         """Questions in chunks of at most 400, each retried per the policy; answers merged."""
         state = orjson.dumps(request.state).decode()
         chunks = [request.questions[i:i + MAX_QUESTIONS] for i in range(0, len(request.questions), MAX_QUESTIONS)]
-        import openai  # imported on first use: the SDK takes ~0.5 s to import
-
+        client = await self._clients.get()  # this loop's: connections are reused across batches and plans
         parts = []
-        async with openai.AsyncOpenAI(**self._client_args, http_client=async_client()) as client:
-            for chunk in chunks:  # more than one only for batches over 400 questions
-                parts.append(await with_retries(lambda c=chunk: self._attempt(client, state, c), self.retry))
+        for chunk in chunks:  # more than one only for batches over 400 questions
+            parts.append(await with_retries(lambda c=chunk: self._attempt(client, state, c), self.retry))
         merged: dict[str, Any] = {}
         for answers, _, _, _ in parts:
             merged.update(answers)
@@ -105,6 +104,10 @@ class OpenAIDecisionsJudge:
     def ask_sync(self, request: JudgeRequest) -> Answers:
         """`ask` for sync code."""
         return run_sync(self.ask(request))
+
+    async def aclose(self) -> None:
+        """Close this event loop's connections now (they close anyway when the loop shuts down)."""
+        await self._clients.aclose()
 
     async def _attempt(self, client: openai.AsyncOpenAI, state: str,
                        questions: tuple[Question, ...]) -> tuple[dict[str, Any], str, int, int]:
@@ -135,6 +138,12 @@ class OpenAIDecisionsJudge:
         except orjson.JSONDecodeError:
             raise JudgeError("Failed to parse Decisions response") from None
         return _answers(reply, questions)
+
+
+def _sdk_client(args: dict[str, Any]) -> openai.AsyncOpenAI:
+    import openai  # imported on first use: the SDK takes ~0.5 s to import
+
+    return openai.AsyncOpenAI(**args, http_client=async_client())
 
 
 def _message(exc: openai.APIStatusError) -> str:

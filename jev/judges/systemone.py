@@ -19,7 +19,7 @@ from ..errors import ConfigError, JudgeError
 from ..questions import questions_map
 from ..aio import run_sync
 from .base import Answers, JudgeRequest
-from .http import async_client
+from .http import LoopClients, async_client
 from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
 
 DEFAULT_BASE_URL = "https://api.typesafe.ai"
@@ -118,7 +118,7 @@ class SystemOneJudge:
         self.model = model
         self.timeout = float(timeout)
         self.retry = retry
-        self._transport = transport
+        self._clients = LoopClients(lambda: async_client(transport=transport), lambda client: client.aclose())
 
     def __repr__(self) -> str:  # never show the key
         return f"SystemOneJudge(endpoint={self.endpoint!r}, model={self.model!r}, timeout={self.timeout})"
@@ -141,8 +141,12 @@ class SystemOneJudge:
         """One batch: the request, retried per the policy; answers validated."""
         content = orjson.dumps(self.body(request))
         ids = [q.id for q in request.questions]
-        async with async_client(transport=self._transport) as client:
-            return await with_retries(lambda: self._attempt(client, content, ids), self.retry)
+        client = await self._clients.get()  # this loop's: connections are reused across batches and plans
+        return await with_retries(lambda: self._attempt(client, content, ids), self.retry)
+
+    async def aclose(self) -> None:
+        """Close this event loop's connections now (they close anyway when the loop shuts down)."""
+        await self._clients.aclose()
 
     def ask_sync(self, request: JudgeRequest) -> Answers:
         """`ask` for sync code."""
