@@ -5,8 +5,8 @@ It serves the transcript limit, the change guard and the reduction. SPEC §7's g
 history and compares; this one proves the same thing with less work. Messages and blocks are frozen and
 their strings immutable, so a history whose list holds the same objects in the same order serializes to
 the same bytes unless a mutable part changed in place — a tool input, a metadata mapping, an unknown
-block's JSON object. Those parts (usually a small share of a history) are set aside and hashed at the start, and
-hashed again at the guard; everything else is compared by identity.
+block's JSON object. Those parts (usually a small share of a history) are set aside and hashed at the
+start, and hashed again at the guard; everything else is compared by identity.
 """
 
 from __future__ import annotations
