@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archive import FileArchive
-from jev import Action, CompactionConfig, Message, Mode, Status, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from jev import (Action, CompactionConfig, Message, Mode, Reason, Status, TextBlock, ToolResultBlock, ToolUseBlock,
+                 canonical_json)
 from jev.policy import pinned_message_indices
 from jev.transcript import analyze
 
@@ -93,3 +94,43 @@ def test_restore_of_save_is_identity(messages: list[Message]) -> None:
         ref = archive.save(SCOPE, messages)
         assert archive.restore(SCOPE, ref) == messages
         assert archive.save(SCOPE, messages) == ref
+
+
+MUTATIONS = ["none", "input", "metadata", "replace", "append", "pop", "swap"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.sampled_from(MUTATIONS), st.data())
+def test_the_change_guard_sees_every_change_while_judging_and_nothing_else(messages: list[Message], mutation: str,
+                                                                          data: st.DataObject) -> None:
+    """Whatever the host changes in place while the judge runs — a tool input, a metadata mapping, the list
+    itself — the plan ends TRANSCRIPT_CHANGED; with no change it never does."""
+    inputs = [b.input for m in messages for b in m.content if isinstance(b, ToolUseBlock)]
+    metadata = [m.metadata for m in messages if m.metadata is not None]
+    if (mutation == "metadata" and not metadata) or (mutation == "swap" and len(messages) < 2):
+        mutation = "input"
+    index = data.draw(st.integers(0, len(messages) - 1))
+    done: list[bool] = []
+
+    def mutate(request: object) -> None:
+        if done:
+            return
+        done.append(True)
+        if mutation == "input":
+            data.draw(st.sampled_from(inputs))["q"] += "!"
+        elif mutation == "metadata":
+            data.draw(st.sampled_from(metadata))["added"] = 1
+        elif mutation == "replace":  # an equal copy is another object: conservatively a change
+            messages[index] = messages[index].replace()
+        elif mutation == "append":
+            messages.append(Message("late", "user", (TextBlock("late"),)))
+        elif mutation == "pop":
+            messages.pop()
+        elif mutation == "swap":
+            messages[0], messages[-1] = messages[-1], messages[0]
+    config = CompactionConfig(preserve_recent_messages=0, eligible_tools=frozenset(TOOLS), minimum_reduction=0.0)
+    decision = compactor(ScriptedJudge(0.0, hook=mutate), config, mode=Mode.SHADOW).plan_sync(messages)
+    if not done:  # no candidates, so the judge never ran
+        return
+    changed = decision.reason is Reason.TRANSCRIPT_CHANGED
+    assert changed is (mutation != "none"), (mutation, decision.reason, decision.detail)
