@@ -88,7 +88,11 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
 
     for pair in pairs:
         qs = questions_for(pair)
-        own = sum(_entry_tenths(q) for q in qs) + _COMMA  # the comma between the pair's two entries
+        key = pair.key
+        if key[:1] == "t" and key[1:].isdigit():  # the usual key: both entries from the templates' sizes
+            own = _template_tenths("call", len(key) - 1) + _template_tenths("result", len(key) - 1) + _COMMA
+        else:
+            own = sum(_entry_tenths(q) for q in qs) + _COMMA  # the comma between the pair's two entries
         add = own + (_COMMA if current else 0)
         fits = len(current) + 2 <= max_questions and room(tenths + add)
         if not fits and current:
