@@ -1,12 +1,12 @@
-"""The caller's history as judged, taken once at the start of a plan: the very message objects, the
-canonical JSON of their mutable parts, and the size of their canonical JSON.
+"""The caller's history as judged, taken once at the start of a plan: the very message objects, a digest
+of their mutable parts, and the size of their canonical JSON.
 
 It serves the transcript limit, the change guard and the reduction. SPEC §7's guard re-serializes the
 history and compares; this one proves the same thing with less work. Messages and blocks are frozen and
 their strings immutable, so a history whose list holds the same objects in the same order serializes to
 the same bytes unless a mutable part changed in place — a tool input, a metadata mapping, an unknown
-block's JSON object. Those parts (usually a small share of a history) are set aside and serialized at
-the start, and again at the guard; everything else is compared by identity.
+block's JSON object. Those parts (usually a small share of a history) are set aside and hashed at the
+start, and hashed again at the guard; everything else is compared by identity.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Judged:
 
     messages: tuple[Any, ...]
     parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
-    encoded: list[bytes]  # their canonical JSON when judging started
+    digest: bytes  # SHA-256 of their canonical JSON when judging started
     chars: int  # characters of the canonical JSON of the whole list
     sizes: tuple[int, ...]  # characters of each message's canonical JSON
 
@@ -70,10 +70,13 @@ def _mutable_parts(messages: Sequence[Any]) -> list[Any]:
     return parts
 
 
-def _encoded(parts: list[Any]) -> list[bytes]:
-    """The parts' canonical JSON in slices, so no single large document is ever built; compared as bytes
-    at the guard (no hashing: the bytes are at hand, and memcmp stops at the first difference)."""
-    return [_encode(parts[start:start + _SLICE]) for start in range(0, len(parts), _SLICE)]
+def _digest(parts: list[Any]) -> bytes:
+    """SHA-256 of the parts' canonical JSON, fed in slices: holding the JSON itself would cost as much
+    memory as the metadata of a history (half of it, for some agents)."""
+    digest = hashlib.sha256()
+    for start in range(0, len(parts), _SLICE):
+        digest.update(_encode(parts[start:start + _SLICE]))
+    return digest.digest()
 
 
 _SLICE = 256
@@ -87,18 +90,18 @@ def take(messages: Sequence[Message]) -> Judged:
     held = tuple(messages)
     sizes = tuple(chars(_encode(message)) for message in held)
     parts = _mutable_parts(held)
-    return Judged(held, parts, _encoded(parts), sum(sizes) + max(0, len(held) - 1) + 2, sizes)
+    return Judged(held, parts, _digest(parts), sum(sizes) + max(0, len(held) - 1) + 2, sizes)
 
 
 def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
     """The change guard: the caller's list holds the same messages and their mutable parts, looked at
-    again where they were, serialize to the same bytes."""
+    again where they were, serialize to the same bytes (the same SHA-256)."""
     if not isinstance(messages, Sequence) or len(messages) != len(judged.messages):
         return False
     if not all(map(operator.is_, messages, judged.messages)):
         return False
     try:
-        return _encoded(judged.parts) == judged.encoded
+        return _digest(judged.parts) == judged.digest
     except TranscriptError:  # mutated into something that no longer serializes
         return False
 
