@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from jev import formats
-from jev.judges.features import FEATURE_NAMES, FeatureState, transcript_features
+from jev.judges.features import FEATURE_NAMES, transcript_features
 from jev.transcript import Message, analyze
 
 from .labels import pair_uses
@@ -85,12 +85,11 @@ def session_rows(session: str, messages: list[Message], every: int = 8, protect:
     """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars)."""
     full = analyze(messages)
     uses = pair_uses(full)
-    state = FeatureState()  # each prefix extends the previous one: only new messages are read
     rows = []
     for n in range(every, len(full.pairs) + 1, every):
         s = full.pairs[n - 1].result_message
         prefix = analyze(messages[: s + 1])
-        feats = transcript_features(prefix, state)
+        feats = transcript_features(prefix)
         for pair in prefix.pairs[: max(0, n - protect)]:
             use = uses[pair.key]
             rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,

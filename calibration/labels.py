@@ -12,12 +12,33 @@ the user can inspect and edit.
 
 from __future__ import annotations
 
+import re
+import string
 from dataclasses import dataclass
 
-from jev.judges.features import _distinctive, category, command_text, words
+from jev.judges.features import command_text
 from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript
 
 LABEL_VERSION = "labels-v1"
+
+# labels-v1's vocabulary, fixed here so that changes to the judge's features never move the labels
+_KEEP = set(string.ascii_letters + string.digits + "_./-")
+_SPLIT = str.maketrans({c: " " for c in map(chr, range(128)) if c not in _KEEP})
+_MARKS = re.compile(r"[_./0-9]")
+_EDIT = re.compile(r"\bsed\s+-i|>\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\bperl\s+-pi|\bmv\b|\bcp\b|\brm\b|"
+                   r"\bcat\s*<<|\.write\(|\bedit\b|\bwrite\b|\bstr_replace\b|\bcreate\b")
+
+
+def words(text: str) -> set[str]:
+    """The distinct words of labels-v1: runs of letters, digits and `_./-` of at least 4 characters that
+    are long (8+) or contain one of `_./` or a digit."""
+    return {w for w in set(text.translate(_SPLIT).split())
+            if len(w) >= 4 and (len(w) >= 8 or _MARKS.search(w) is not None)}
+
+
+def is_edit(tool: str, command: str) -> bool:
+    """Whether a call changed state, by labels-v1's pattern over the tool name and command."""
+    return _EDIT.search(f"{tool} {command}" if tool != "bash" else command) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +63,7 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
     task: set[str] = set()
     for message in transcript.messages:  # the task: system prompt and first user request
         if message.role in ("system", "user"):
-            task |= {w for w in words(message.text) if _distinctive(w)}
+            task |= words(message.text)
             if message.role == "user":
                 break
     provider: dict[str, str] = {}  # word -> key of the most recent result containing it
@@ -59,22 +80,21 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
         for block in message.content:
             if isinstance(block, ToolResultBlock) and block.id in keys:
                 for w in words(block.text):
-                    if _distinctive(w):
-                        provider[w] = keys[block.id]
+                    provider[w] = keys[block.id]
             elif isinstance(block, ToolUseBlock):
                 command = command_text(block.input)
-                said |= {w for w in words(command) if _distinctive(w)}
+                said |= words(command)
                 signature = (block.name, command)
                 if signature in latest_run:  # credit goes to the latest run, as with last-provider words
                     rerun[latest_run[signature]] = k
                 if block.id in keys:
                     latest_run[signature] = keys[block.id]
-                    own = {w for w in words(command) if _distinctive(w)}
+                    own = words(command)
                     call_words[keys[block.id]] = own
-                    if category(block.name, command) == "edit":
+                    if is_edit(block.name, command):
                         edits.add(keys[block.id])
             elif isinstance(block, TextBlock) and message.role == "assistant":
-                said |= {w for w in words(block.text) if _distinctive(w)}
+                said |= words(block.text)
         if message.role != "assistant":
             continue
         for w in said - task - agent_said:

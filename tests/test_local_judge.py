@@ -12,7 +12,7 @@ from conftest import call, msg, result, text
 
 from jev import ConfigError, JudgeError, formats
 from jev.judges import JudgeRequest, LocalJudge
-from jev.judges.features import FEATURE_NAMES, FeatureState, transcript_features
+from jev.judges.features import FEATURE_NAMES, transcript_features
 from jev.judges.local import load_model
 from jev.questions import questions_for
 from jev.transcript import analyze
@@ -70,36 +70,50 @@ def test_scores_are_probabilities_and_deterministic() -> None:
     assert first["result_t1"] < first["result_t2"]  # t1 was superseded by the identical later read
 
 
-def _history(task: str, turns: int) -> list[dict]:
-    out = [{"id": "u", "role": "user", "content": [{"type": "text", "text": task}]}]
-    for k in range(turns):
-        out.append({"id": f"a{k}", "role": "assistant", "content": [
-            {"type": "tool_use", "id": f"c{k}", "name": "bash", "input": {"command": f"cat src/mod_{k}.py"}}]})
-        out.append({"id": f"r{k}", "role": "tool", "content": [
-            {"type": "tool_result", "id": f"c{k}", "name": "bash", "output": f"def func_{k}(): return {k}"}]})
-    return out
+def _named(features: list[float]) -> dict[str, float]:
+    return dict(zip(FEATURE_NAMES, features, strict=True))
 
 
-def test_rebuilt_and_interleaved_histories_only_pay_for_new_messages(monkeypatch) -> None:
-    """Integrations rebuild the messages each turn and one judge may serve several sessions in turn:
-    a history equal to one seen before continues its state; scores match a fresh judge's."""
-    seen: list[str] = []
-    original = FeatureState.add
-    monkeypatch.setattr(FeatureState, "add", lambda self, m, i: (seen.append(m.id), original(self, m, i))[1])
-    judge = LocalJudge(sessions=2)
-    for turns in (3, 4):
-        for task in ("Fix bug one in src/", "Fix bug two in lib/"):
-            seen.clear()
-            transcript = analyze(formats.load(_history(task, turns), "jev"))  # new objects every time
-            scores = judge.scores(transcript)
-            assert seen == (["u", "a0", "r0", "a1", "r1", "a2", "r2"] if turns == 3 else ["a3", "r3"])
-            assert scores == LocalJudge().scores(transcript)
-    judge.scores(analyze(formats.load(_history("A third task", 1), "jev")))  # evicts the least recent
-    seen.clear()
-    judge.scores(analyze(formats.load(_history("Fix bug one in src/", 5), "jev")))
-    assert len(seen) == 11  # evicted: read again from the first message
-    with pytest.raises(ConfigError, match="sessions must be an integer >= 1"):
-        LocalJudge(sessions=0)
+def test_features_mean_what_their_names_say() -> None:
+    """Each feature on a small history where its answer is known: the vectorised words, groups and
+    categories against facts a reader can check by eye."""
+    bash = lambda cid, command: call(cid, "bash", {"command": command})  # noqa: E731
+    out = lambda cid, output, state="success": result(cid, output, name="bash", state=state)  # noqa: E731
+    messages = [
+        msg("0", "user", text("Fix the failing check in src/app_main.py")),
+        msg("1", "assistant", bash("a", "cat src/app_main.py")),
+        msg("2", "tool", out("a", "<returncode>0</returncode>\ndef handler_v1(): return TOKEN_ALPHA_42")),
+        msg("3", "assistant", bash("b", "python run_checks.py --fast")),
+        msg("4", "tool", out("b", "<returncode>1</returncode>\nTraceback (most recent call last):\n"
+                                  "ValueError: broken in lib/other_module.py", state="error")),
+        msg("5", "assistant", bash("c", "grep -n handler_v1 lib/other_module.py")),
+        msg("6", "tool", out("c", "lib/other_module.py:3: handler_v1()\n" + "x" * 900)),
+        msg("7", "assistant", bash("d", "sed -i s/handler_v1/handler_v2/ lib/other_module.py")),
+        msg("8", "tool", out("d", "")),
+        msg("9", "assistant", bash("e", "cat src/app_main.py")),
+        msg("10", "tool", out("e", "def handler_v2(): return TOKEN_BETA_77")),
+    ]
+    f = {key: _named(v) for key, v in transcript_features(analyze(messages)).items()}
+    t1, t2, t3, t4, t5 = (f[k] for k in ("t1", "t2", "t3", "t4", "t5"))
+    assert t1["superseded"] == 1 and t5["superseded"] == 0  # t5 runs t1's command again
+    assert t1["path_reread"] == 1 and t3["path_edited"] == 1 and t1["path_edited"] == 0
+    assert t1["category_read"] == 1 and t2["category_run"] == 1 and t3["category_search"] == 1
+    assert t4["category_edit"] == 1 and t1["edits_since"] == pytest.approx(np.log1p(1))
+    assert t4["edits_since"] == 0 and t5["history_edits"] == pytest.approx(np.log1p(1))
+    assert t2["returncode_nonzero"] == 1 and t1["returncode_nonzero"] == 0
+    assert t2["error_marker"] == 1 and t1["error_marker"] == 0 and t2["state_error"] == 1
+    # t1 showed handler_v1 and TOKEN_ALPHA_42 first; the agent wrote handler_v1 in later commands
+    assert t1["result_referenced"] == 1 and t1["result_refs"] == pytest.approx(np.log1p(1))
+    # novel: returncode, /returncode (the closing tag), handler_v1, TOKEN_ALPHA_42; later results show all
+    # but the last again, so one is live, and nobody wrote it: one unsaid
+    assert t1["novel_words"] == pytest.approx(np.log1p(4))
+    assert t1["live_words"] == pytest.approx(np.log1p(1))
+    assert t1["live_unsaid_words"] == pytest.approx(np.log1p(1)) and t1["live_unsaid_share"] == 0.25
+    assert t1["input_referenced"] == 1  # src/app_main.py written again after t1's result
+    assert t2["novel_words"] > 0 and t2["result_referenced"] == 1  # lib/other_module.py, edited by t4
+    assert t5["result_referenced"] == 0 and t5["age_pairs"] == 0 and t5["position"] == 1
+    assert t3["result_chars"] == pytest.approx(np.log1p(len(messages[6].content[0].text)))
+    assert t3["result_lines"] == pytest.approx(np.log1p(1))
 
 
 def test_needs_the_in_process_transcript() -> None:
@@ -109,20 +123,17 @@ def test_needs_the_in_process_transcript() -> None:
 
 @needs_data
 def test_features_use_nothing_after_the_decision_point(sessions) -> None:
+    """Training rows are what the judge computes on the prefix it is given, and judging a longer history
+    first never changes what it says about an earlier point (no state carries the future over)."""
     from calibration.dataset import session_rows
     for session, messages in sessions[:12]:
         full = analyze(messages)
-        warm = FeatureState()
-        transcript_features(full, warm)  # a state that has seen the whole future
         rows = session_rows(session, messages)
         points = sorted({r[5] for r in rows})
         for s in points:
-            prefix = analyze(messages[: s + 1])
-            fresh = transcript_features(prefix)
-            assert transcript_features(prefix, warm) == fresh
+            fresh = transcript_features(analyze(messages[: s + 1]))
             for features, *_rest, key, point, _chars in (r for r in rows if r[5] == s):
                 assert features == fresh[key]
-        # appending future messages never changes what the judge said at the earlier point
         s = points[0]
         judge = LocalJudge()
         before = judge.scores(analyze(messages[: s + 1]))
@@ -181,3 +192,15 @@ def test_example_shadow_evaluation_runs(tmp_path) -> None:
     lines = records.read_text().splitlines()
     assert lines and all(json.loads(line)["mode"] == "SHADOW" for line in lines)
     assert b"plans over 5 sessions" in proc.stdout
+
+
+def test_words_hash_alike_wherever_they_sit_and_only_tracked_words_count() -> None:
+    from jev.judges.words import Buffer, find_words
+    segments = ["alpha_1 beta_22 plain", "zz beta_22 alpha_1 alpha_1", "gamma_333 abc longenough"]
+    words = find_words(Buffer.of(segments))
+    by_segment: dict[int, set[int]] = {}
+    for h, seg in zip(words.hash.tolist(), words.segment.tolist(), strict=True):
+        by_segment.setdefault(seg, set()).add(h)
+    assert by_segment[0] == by_segment[1]  # the same two words, in other places and repeated
+    assert len(by_segment[2]) == 2 and not by_segment[2] & by_segment[0]  # "plain", "zz", "abc" are not tracked
+    assert list(words.hash) == sorted(words.hash.tolist())  # sorted, each word's first segment leading

@@ -1,22 +1,22 @@
 """Features of each tool pair at a decision point (the end of the transcript given), for the local judge.
 
 Everything is computed from the transcript as given, so features never see the future: the training
-script calls the same code on each history prefix. A `FeatureState` accumulates what the messages say
-(who first mentioned which word, which result is still the latest source of it, what the agent has
-referred to since) one message at a time, so a host loop that plans again over a grown history only pays
-for the new messages — also when it rebuilds equal message objects each turn. Words are found with
-`str.translate` + `split` (C speed).
+script calls the same code on each history prefix. One pass, vectorised: the words of every result's
+ends, every command and the task's text are found and hashed over one byte buffer (`words`), and "which
+result showed a word first, is it still the latest to show it, did the agent use it since" become group
+operations over the sorted hashes. No per-word Python, so a first look at a 400-pair history takes a few
+milliseconds and no state needs keeping between plans.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 import re
-import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
+from .words import Buffer, Words, find_words
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
 FEATURE_NAMES = (
@@ -26,28 +26,45 @@ FEATURE_NAMES = (
     "live_unsaid_words", "live_unsaid_share", "repeats", "edits_since", "history_pairs", "history_edits",
 ) + tuple(f"category_{c}" for c in CATEGORIES)
 
-_KEEP = set(string.ascii_letters + string.digits + "_./-")
-_SPLIT = str.maketrans({c: " " for c in map(chr, range(128)) if c not in _KEEP})
-_SCAN = 6000  # characters of a result read from each end: the words that matter sit near its edges
-_RETURNCODE = re.compile(r"\s*<returncode>(-?\d+)</returncode>")
-_PATH = re.compile(r"[\w.-]*[/.][\w./-]*\w")
-_EDIT = re.compile(r"\bsed\s+-i|>\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\bperl\s+-pi|\bmv\b|\bcp\b|\brm\b|"
-                   r"\bcat\s*<<|\.write\(|\bedit\b|\bwrite\b|\bstr_replace\b|\bcreate\b")
-_TEST = re.compile(r"\bpytest\b|runtests|\btox\b|unittest|manage\.py\s+test|\btest\b")
-_GIT = re.compile(r"^\s*(?:cd\s+\S+\s*&&\s*)?git\b")
-_SEARCH = re.compile(r"\b(?:grep|rg|ag|ack|find|search)\b")
-_LIST = re.compile(r"^\s*(?:cd\s+\S+\s*&&\s*)?(?:ls|tree|wc|du)\b|\blist\b")
-_READ = re.compile(r"\b(?:cat|head|tail|nl|less|more|awk|view|read)\b|\bsed\s+-n")
-_RUN = re.compile(r"\b(?:python3?|bash|sh|make|pip|node|npm)\b|^\s*\./")
+_SCAN = 120  # characters of a result read from each end: the words that matter sit near its edges
+_WORDS_OF_COMMAND = 600  # characters of a command read for words (a heredoc's body adds little)
+_HEAD = 160  # characters of a command its category is read from
+# a non-zero return code leading a result, found over all segments at once (each follows a separator)
+_RETURNCODE = re.compile(rb"\x00\s*<returncode>(?!0</)-?\d+</returncode>")
+
+# --- the category of a command ------------------------------------------------------------------
+
+_EDIT_WORDS = frozenset({"tee", "patch", "mv", "cp", "rm", "edit", "write", "str_replace", "create"})
+_TEST_WORDS = frozenset({"pytest", "tox", "test"})
+_SEARCH_WORDS = frozenset({"grep", "rg", "ag", "ack", "find", "search"})
+_LIST_PROGRAMS = frozenset({"ls", "tree", "wc", "du"})
+_READ_WORDS = frozenset({"cat", "head", "tail", "nl", "less", "more", "awk", "view", "read"})
+_RUN_WORDS = frozenset({"python", "python3", "bash", "sh", "make", "pip", "node", "npm"})
 
 
 def category(tool: str, command: str) -> str:
-    """read / search / list / run / test / edit / git / other, from the tool name and command text."""
-    text = f"{tool} {command}" if tool != "bash" else command
-    for name, pattern in (("edit", _EDIT), ("test", _TEST), ("git", _GIT), ("search", _SEARCH),
-                          ("list", _LIST), ("read", _READ), ("run", _RUN)):
-        if pattern.search(text):
-            return name
+    """read / search / list / run / test / edit / git / other, from the tool name and the head of the
+    command: its whitespace-separated words and a few literal marks, in this order (an edit that also
+    reads is an edit). The first program is the first word, or the fourth after `cd X &&`."""
+    text = (f"{tool} {command}" if tool != "bash" else command)[:_HEAD]
+    words = text.split()
+    first = words[3] if len(words) > 3 and words[0] == "cd" and words[2] == "&&" else words[0] if words else ""
+    tokens = set(words)
+    if (not tokens.isdisjoint(_EDIT_WORDS) or ">" in text or "sed -i" in text or "git apply" in text
+            or "perl -pi" in text or ".write(" in text or ("cat" in tokens and "<<" in text)):
+        return "edit"
+    if not tokens.isdisjoint(_TEST_WORDS) or "runtests" in text or "unittest" in text or "manage.py test" in text:
+        return "test"
+    if first == "git":
+        return "git"
+    if not tokens.isdisjoint(_SEARCH_WORDS):
+        return "search"
+    if first in _LIST_PROGRAMS or "list" in tokens:
+        return "list"
+    if not tokens.isdisjoint(_READ_WORDS) or "sed -n" in text:
+        return "read"
+    if not tokens.isdisjoint(_RUN_WORDS) or first.startswith("./"):
+        return "run"
     return "other"
 
 
@@ -58,190 +75,183 @@ def command_text(value: object) -> str:
     return value if isinstance(value, str) else canonical_json(value).decode()
 
 
-def words(text: str) -> set[str]:
-    """The distinct identifier-like words (letters, digits, `_./-`) of at least 4 characters."""
-    return {w for w in set(text.translate(_SPLIT).split()) if len(w) >= 4}
-
-
-_MARKS = re.compile(r"[_./0-9]")
-
-
-def _distinctive(word: str) -> bool:
-    """Long, or shaped like a path, identifier or number: words worth tracking."""
-    return len(word) >= 8 or _MARKS.search(word) is not None
-
-
-def _scan(text: str) -> str:
-    return text if len(text) <= 2 * _SCAN else text[:_SCAN] + " " + text[-_SCAN:]
+_RESULT, _CALL, _TEXT = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
-class CallInfo:
-    """What a call's command says: its text, category, the paths it names and its distinctive words."""
+class _Reading:
+    """One pass over the messages: the texts searched for words (segments) and where each came from, and
+    the facts of each result and call."""
 
-    command: str
-    kind: str
-    paths: frozenset[str]
-    own: frozenset[str]
-
-
-def call_info(block: ToolUseBlock) -> CallInfo:
-    text = command_text(block.input)
-    return CallInfo(text, category(block.name, text), frozenset(_PATH.findall(text)),
-                    frozenset(w for w in words(text) if _distinctive(w)))
-
-
-def _result_static(text: str) -> tuple[float, ...]:
-    """Features of a result that depend on its text alone."""
-    returncode = _RETURNCODE.match(text, 0, 200)
-    return (math.log1p(len(text)), math.log1p(text.count("\n")),
-            float(returncode is not None and returncode.group(1) != "0"),
-            float("Traceback (most recent call last)" in text or "Error:" in text),
-            float("<warning>" in text or "too long" in text or "truncated" in text or "elided" in text))
+    texts: list[str]
+    kind: np.ndarray  # per segment: _RESULT, _CALL or _TEXT
+    at: np.ndarray  # per segment: message index
+    owner: np.ndarray  # per segment: result or call number (-1 for text)
+    static: np.ndarray  # per result: characters, lines, error mark, truncation mark, not a success
+    result_call: np.ndarray  # per result: its call's number
+    result_at: np.ndarray  # per result: message index
+    call_at: np.ndarray  # per call: message index
+    commands: list[list]  # per call: [category, runs of this command, last message index running it]
 
 
-@dataclass(slots=True)
-class _Result:
-    """Running facts about one answered call."""
-
-    index: int  # message index of the result
-    static: tuple[float, ...]
-    novel: int  # distinctive words this result was the first to show
-    live: int = 0  # novel words for which it is still the latest result
-    unsaid: int = 0  # live words nobody has written since
-    refs: set[str] = field(default_factory=set)  # novel words referred to later
-    last_ref: int = -1
-    input_referenced: bool = False
-
-
-@dataclass
-class FeatureState:
-    """What the messages seen so far say, updated one message at a time (see the module docstring)."""
-
-    messages: list[object] = field(default_factory=list)
-    first_seen: set[str] = field(default_factory=set)
-    said: set[str] = field(default_factory=set)  # words the agent or user wrote (text or call input)
-    owner: dict[str, str] = field(default_factory=dict)  # novel word -> call id of the result that showed it
-    live_of: dict[str, str] = field(default_factory=dict)  # word -> call id still its latest source
-    own_owners: dict[str, list[str]] = field(default_factory=dict)  # call word -> call ids using it
-    calls: dict[str, tuple[int, CallInfo]] = field(default_factory=dict)
-    results: dict[str, _Result] = field(default_factory=dict)
-    last_call: dict[tuple[str, str], int] = field(default_factory=dict)
-    repeats: dict[tuple[str, str], int] = field(default_factory=dict)
-    path_read: dict[str, int] = field(default_factory=dict)
-    path_edit: dict[str, int] = field(default_factory=dict)
-    edit_at: list[int] = field(default_factory=list)
-
-    def continues(self, messages: tuple[object, ...]) -> bool:
-        """True when `messages` starts with the messages already seen: equal values, so a host that
-        rebuilds its messages each turn (every framework integration does) still only pays for new ones.
-        Identical objects compare in constant time."""
-        n = len(self.messages)
-        return n <= len(messages) and self.messages == list(messages[:n])
-
-    def add(self, message: object, i: int) -> None:
-        """Take in message number `i`."""
-        self.messages.append(message)
-        for block in message.content:  # type: ignore[attr-defined]
-            if isinstance(block, ToolResultBlock):
-                self._result(block, i)
-            elif isinstance(block, ToolUseBlock):
-                info = call_info(block)
-                self._said(info.own, i)
-                self._call(block, info, i)
-            elif isinstance(block, TextBlock):
-                self._said(frozenset(w for w in words(block.text) if _distinctive(w)), i)
-
-    def _result(self, block: ToolResultBlock, i: int) -> None:
-        text = block.text
-        found = {w for w in words(_scan(text)) if _distinctive(w)}
-        novel = found - self.first_seen
-        for w in found - novel:  # an older result stops being the latest source of these words
-            holder = self.live_of.pop(w, None)
-            if holder is not None:
-                previous = self.results[holder]
-                previous.live -= 1
-                if w not in self.said:
-                    previous.unsaid -= 1
-        self.first_seen |= novel
-        self.owner.update(dict.fromkeys(novel, block.id))
-        self.live_of.update(dict.fromkeys(novel, block.id))
-        self.results[block.id] = _Result(i, _result_static(text), len(novel), len(novel), len(novel))
-
-    def _said(self, found: frozenset[str], i: int) -> None:
-        for w in found:
-            if w in self.owner:
-                result = self.results[self.owner[w]]
-                if i > result.index:
-                    result.refs.add(w)
-                    result.last_ref = i
-            if w not in self.said:
-                holder = self.live_of.get(w)
-                if holder is not None:
-                    self.results[holder].unsaid -= 1
-            for cid in self.own_owners.get(w, ()):
-                result = self.results.get(cid)
-                if result is not None and i > result.index:
-                    result.input_referenced = True
-        self.said |= found
-        self.first_seen |= found
-
-    def _call(self, block: ToolUseBlock, info: CallInfo, i: int) -> None:
-        self.calls[block.id] = (i, info)
-        signature = (block.name, info.command)
-        self.last_call[signature] = i
-        self.repeats[signature] = self.repeats.get(signature, 0) + 1
-        if info.kind == "edit":
-            self.edit_at.append(i)
-        target = self.path_edit if info.kind == "edit" else self.path_read
-        target.update(dict.fromkeys(info.paths, i))
-        for w in info.own:  # registered after the call's own words were read: self-mention is not use
-            self.own_owners.setdefault(w, []).append(block.id)
+def _read(messages: tuple) -> _Reading:
+    """The segments and facts, in reading order (a word's first segment is where it was first seen)."""
+    texts: list[str] = []
+    where: list[int] = []  # (kind, message index, result or call number) of each segment, flat
+    static: list[int] = []  # (characters, lines, error mark, truncation mark, failed state, call) per result
+    add_text, add_where, add_static = texts.append, where.extend, static.extend
+    n_results = 0
+    calls: dict[str, int] = {}
+    seen_commands: dict[tuple[str, str], list] = {}
+    commands: list[list] = []
+    for i, message in enumerate(messages):
+        for block in message.content:
+            kind = type(block)
+            if kind is ToolResultBlock:
+                text = block.text
+                ends = text if len(text) <= 2 * _SCAN else text[:_SCAN] + " " + text[-_SCAN:]
+                r, n_results = n_results, n_results + 1
+                add_static((len(text), text.count("\n"),
+                            "Traceback (most recent call last)" in ends or "Error:" in ends,
+                            "<warning>" in ends or "too long" in ends or "truncated" in ends or "elided" in ends,
+                            block.state != "success", calls[block.id]))
+                add_text(ends)
+                add_where((_RESULT, i, r))
+            elif kind is ToolUseBlock:
+                command = command_text(block.input)
+                key = (block.name, command)
+                seen = seen_commands.get(key)
+                if seen is None:
+                    seen = seen_commands[key] = [category(block.name, command), 0, i]
+                seen[1] += 1
+                seen[2] = i
+                calls[block.id] = c = len(commands)
+                commands.append(seen)
+                add_text(command[:_WORDS_OF_COMMAND])
+                add_where((_CALL, i, c))
+            elif kind is TextBlock and message.role != "assistant":  # the task, not thoughts
+                add_text(block.text)
+                add_where((_TEXT, i, -1))
+    kinds, at, owner = np.asarray(where, dtype=np.int64).reshape(-1, 3).T
+    result_at = np.empty(n_results, dtype=np.int64)
+    result_at[owner[kinds == _RESULT]] = at[kinds == _RESULT]
+    call_at = np.empty(len(commands), dtype=np.int64)
+    call_at[owner[kinds == _CALL]] = at[kinds == _CALL]
+    facts = np.asarray(static, dtype=np.int64).reshape(-1, 6)
+    return _Reading(texts, kinds, at, owner, facts[:, :5].astype(np.float64), facts[:, 5], result_at, call_at,
+                    commands)
 
 
-def transcript_features(transcript: Transcript, state: FeatureState | None = None) -> dict[str, list[float]]:
-    """A feature vector (in `FEATURE_NAMES` order) for every pair, at the end of the transcript.
+@dataclass(frozen=True, slots=True)
+class _WordFacts:
+    """Per result: words it showed first (novel), those no later result shows (live), those of them
+    nobody wrote (unsaid), those written since (refs) and when last (-1: never). Per call: its own words
+    written again after its result; its paths named by a later read or edit."""
 
-    Pass the `state` of an earlier call to continue from it when this transcript extends the same
-    messages; otherwise (or when it does not) the state is rebuilt from the first message."""
-    messages = transcript.messages
-    if state is None or not state.continues(messages):
-        fresh = FeatureState()
-        if state is not None:
-            state.__dict__.update(fresh.__dict__)
-        else:
-            state = fresh
-    for i in range(len(state.messages), len(messages)):
-        state.add(messages[i], i)
-    n_messages, n_pairs = len(messages), len(transcript.pairs)
-    edits = len(state.edit_at)
-    out: dict[str, list[float]] = {}
-    for index, pair in enumerate(transcript.pairs):
-        c, call = state.calls[pair.call_id]
-        result = state.results[pair.call_id]
-        r, signature = result.index, (pair.tool, call.command)
-        features = [
-            math.log1p(n_pairs - index - 1),
-            math.log1p(n_messages - r - 1),
-            (index + 1) / n_pairs,
-            *result.static,
-            float(state.last_call[signature] > c),
-            float(any(state.path_read.get(p, -1) > c for p in call.paths)),
-            float(any(state.path_edit.get(p, -1) > c for p in call.paths)),
-            math.log1p(result.novel),
-            math.log1p(len(result.refs)),
-            float(bool(result.refs)),
-            math.log1p(n_messages - 1 - max(result.last_ref, r)),
-            float(result.input_referenced),
-            float(pair.result.state != "success"),
-            math.log1p(result.live),
-            math.log1p(result.unsaid),
-            result.unsaid / max(1, result.novel),
-            math.log1p(state.repeats[signature] - 1),
-            math.log1p(edits - bisect.bisect_right(state.edit_at, c)),
-            math.log1p(n_pairs),
-            math.log1p(edits),
-        ]
-        features += [float(call.kind == k) for k in CATEGORIES]
-        out[pair.key] = features
-    return out
+    novel: np.ndarray
+    live: np.ndarray
+    unsaid: np.ndarray
+    refs: np.ndarray
+    last_ref: np.ndarray
+    input_referenced: np.ndarray
+    reread: np.ndarray
+    edited: np.ndarray
+
+
+def _word_facts(reading: _Reading, words: Words, edit: np.ndarray) -> _WordFacts:
+    kind, at, owner = (a[words.segment] for a in (reading.kind, reading.at, reading.owner))
+    n_results, n_calls = reading.result_at.size, reading.call_at.size
+    # groups: one per distinct word, its first segment leading
+    new = np.ones(words.hash.size, dtype=bool)
+    new[1:] = words.hash[1:] != words.hash[:-1]
+    group = np.cumsum(new) - 1
+    n_groups = int(group[-1]) + 1 if group.size else 0
+    lead = np.flatnonzero(new)
+    is_said = kind != _RESULT
+    shown = np.bincount(group, weights=~is_said, minlength=n_groups)
+    said = np.bincount(group, weights=is_said, minlength=n_groups)
+    last_said = np.full(n_groups, -1, dtype=np.int64)
+    np.maximum.at(last_said, group[is_said], at[is_said])
+
+    novel_groups = np.flatnonzero(kind[lead] == _RESULT)
+    holder = owner[lead][novel_groups]
+    live = shown[novel_groups] == 1
+    used = last_said[novel_groups] > reading.result_at[holder]
+    last_ref = np.full(n_results, -1, dtype=np.int64)
+    np.maximum.at(last_ref, holder[used], last_said[novel_groups][used])
+
+    is_call = kind == _CALL
+    own_call = owner[is_call]
+    call_result_at = np.full(n_calls, np.iinfo(np.int64).max, dtype=np.int64)  # pending: never answered
+    call_result_at[reading.result_call] = reading.result_at
+    input_referenced = np.zeros(n_calls, dtype=bool)
+    np.logical_or.at(input_referenced, own_call, last_said[group[is_call]] > call_result_at[own_call])
+
+    is_path = is_call & words.path
+    path_call, path_group, path_at = owner[is_path], group[is_path], at[is_path]
+    by_edit = edit[path_call]
+    last_read = np.full(n_groups, -1, dtype=np.int64)
+    last_edit = np.full(n_groups, -1, dtype=np.int64)
+    np.maximum.at(last_read, path_group[~by_edit], path_at[~by_edit])
+    np.maximum.at(last_edit, path_group[by_edit], path_at[by_edit])
+    reread = np.zeros(n_calls, dtype=bool)
+    edited = np.zeros(n_calls, dtype=bool)
+    np.logical_or.at(reread, path_call, last_read[path_group] > path_at)
+    np.logical_or.at(edited, path_call, last_edit[path_group] > path_at)
+    return _WordFacts(np.bincount(holder, minlength=n_results), np.bincount(holder, weights=live, minlength=n_results),
+                      np.bincount(holder, weights=live & (said[novel_groups] == 0), minlength=n_results),
+                      np.bincount(holder, weights=used, minlength=n_results), last_ref, input_referenced, reread, edited)
+
+
+def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
+    """The pair keys and their feature rows (`FEATURE_NAMES` order), at the end of the transcript."""
+    messages, pairs = transcript.messages, transcript.pairs
+    if not pairs:
+        return [], np.zeros((0, len(FEATURE_NAMES)))
+    reading = _read(messages)
+    buffer = Buffer.of(reading.texts)
+    edit = np.asarray([seen[0] == "edit" for seen in reading.commands], dtype=bool)
+    w = _word_facts(reading, find_words(buffer), edit)
+    failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result
+    failing = buffer.segments_matching(_RETURNCODE)
+    failed[reading.owner[failing[reading.kind[failing] == _RESULT]]] = True
+
+    n_messages, n_pairs = len(messages), len(pairs)
+    if reading.result_at.size != n_pairs:  # analyze pairs every result, in the order they appear
+        raise ValueError("feature_matrix needs a transcript validated by jev.transcript.analyze")
+    edit_at = reading.call_at[edit]
+    r = np.arange(n_pairs)  # pairs are numbered in the order their results appear, as results are here
+    c = reading.result_call
+    c_at, r_at, static = reading.call_at[c], reading.result_at, reading.static
+    command = [reading.commands[k] for k in c.tolist()]
+    X = np.empty((n_pairs, len(FEATURE_NAMES)))
+    X[:, 0] = np.log1p(n_pairs - r - 1)
+    X[:, 1] = np.log1p(n_messages - r_at - 1)
+    X[:, 2] = (r + 1) / n_pairs
+    X[:, 3:5] = np.log1p(static[:, 0:2])
+    X[:, 5] = failed[r]
+    X[:, 6:8] = static[:, 2:4]
+    X[:, 8] = np.asarray([seen[2] for seen in command]) > c_at
+    X[:, 9] = w.reread[c]
+    X[:, 10] = w.edited[c]
+    X[:, 11] = np.log1p(w.novel[r])
+    X[:, 12] = np.log1p(w.refs[r])
+    X[:, 13] = w.refs[r] > 0
+    X[:, 14] = np.log1p(n_messages - 1 - np.maximum(w.last_ref[r], r_at))
+    X[:, 15] = w.input_referenced[c]
+    X[:, 16] = static[:, 4]
+    X[:, 17] = np.log1p(w.live[r])
+    X[:, 18] = np.log1p(w.unsaid[r])
+    X[:, 19] = w.unsaid[r] / np.maximum(1, w.novel[r])
+    X[:, 20] = np.log1p([seen[1] - 1 for seen in command])
+    X[:, 21] = np.log1p(edit_at.size - np.searchsorted(edit_at, c_at, side="right"))
+    X[:, 22] = np.log1p(n_pairs)
+    X[:, 23] = np.log1p(edit_at.size)
+    X[:, 24:] = np.asarray([CATEGORIES.index(seen[0]) for seen in command])[:, None] == np.arange(len(CATEGORIES))
+    return [p.key for p in pairs], X
+
+
+def transcript_features(transcript: Transcript) -> dict[str, list[float]]:
+    """A feature vector (in `FEATURE_NAMES` order) for every pair, at the end of the transcript."""
+    keys, X = feature_matrix(transcript)
+    return dict(zip(keys, X.tolist(), strict=True))

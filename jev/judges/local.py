@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
-from .features import FEATURE_NAMES, FeatureState, transcript_features
+from .features import FEATURE_NAMES, feature_matrix
 
 MODEL = "jev-local-1"
 _HEADS = ("keep_call", "keep_result")
@@ -58,47 +58,28 @@ class _Head:
 class LocalJudge:
     """The offline default judge. Needs the in-process transcript; sends nothing anywhere.
 
-    `model_path` loads other weights (e.g. retrained on your own shadow logs). The judge keeps a
-    `FeatureState` for each of the last `sessions` histories it judged, so repeated plans over a growing
-    history only pay for the new messages, even when one judge serves several agents in turn."""
+    `model_path` loads other weights (e.g. retrained on your own shadow logs). Stateless: every plan reads
+    the history it is given, in one vectorised pass."""
 
-    def __init__(self, model_path: str | None = None, *, sessions: int = 8) -> None:
-        if not isinstance(sessions, int) or isinstance(sessions, bool) or sessions < 1:
-            raise ConfigError(f"LocalJudge sessions must be an integer >= 1 (got {sessions!r})")
+    def __init__(self, model_path: str | None = None) -> None:
         spec = load_model(model_path)
         self.model = MODEL if model_path is None else f"{MODEL}:{Path(model_path).name}"
         self.card = spec.get("card", {})
         self._heads = {name: _Head(spec["heads"][name]) for name in _HEADS}
-        self._states: list[FeatureState] = []  # most recently used last
-        self._sessions = sessions
         self._last: tuple[Any, dict[str, tuple[float, float]]] | None = None
 
     def scores(self, transcript: Any) -> dict[str, tuple[float, float]]:
         """(keep_call, keep_result) for every pair of the transcript, at its end."""
         if self._last is not None and self._last[0] is transcript:  # batches of one plan share it
             return self._last[1]
-        feats = transcript_features(transcript, self._state_for(transcript.messages))
-        keys = list(feats)
+        keys, X = feature_matrix(transcript)
         out: dict[str, tuple[float, float]] = {}
         if keys:
-            X = np.asarray([feats[k] for k in keys], dtype=float)
-            call, result = self._heads["keep_call"](X), self._heads["keep_result"](X)
-            out = {k: (round(float(c), 4), round(float(r), 4)) for k, c, r in zip(keys, call, result, strict=True)}
+            call = [round(p, 4) for p in self._heads["keep_call"](X).tolist()]
+            result = [round(p, 4) for p in self._heads["keep_result"](X).tolist()]
+            out = dict(zip(keys, zip(call, result, strict=True), strict=True))
         self._last = (transcript, out)
         return out
-
-    def _state_for(self, messages: tuple[Any, ...]) -> FeatureState:
-        """The kept state this history continues (moved to most recent), else a new one (the least recently
-        used is dropped beyond `sessions`)."""
-        for k in range(len(self._states) - 1, -1, -1):
-            state = self._states[k]
-            if state.messages and state.continues(messages):
-                self._states.append(self._states.pop(k))
-                return state
-        state = FeatureState()
-        self._states.append(state)
-        del self._states[:-self._sessions]
-        return state
 
     async def ask(self, request: JudgeRequest) -> Answers:
         if request.transcript is None:
