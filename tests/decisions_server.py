@@ -32,6 +32,9 @@ class DecisionsServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes: with Nagle on, a kept-alive connection waits for the
+            # client's delayed ACK (~40 ms) between them, as real servers do not.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
