@@ -134,3 +134,18 @@ def test_the_change_guard_sees_every_change_while_judging_and_nothing_else(messa
         return
     changed = decision.reason is Reason.TRANSCRIPT_CHANGED
     assert changed is (mutation != "none"), (mutation, decision.reason, decision.detail)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts())
+def test_the_local_judge_scores_every_pair_of_any_history(messages: list[Message]) -> None:
+    """Any valid history — parallel and pending calls, non-ASCII text and inputs — gets a probability
+    pair for each of its pairs, the same on every call, whatever else the judge has seen."""
+    from jev.judges import LocalJudge
+    transcript = analyze(messages)
+    scores = LocalJudge().scores(transcript)
+    assert list(scores) == [p.key for p in transcript.pairs]
+    assert all(0.0 <= p <= 1.0 for pair in scores.values() for p in pair)
+    other = LocalJudge()
+    other.scores(analyze(messages + [Message("later", "user", (TextBlock("ünïcödé later text 42/x.py"),))]))
+    assert other.scores(analyze(messages)) == scores
