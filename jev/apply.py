@@ -50,7 +50,9 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], trunc
                 block = replaced[block.id]
             blocks.append(block)
         if blocks:
-            out.append(message.replace(content=tuple(blocks)))
+            out.append(Message(message.id, message.role, tuple(blocks), message.name, message.metadata,
+                               message.timestamp) if type(message) is Message  # 3x cheaper than replace()
+                       else message.replace(content=tuple(blocks)))
     _assert_results_have_calls(out)
     return out
 

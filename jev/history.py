@@ -134,12 +134,19 @@ def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
         if id(message) in before:
             continue
         original = replaced.get(getattr(message, "id", None))
-        if original is not None and message.replace(content=original[0].content) == original[0]:
+        if original is not None and _same_but_content(message, original[0]):
             added += original[1] - _content_chars(original[0].content) + _content_chars(message.content)
         else:
             added += chars(_encode(message))
     commas = max(0, len(compacted) - 1) - max(0, len(judged.messages) - 1)
     return judged.chars - removed + added + commas
+
+
+def _same_but_content(message: Any, original: Message) -> bool:
+    """`message` is `original` rebuilt with other content: every other field the very same value."""
+    return (type(message) is Message and message.id == original.id and message.role == original.role
+            and message.name is original.name and message.metadata is original.metadata
+            and message.timestamp is original.timestamp)
 
 
 def _content_chars(blocks: tuple[Any, ...]) -> int:
