@@ -12,11 +12,12 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from loopback import JsonHandler, LoopbackServer
 
-class DecisionsServer:
+
+class DecisionsServer(LoopbackServer):
     def __init__(self, script: list[str | int] | None = None, *, probability: Callable[[str], float] = lambda n: 0.5,
                  default: str | int = "answer", latency: float = 0.0) -> None:
         self.script = list(script or [])
@@ -30,14 +31,9 @@ class DecisionsServer:
         self._lock = threading.Lock()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # Headers and body go out as two writes: with Nagle on, a kept-alive connection waits for the
-            # client's delayed ACK (~40 ms) between them, as real servers do not.
-            disable_nagle_algorithm = True
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 with outer._lock:
                     outer.requests.append(body)
                     outer.peers.append(self.client_address)
@@ -49,21 +45,10 @@ class DecisionsServer:
                 if status is None:  # stall until the client hangs up or the server stops
                     outer.stop.wait(30)
                     return
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                if status == 429:
-                    self.send_header("Retry-After", "0")
-                self.end_headers()
-                self.wfile.write(payload)
+                self.send_json(status, payload, {"Retry-After": "0"} if status == 429 else None)
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__(Handler)
+        self.base_url = f"{self.url}/v1"
 
     def respond(self, action: str | int, body: dict[str, Any]) -> tuple[int | None, bytes]:
         questions = body["questions"]
@@ -87,11 +72,5 @@ class DecisionsServer:
                  "total_tokens": 100 + len(questions)}
         return 200, json.dumps({"answers": answers, "model": body["model"], "usage": usage}).encode()
 
-    def __enter__(self) -> DecisionsServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def closing(self) -> None:
+        self.stop.set()  # stalled requests give up

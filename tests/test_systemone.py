@@ -10,10 +10,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import SCOPE, CountingArchive, compactor, reference_config, reference_messages
+from loopback import JsonHandler, LoopbackServer
 
 from jev import ConfigError, JudgeError, Mode, Reason, Status
 from jev.judges import JudgeRequest, SystemOneJudge
@@ -22,7 +22,7 @@ from jev.judges.systemone import endpoint_url
 from jev.questions import Question
 
 
-class Server:
+class Server(LoopbackServer):
     """A real HTTP server on 127.0.0.1 whose reply is a function of the parsed request."""
 
     def __init__(self, reply: Callable[[dict, dict], tuple[int, bytes]]) -> None:
@@ -30,36 +30,15 @@ class Server:
         self.peers: list[tuple[str, int]] = []  # the client address of each request: one per connection
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
-            disable_nagle_algorithm = True  # and no delayed-ACK stall between headers and body
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 outer.requests.append((self.path, headers, body))
                 outer.peers.append(self.client_address)
-                status, payload = reply(headers, body)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.send_json(*reply(headers, body))
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def noul(p: float) -> Callable[[dict, dict], tuple[int, bytes]]:

@@ -17,7 +17,8 @@ import orjson
 
 from ..errors import FormatError
 from ._common import SOURCE_KEY, each_message, parse_arguments
-from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+                          block_to_dict)
 
 _STATES = {"success": "success", "error": "error", "interrupted": "incomplete", "denied": "rejected",
            "running": "pending"}
@@ -138,14 +139,11 @@ _STATE_NAMES = {v: k for k, v in _STATES.items()}
 
 
 def _fresh(block: Block) -> dict[str, Any]:
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, ThinkingBlock):
-        return {"type": "thinking", "thinking": block.thinking}
+    """An AgentScope block for one added in Python; text, thinking and others have jev's own shape."""
     if isinstance(block, ToolUseBlock):
         raw_input = block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode()
         return {"type": "tool_call", "id": block.id, "name": block.name, "input": raw_input}
     if isinstance(block, ToolResultBlock):
         return _dump_result({"type": "tool_result", "id": block.id, "name": block.name, "output": None,
                              "state": _STATE_NAMES.get(block.state, "success")}, block)
-    return dict(block.data)  # type: ignore[union-attr]
+    return block_to_dict(block)

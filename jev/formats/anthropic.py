@@ -13,7 +13,8 @@ from typing import Any
 
 from ..errors import FormatError
 from ._common import SOURCE_KEY, each_message
-from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+                          block_to_dict)
 
 
 
@@ -120,13 +121,8 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _fresh(block: Block) -> dict[str, Any]:
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, ThinkingBlock):
-        return {"type": "thinking", "thinking": block.thinking}
-    if isinstance(block, ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    """An Anthropic block for one added in Python; text, thinking, tool use and others have jev's shape."""
     if isinstance(block, ToolResultBlock):
         return _dump_result({"type": "tool_result", "tool_use_id": block.id, "content": None} |
                             ({"is_error": True} if block.state == "error" else {}), block)
-    return dict(block.data)  # type: ignore[union-attr]
+    return block_to_dict(block)
