@@ -50,6 +50,33 @@ def test_a_model_for_other_features_is_refused(tmp_path: Path) -> None:
         LocalJudge(str(bad))
 
 
+@pytest.mark.parametrize(("change", "error"), [
+    (lambda m: m["heads"].pop("keep_result"), "heads.keep_result must be an object"),
+    (lambda m: m["heads"]["keep_call"]["coef"].pop(), r"heads.keep_call.coef must be a list of \d+ numbers"),
+    (lambda m: m["heads"]["keep_call"]["mean"].__setitem__(0, "1"), r"heads.keep_call.mean must be a list"),
+    (lambda m: m["heads"]["keep_call"]["scale"].__setitem__(0, 0), "heads.keep_call.scale must not contain 0"),
+    (lambda m: m["heads"]["keep_result"].pop("intercept"), "heads.keep_result.intercept must be a number"),
+    (lambda m: m["heads"]["keep_result"]["isotonic"]["y"].pop(), "heads.keep_result.isotonic must hold"),
+    (lambda m: m["heads"]["keep_result"]["isotonic"]["x"].reverse(), "heads.keep_result.isotonic must hold"),
+    (lambda m: m.update(version=2), "unknown format or version"),
+])
+def test_a_broken_model_is_refused_naming_the_field(tmp_path: Path, change, error: str) -> None:
+    model = json.loads((ROOT / "jev" / "judges" / "local_model.json").read_text())
+    change(model)
+    bad = tmp_path / "model.json"
+    bad.write_text(json.dumps(model))
+    with pytest.raises(ConfigError, match=error):
+        LocalJudge(str(bad))
+
+
+def test_an_unreadable_or_non_json_model_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        LocalJudge(str(tmp_path / "missing.json"))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="not JSON"):
+        LocalJudge(str(tmp_path / "bad.json"))
+
+
 def _ask(judge: LocalJudge, messages) -> dict[str, float]:
     t = analyze(messages)
     questions = tuple(q for p in t.pairs for q in questions_for(p))

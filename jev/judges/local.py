@@ -9,12 +9,12 @@ and shipped as JSON in the package (`local_model.json`, never pickle). Features 
 from __future__ import annotations
 
 import functools
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
@@ -26,19 +26,48 @@ _HEADS = ("keep_call", "keep_result")
 
 @functools.lru_cache(maxsize=4)
 def load_model(path: str | None = None) -> dict[str, Any]:
-    """The model document (JSON), checked against the features this code computes."""
-    text = Path(path).read_text() if path else resources.files(__package__).joinpath("local_model.json").read_text()
-    model = json.loads(text)
-    if model.get("format") != "jev-local-judge" or model.get("version") != 1:
+    """The model document (JSON), checked against the features this code computes; `ConfigError` names
+    the field and the rule when it is not a model this version can run."""
+    try:
+        text = (Path(path).read_bytes() if path
+                else resources.files(__package__).joinpath("local_model.json").read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"local judge model: cannot read {path} ({exc.strerror or exc})") from None
+    try:
+        model = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"local judge model: not JSON ({exc})") from None
+    if not isinstance(model, dict) or model.get("format") != "jev-local-judge" or model.get("version") != 1:
         raise ConfigError("local judge model: unknown format or version")
     if tuple(model.get("features", ())) != FEATURE_NAMES:
         raise ConfigError("local judge model: its features do not match this version's (retrain it)")
+    heads = model.get("heads")
     for head in _HEADS:
-        h = model["heads"][head]
-        for key, size in (("mean", len(FEATURE_NAMES)), ("scale", len(FEATURE_NAMES)), ("coef", len(FEATURE_NAMES))):
-            if len(h[key]) != size:
-                raise ConfigError(f"local judge model: heads.{head}.{key} must have {size} values")
+        _check_head(heads.get(head) if isinstance(heads, dict) else None, f"heads.{head}")
     return model
+
+
+def _numbers(value: Any, size: int | None = None) -> bool:
+    return (isinstance(value, list) and (size is None or len(value) == size)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
+
+
+def _check_head(spec: Any, where: str) -> None:
+    n = len(FEATURE_NAMES)
+    if not isinstance(spec, dict):
+        raise ConfigError(f"local judge model: {where} must be an object")
+    for key in ("mean", "scale", "coef"):
+        if not _numbers(spec.get(key), n):
+            raise ConfigError(f"local judge model: {where}.{key} must be a list of {n} numbers")
+    if 0 in spec["scale"]:
+        raise ConfigError(f"local judge model: {where}.scale must not contain 0")
+    if not _numbers([spec.get("intercept")]):
+        raise ConfigError(f"local judge model: {where}.intercept must be a number")
+    iso = spec.get("isotonic")
+    x, y = (iso.get("x"), iso.get("y")) if isinstance(iso, dict) else (None, None)
+    if not (_numbers(x) and _numbers(y, len(x)) and x and all(a <= b for a, b in zip(x, x[1:]))):
+        raise ConfigError(f"local judge model: {where}.isotonic must hold x (ascending) and y, lists of as "
+                          "many numbers")
 
 
 class _Head:
