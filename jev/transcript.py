@@ -292,7 +292,7 @@ class Pair:
     result: ToolResultBlock
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Transcript:
     """A validated message list with its pair table and the ids of calls still pending."""
 

@@ -50,6 +50,19 @@ def test_a_model_for_other_features_is_refused(tmp_path: Path) -> None:
         LocalJudge(str(bad))
 
 
+def test_the_judge_holds_no_history_after_a_plan() -> None:
+    import gc
+    import weakref
+    judge = LocalJudge()
+    t = analyze([msg("0", "user", text("Fix a.py")), msg("c", "assistant", call("x")), msg("r", "tool", result("x"))])
+    first = _ask(judge, t.messages)
+    assert _ask(judge, t.messages) == first and judge.scores(t) is judge.scores(t)  # one scoring per transcript
+    held = weakref.ref(t)
+    del t
+    gc.collect()
+    assert held() is None
+
+
 @pytest.mark.parametrize(("change", "error"), [
     (lambda m: m["heads"].pop("keep_result"), "heads.keep_result must be an object"),
     (lambda m: m["heads"]["keep_call"]["coef"].pop(), r"heads.keep_call.coef must be a list of \d+ numbers"),

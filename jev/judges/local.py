@@ -9,6 +9,7 @@ and shipped as JSON in the package (`local_model.json`, never pickle). Features 
 from __future__ import annotations
 
 import functools
+import weakref
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -95,11 +96,13 @@ class LocalJudge:
         self.model = MODEL if model_path is None else f"{MODEL}:{Path(model_path).name}"
         self.card = spec.get("card", {})
         self._heads = {name: _Head(spec["heads"][name]) for name in _HEADS}
-        self._last: tuple[Any, dict[str, tuple[float, float]]] | None = None
+        # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
+        # history outlives its plan here
+        self._last: tuple[weakref.ref[Any], dict[str, tuple[float, float]]] | None = None
 
     def scores(self, transcript: Any) -> dict[str, tuple[float, float]]:
         """(keep_call, keep_result) for every pair of the transcript, at its end."""
-        if self._last is not None and self._last[0] is transcript:  # batches of one plan share it
+        if self._last is not None and self._last[0]() is transcript:
             return self._last[1]
         keys, X = feature_matrix(transcript)
         out: dict[str, tuple[float, float]] = {}
@@ -107,7 +110,7 @@ class LocalJudge:
             call = [round(p, 4) for p in self._heads["keep_call"](X).tolist()]
             result = [round(p, 4) for p in self._heads["keep_result"](X).tolist()]
             out = dict(zip(keys, zip(call, result, strict=True), strict=True))
-        self._last = (transcript, out)
+        self._last = (weakref.ref(transcript), out)
         return out
 
     async def ask(self, request: JudgeRequest) -> Answers:
