@@ -1,8 +1,10 @@
 """Speed of one plan with the replay judge — all local work: parse, validate, state, batches, apply,
-reduction, change guard, records — on real transcripts of 40, 400 and 4 000 pairs, against
+reduction, change guard, records — on real transcripts of 40, 400, 4 000 and 16 000 pairs, against
 (a) the floor: canonical JSON + SHA-256 of the same transcript, and
 (b) LangChain's ClearToolUsesEdit(trigger=0, keep=3).apply on the same transcript as LangChain messages
     with the approximate token counter; and the peak memory of a plan against the transcript's size.
+The edit slices the message list once per result it clears, so its time grows with the square of the
+pairs while a plan's grows with the pairs: the 16 000-pair row shows them drawing apart.
 
     python benchmarks/plan_speed.py
 """
@@ -21,7 +23,7 @@ from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_j
 from jev.judges import ReplayJudge  # noqa: E402
 from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, analyze  # noqa: E402
 
-SIZES = (40, 400, 4000)
+SIZES = (40, 400, 4000, 16000)
 CONFIG = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=6, max_state_tokens=20_000_000,
                           max_request_tokens=20_100_000, max_questions=512, max_transcript_chars=500_000_000,
                           minimum_reduction=0.0)
@@ -63,7 +65,7 @@ def main() -> None:
     print(f"{'pairs':>6} {'MB':>6} {'load+plan ms':>13} {'plan ms':>8} {'floor ms':>9} {'plan/floor':>11} "
           f"{'LC edit ms':>11} {'load+plan/LC':>13} {'plan/LC':>8} {'LC copy+edit ms':>16} {'plan/that':>10} "
           f"{'peak MB':>8} {'peak/size':>10}")
-    times = {}
+    times, plans, edits = {}, {}, {}
     for pairs in SIZES:
         messages = transcript(pairs)
         data = formats.dump(messages)
@@ -81,7 +83,7 @@ def main() -> None:
             decision = compactor.plan_sync(messages)
             assert decision.plan is not None, decision.detail
 
-        repeat = 5 if pairs < 4000 else 3
+        repeat = 5 if pairs < 4000 else 3 if pairs < 16000 else 2
         t_load_plan = timeit(load_and_plan, repeat=repeat)
         t_plan = timeit(plan, repeat=repeat)
         t_floor = timeit(lambda: hashlib.sha256(canonical_json(messages)).digest(), repeat=repeat)
@@ -97,11 +99,13 @@ def main() -> None:
         load_and_plan()
         _current, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        times[pairs] = t_load_plan
+        times[pairs], plans[pairs], edits[pairs] = t_load_plan, t_plan, t_lc
         print(f"{pairs:>6} {size / 1e6:>6.1f} {t_load_plan * 1000:>13.1f} {t_plan * 1000:>8.1f} {t_floor * 1000:>9.2f} "
               f"{t_plan / t_floor:>10.2f}x {t_lc * 1000:>11.1f} {t_load_plan / t_lc:>12.2f}x {t_plan / t_lc:>7.2f}x "
               f"{t_lc_copy * 1000:>16.1f} {t_plan / t_lc_copy:>9.2f}x {peak / 1e6:>8.1f} {peak / size:>9.2f}x")
-    print(f"scaling: 100x the pairs took {times[4000] / times[40]:.0f}x the time (goal <= 120x)")
+    print(f"scaling: 100x the pairs took {times[4000] / times[40]:.0f}x the time (goal <= 120x); "
+          f"4x the pairs (4 000 -> 16 000): plan {plans[16000] / plans[4000]:.1f}x, "
+          f"LC edit {edits[16000] / edits[4000]:.1f}x")
     print("goals: plan/LC <= 1x at 400 pairs and <= 0.25x at 4000; plan/floor <= 10x; peak <= 3x the transcript")
     print("every timing runs with the garbage collector paused, ours and LangChain's alike")
 

@@ -316,18 +316,18 @@ def analyze(messages: Sequence[Message]) -> Transcript:
     pairs: list[Pair] = []
     for i, message in enumerate(messages):
         for j, block in enumerate(message.content):
-            where = f"messages[{i}].content[{j}]"
             if isinstance(block, ToolUseBlock):
                 if not block.id.strip() or block.id in calls:
-                    raise TranscriptError(f"ambiguous call id {block.id!r} at {where}")
+                    raise TranscriptError(f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]")
                 calls[block.id] = (i, block)
             elif isinstance(block, ToolResultBlock):
                 call = calls.get(block.id)
                 if call is None or call[0] >= i or call[1].name != block.name or block.id in answered:
-                    raise TranscriptError(f"unpaired result {block.id!r} ({block.name}) at {where}")
+                    raise TranscriptError(f"unpaired result {block.id!r} ({block.name}) at "
+                                          f"messages[{i}].content[{j}]")
                 answered.add(block.id)
                 pairs.append(Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block))
             elif not isinstance(block, (TextBlock, ThinkingBlock)):
-                raise TranscriptError(f"unsupported transcript content {block.type!r} at {where}")
+                raise TranscriptError(f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
     pending = frozenset(calls.keys() - answered)
     return Transcript(tuple(messages), tuple(pairs), pending)
