@@ -10,7 +10,8 @@ from typing import Any
 import asyncio
 
 from jev.errors import ArchiveError
-from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from jev.apply import is_truncated
+from jev.transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
 from .scope import Scope
 from .snapshot import check_reference
@@ -43,29 +44,46 @@ def restore_tool(archive: Any, scope: Scope, reference: str, *, name: str = NAME
 
     async def call(call_id: str) -> str:
         if not isinstance(call_id, str) or not call_id.strip():
-            return "call_id must be a non-blank string"
+            return _BLANK
         try:
-            messages = await asyncio.to_thread(archive.restore_pair, scope, reference, call_id)
+            return describe(await asyncio.to_thread(archive.restore_pair, scope, reference, call_id))
         except ArchiveError as exc:
             return f"Could not restore call {call_id!r}: {exc}"
-        parts = []
-        for message in messages:
-            for block in message.content:
-                if isinstance(block, ToolUseBlock):
-                    parts.append(f"Call {block.id} ({block.name}) with input {canonical_json(block.input).decode()}")
-                elif isinstance(block, ToolResultBlock):
-                    output = block.output if isinstance(block.output, str) else "\n".join(
-                        b.text if isinstance(b, TextBlock) else canonical_json(b).decode() for b in block.output)
-                    parts.append(f"Archived result ({block.state}):\n{output}")
-        return "\n".join(parts)
 
     return ToolDefinition(name, DESCRIPTION, SCHEMA, call)
 
 
+_BLANK = "call_id must be a non-blank string"
+
+
+def describe(messages: list[Message]) -> str:
+    """A restored pair as text for the agent: the call with its input, then the result."""
+    parts = []
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                parts.append(f"Call {block.id} ({block.name}) with input {canonical_json(block.input).decode()}")
+            elif isinstance(block, ToolResultBlock):
+                output = block.output if isinstance(block.output, str) else "\n".join(
+                    b.text if isinstance(b, TextBlock) else canonical_json(b).decode() for b in block.output)
+                parts.append(f"Archived result ({block.state}):\n{output}")
+    return "\n".join(parts)
+
+
 async def restore_latest(archive: Any, references: list[tuple[Scope, str]], call_id: str) -> str:
-    """Restore `call_id` from the newest snapshot that holds it (an agent's compactions, newest last)."""
+    """Restore `call_id` from the newest snapshot (an agent's compactions, newest last) that holds its
+    original result. A snapshot taken after an earlier compaction truncated the result holds only what
+    the truncation left, so older snapshots are read too; that remnant is the answer only when no
+    snapshot has more. Snapshots that cannot be read are passed over."""
+    if not isinstance(call_id, str) or not call_id.strip():
+        return _BLANK
+    remnant: list[Message] | None = None
     for scope, reference in reversed(references):
-        text = await restore_tool(archive, scope, reference).call(call_id=call_id)
-        if not text.startswith("Could not restore"):
-            return text
-    return f"No archived result for call {call_id!r}."
+        try:
+            pair = await asyncio.to_thread(archive.restore_pair, scope, reference, call_id)
+        except ArchiveError:
+            continue
+        if not any(isinstance(b, ToolResultBlock) and is_truncated(b) for m in pair for b in m.content):
+            return describe(pair)
+        remnant = remnant or pair
+    return describe(remnant) if remnant is not None else f"No archived result for call {call_id!r}."

@@ -20,6 +20,12 @@ def truncated_output(text: str, head_chars: int) -> tuple[TextBlock, ...] | None
     return (TextBlock(cut(text, head_chars) + "\n" + TRUNCATION_MARKER),)
 
 
+def is_truncated(result: ToolResultBlock) -> bool:
+    """The result is what TRUNCATE_RESULT left (a head and the marker), not an original: after a host's
+    format round trip too, where the one text block may have become a string."""
+    return result.text_only and result.text.endswith("\n" + TRUNCATION_MARKER)
+
+
 def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], truncate_head_chars: int) -> list[Message]:
     """The compacted history. Unchanged messages are the same objects; changed ones keep every field
     but their content; a message left with no blocks is removed."""
