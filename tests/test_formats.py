@@ -337,3 +337,91 @@ def test_agentscope_msg_survives_dropping_its_first_block() -> None:
     t = analyze(formats.load(doc, "agentscope"))
     out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "agentscope")
     assert [b.get("id") for b in out[1]["content"]] == ["c1", None] and out[1]["content"][1]["text"] == "waiting"
+
+
+# --- from one form to another --------------------------------------------------------------------------
+
+# What each form can hold of a result's state and of thinking; everything else must arrive unchanged.
+_STATES_HELD = {"openai-chat": lambda s: "success", "openai-responses": lambda s: "success" if s == "success" else "error",
+                "anthropic": lambda s: "success" if s == "success" else "error",
+                "langchain": lambda s: "success" if s == "success" else "error", "agentscope": lambda s: s,
+                "jev": lambda s: s, "mini-swe-agent": lambda s: "success"}
+_THINKING_HELD = {"openai-chat": False, "mini-swe-agent": False}
+_IDS_HELD = {"mini-swe-agent": False}  # it has no call ids: they are made up on load
+
+
+def _essence(messages: list, target: str) -> tuple:
+    """What a conversion must keep: the text lines, the calls, the results (with the state `target` can hold),
+    the thinking and other blocks, each in order (how text and calls interleave within a message is the
+    target's own affair: chat and LangChain keep a message's calls apart from its content)."""
+    from jev.transcript import OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock
+    out: list = []
+    ids = _IDS_HELD.get(target, True)
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, TextBlock):
+                out += [("text", line) for line in b.text.split("\n") if line]
+            elif isinstance(b, ToolUseBlock):
+                out.append(("call", ids and b.id, b.name, orjson.dumps(b.input, option=orjson.OPT_SORT_KEYS)))
+            elif isinstance(b, ToolResultBlock):
+                out.append(("result", ids and b.id, b.text, _STATES_HELD[target](b.state)))
+            elif isinstance(b, ThinkingBlock) and _THINKING_HELD.get(target, True):
+                out.append(("thinking", b.thinking))
+            elif isinstance(b, OtherBlock):
+                out.append(("other", orjson.dumps(b.data, option=orjson.OPT_SORT_KEYS)))
+    return tuple(sorted(out, key=lambda item: item[0]))  # stable: each kind keeps its order
+
+
+@settings(max_examples=200, deadline=None)
+@given(ALL_FORMATS, st.sampled_from(["jev", "openai-chat", "openai-responses", "anthropic", "langchain", "agentscope"]))
+def test_a_history_converts_to_every_other_form_without_loss(case, target: str) -> None:
+    """Load one form, dump another, load that: the same text, calls, results and thinking (less what the
+    target has no place for), the same pairs and pending calls."""
+    fmt, doc = case
+    messages = formats.load(doc, fmt)
+    back = formats.load(orjson.loads(orjson.dumps(formats.dump(messages, target))), target)
+    assert _essence(back, target) == _essence(messages, target)
+    before, after = analyze(messages), analyze(back)
+    assert [p.call_id for p in after.pairs] == [p.call_id for p in before.pairs] and after.pending == before.pending
+
+
+def _native() -> list:
+    """A history made in Python: parallel calls, two results in one message beside text, an error, an
+    image in a result, thinking, a system prompt, a call still pending."""
+    from jev import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock
+    image = OtherBlock({"type": "image", "url": "file://shot.png"})
+    return [Message("s", "system", (TextBlock("You fix tests."),)),
+            Message("u", "user", (TextBlock("Fix the parser\nplease"),)),
+            Message("a1", "assistant", (ThinkingBlock("read both"), TextBlock("Reading."),
+                                        ToolUseBlock("c1", "read", {"path": "a.py"}), ToolUseBlock("c2", "grep", "def parse"))),
+            Message("r1", "tool", (ToolResultBlock("c1", "read", "print(1)"),
+                                   ToolResultBlock("c2", "grep", (TextBlock("a.py:1"), image), "error"),
+                                   TextBlock("both done"))),
+            Message("a2", "assistant", (ToolUseBlock("c3", "read", {"path": "b.py"}),))]
+
+
+@pytest.mark.parametrize("target", ["jev", "openai-chat", "openai-responses", "anthropic", "langchain", "agentscope"])
+def test_a_history_made_in_python_converts_to_every_form(target: str) -> None:
+    messages = _native()
+    back = formats.load(orjson.loads(orjson.dumps(formats.dump(messages, target))), target)
+    assert _essence(back, target) == _essence(messages, target)
+    before, after = analyze(messages), analyze(back)
+    assert [p.call_id for p in after.pairs] == ["c1", "c2"] and after.pending == before.pending == {"c3"}
+    assert formats.dump(back, target) == formats.dump(formats.load(formats.dump(back, target), target), target)
+
+
+def test_mini_swe_agent_holds_one_bash_call_per_step_and_refuses_the_rest() -> None:
+    from jev import Message, TextBlock, ToolResultBlock
+    bash = [Message("u", "user", (TextBlock("Fix it"),)),
+            Message("a", "assistant", (TextBlock("Look first.\n"), ToolUseBlock("x", "bash", {"command": "ls"}))),
+            Message("r", "tool", (ToolResultBlock("x", "bash", "a.py", "error"),)),
+            Message("a2", "assistant", (TextBlock("Done."),))]
+    back = formats.load(formats.dump(bash, "mini-swe-agent"), "mini-swe-agent")
+    assert _essence(back, "mini-swe-agent") == _essence(bash, "mini-swe-agent")
+    assert [p.tool for p in analyze(back).pairs] == ["bash"]
+    with pytest.raises(FormatError, match=r"message 'a1': this format holds one bash call per assistant message"):
+        formats.dump(_native(), "mini-swe-agent")
+    with pytest.raises(FormatError, match="message 'r': a result must be the whole message right after its call"):
+        formats.dump([bash[0], bash[2]], "mini-swe-agent")
+    with pytest.raises(FormatError, match="message 'u2': a user message right after call 'x' would read as its result"):
+        formats.dump([*bash[:2], Message("u2", "user", (TextBlock("hm"),)), bash[2]], "mini-swe-agent")

@@ -1,7 +1,9 @@
 """Transcript formats: `load(data, format=...)` to `jev.Message` lists and `dump(messages, format=...)` back.
 
 Every converter keeps what the judge and the host need, so `dump(load(x), f) == x` for each supported
-form. An unknown format name raises a `FormatError` that lists the available ones.
+form; a message it did not load (made in Python, or loaded from another form) it writes afresh, leaving
+out only what the form has no place for, or refuses with a `FormatError` naming the message. An unknown
+format name raises a `FormatError` that lists the available ones.
 """
 
 from __future__ import annotations

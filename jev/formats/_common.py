@@ -8,8 +8,25 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
+from ..transcript import Message
 
 SOURCE_KEY = "jev.source"  # metadata key under which a converter keeps what the jev model has no field for
+FORMAT_KEY = "jev.format"  # metadata key naming the converter that wrote it: each reads back only its own
+
+
+def loaded(name: str, source: Any) -> dict[str, Any]:
+    """The metadata of a message converter `name` loaded: what it kept, and whose it is."""
+    return {SOURCE_KEY: source, FORMAT_KEY: name}
+
+
+def source_of(message: Message, name: str) -> Any:
+    """What converter `name` kept of `message` when it loaded it, or None for a message made in Python or
+    loaded by another converter (whose source has another shape: it is written afresh). A source with no
+    name predates the name and is taken as the asking converter's."""
+    metadata = message.metadata
+    if not metadata or metadata.get(SOURCE_KEY) is None:
+        return None
+    return metadata[SOURCE_KEY] if metadata.get(FORMAT_KEY, name) == name else None
 
 
 def each_message(data: Any, name: str, roles: tuple[str, ...]) -> Iterator[tuple[int, str, dict[str, Any]]]:
@@ -31,3 +48,9 @@ def parse_arguments(raw: Any) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return raw
+
+
+def dump_arguments(value: Any) -> str:
+    """A call input as a JSON-string `arguments`, the inverse of `parse_arguments`: a string input is
+    written as a JSON string, so it reads back as the same string whether or not it looks like JSON."""
+    return orjson.dumps(value).decode()

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 
 from ..errors import FormatError
-from ._common import SOURCE_KEY, each_message, parse_arguments
+from ._common import dump_arguments, each_message, loaded, parse_arguments, source_of
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                           block_to_dict)
 
+NAME = "agentscope"
 _STATES = {"success": "success", "error": "error", "interrupted": "incomplete", "denied": "rejected",
            "running": "pending"}
 
@@ -70,14 +70,14 @@ def load(data: Any) -> list[Message]:
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
         own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
         if not any(isinstance(b, ToolResultBlock) and b.id in own_calls for b in blocks):
-            out.append(Message(mid, raw["role"], tuple(blocks), name, {SOURCE_KEY: raw}))
+            out.append(Message(mid, raw["role"], tuple(blocks), name, loaded(NAME, raw)))
             continue
         # A header with no blocks carries the original Msg: a plan never touches a message without blocks,
         # so the Msg survives whichever of its blocks are dropped.
-        out.append(Message(mid, raw["role"], (), name, {SOURCE_KEY: raw}))
+        out.append(Message(mid, raw["role"], (), name, loaded(NAME, raw)))
         for k, block in enumerate(blocks):  # one step per block: results come after their calls
             role = "tool" if isinstance(block, ToolResultBlock) else raw["role"]
-            out.append(Message(f"{mid}#{k}", role, (block,), name, {SOURCE_KEY: {"part_of": mid}}))
+            out.append(Message(f"{mid}#{k}", role, (block,), name, loaded(NAME, {"part_of": mid})))
     return out
 
 
@@ -100,39 +100,63 @@ def _dump_result(raw: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """`Msg` dicts; a call's results merged back into its `Msg` in the original block order."""
+    """`Msg` dicts; a call's results merged back into its `Msg` in the original block order. A message not
+    loaded from AgentScope is written afresh, its results joining the `Msg` that holds their call (where
+    AgentScope keeps them) and the rest a `Msg` of its own (`user` for text beside results)."""
     parts: dict[str, list[Block]] = {}
     order: list[Message] = []
     for message in messages:
-        source = (message.metadata or {}).get(SOURCE_KEY) or {}
-        owner = source.get("part_of")
+        owner = (source_of(message, NAME) or {}).get("part_of")
         if owner is not None:
             parts.setdefault(owner, []).extend(message.content)
         else:
             order.append(message)
     out: list[dict[str, Any]] = []
+    holders: dict[str, dict[str, Any]] = {}  # call id -> the Msg written with that call
     for message in order:
-        if not (message.metadata or {}).get(SOURCE_KEY):  # made in Python, not loaded
-            out.append({"id": message.id, "role": message.role, "name": message.name or message.role,
-                        "content": [_fresh(b) for b in message.content + tuple(parts.get(message.id, []))]})
-            continue
-        raw = dict((message.metadata or {}).get(SOURCE_KEY) or {})
-        present = list(message.content) + parts.get(message.id, [])
-        tools = {_key(b): b for b in present if _key(b) is not None}
-        others = [b for b in present if _key(b) is None]
-        content: list[Any] = []
-        for block in raw.get("content") or []:
-            key = _key(block)
-            if key is None:
-                if others:
-                    others.pop(0)
-                    content.append(block)
-            elif key in tools:
-                kept = tools.pop(key)
-                content.append(_dump_result(block, kept) if isinstance(kept, ToolResultBlock) else block)
-        raw["content"] = content
-        out.append(raw)
+        source = source_of(message, NAME)
+        if source:
+            out.append(_written_back(source, list(message.content) + parts.get(message.id, [])))
+        else:
+            out.extend(_fresh_msgs(message, holders))
+        for block in out[-1]["content"] if out else ():
+            if isinstance(block, dict) and block.get("type") == "tool_call":
+                holders[block.get("id")] = out[-1]
     return out
+
+
+def _written_back(source: dict[str, Any], present: list[Block]) -> dict[str, Any]:
+    """A loaded `Msg` with the blocks a plan kept, each written as it was loaded (a cut result cut)."""
+    raw = dict(source)
+    tools = {_key(b): b for b in present if _key(b) is not None}
+    others = [b for b in present if _key(b) is None]
+    content: list[Any] = []
+    for block in raw.get("content") or []:
+        key = _key(block)
+        if key is None:
+            if others:
+                others.pop(0)
+                content.append(block)
+        elif key in tools:
+            kept = tools.pop(key)
+            content.append(_dump_result(block, kept) if isinstance(kept, ToolResultBlock) else block)
+    raw["content"] = content
+    return raw
+
+
+def _fresh_msgs(message: Message, holders: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+    for result in results:
+        holder = holders.get(result.id)
+        if holder is None:
+            raise FormatError(f"agentscope: the result of call {result.id!r} in message {message.id!r} has no "
+                              "Msg with its call before it (AgentScope keeps a result in its call's Msg)")
+        holder["content"].append(_fresh(result))
+    rest = [b for b in message.content if not isinstance(b, ToolResultBlock)]
+    if results and not rest:
+        return []
+    role = "user" if message.role == "tool" else message.role
+    return [{"id": message.id, "role": role, "name": message.name or role, "content": [_fresh(b) for b in rest]}]
 
 
 _STATE_NAMES = {v: k for k, v in _STATES.items()}
@@ -141,8 +165,7 @@ _STATE_NAMES = {v: k for k, v in _STATES.items()}
 def _fresh(block: Block) -> dict[str, Any]:
     """An AgentScope block for one added in Python; text, thinking and others have jev's own shape."""
     if isinstance(block, ToolUseBlock):
-        raw_input = block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode()
-        return {"type": "tool_call", "id": block.id, "name": block.name, "input": raw_input}
+        return {"type": "tool_call", "id": block.id, "name": block.name, "input": dump_arguments(block.input)}
     if isinstance(block, ToolResultBlock):
         return _dump_result({"type": "tool_result", "id": block.id, "name": block.name, "output": None,
                              "state": _STATE_NAMES.get(block.state, "success")}, block)

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import SOURCE_KEY, each_message
+from ._common import each_message, loaded, source_of
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                           block_to_dict)
 
+NAME = "anthropic"
 
 
 def _result_output(content: Any, where: str) -> str | tuple[Block, ...]:
@@ -67,7 +68,7 @@ def load(data: Any) -> list[Message]:
             blocks = tuple(_block(b, f"{where}.content[{k}]", names) for k, b in enumerate(content))
         else:
             raise FormatError(f"{where}.content: must be a string or a list of blocks")
-        out.append(Message(f"m{i}", raw["role"], blocks, None, {SOURCE_KEY: raw}))
+        out.append(Message(f"m{i}", raw["role"], blocks, None, loaded(NAME, raw)))
     return out
 
 
@@ -91,10 +92,13 @@ def _dump_result(original: dict[str, Any], block: ToolResultBlock) -> dict[str, 
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """An Anthropic `messages` array; blocks the plan kept are written back exactly as loaded."""
+    """An Anthropic `messages` array; blocks the plan kept are written back exactly as loaded. A message not
+    loaded from Anthropic is written afresh; a `tool` message becomes a `user` one, where Anthropic carries
+    tool results."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        source = dict((message.metadata or {}).get(SOURCE_KEY) or {"role": message.role, "content": []})
+        source = dict(source_of(message, NAME) or {"role": "user" if message.role == "tool" else message.role,
+                                                  "content": []})
         original = source.get("content")
         if isinstance(original, str):
             source["content"] = "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
@@ -121,8 +125,9 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _fresh(block: Block) -> dict[str, Any]:
-    """An Anthropic block for one added in Python; text, thinking, tool use and others have jev's shape."""
+    """An Anthropic block for one added in Python; text, thinking, tool use and others have jev's shape. A
+    result in any state but success is an error: Anthropic has no other."""
     if isinstance(block, ToolResultBlock):
         return _dump_result({"type": "tool_result", "tool_use_id": block.id, "content": None} |
-                            ({"is_error": True} if block.state == "error" else {}), block)
+                            ({"is_error": True} if block.state != "success" else {}), block)
     return block_to_dict(block)

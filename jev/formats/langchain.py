@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import SOURCE_KEY
-from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ._common import loaded, source_of
+from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
+NAME = "langchain"
+_THINKING = {"reasoning": "reasoning", "thinking": "thinking"}  # part type -> its text field
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "AIMessageChunk": "assistant"}
 
 
@@ -29,9 +31,19 @@ def _content(content: Any, where: str) -> tuple[Block, ...]:
         return (TextBlock(content),) if content else ()
     if not isinstance(content, list):
         raise FormatError(f"{where}.content: must be a string or a list")
-    return tuple(TextBlock(p) if isinstance(p, str) else
-                 TextBlock(p["text"]) if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-                 else OtherBlock(p if isinstance(p, dict) else {"type": "unknown", "value": p}) for p in content)
+    return tuple(_part(p) for p in content)
+
+
+def _part(p: Any) -> Block:
+    """A content part: text, reasoning (LangChain's standard block, or a provider's `thinking`), or kept as is."""
+    if isinstance(p, str):
+        return TextBlock(p)
+    kind = p.get("type") if isinstance(p, dict) else None
+    if kind == "text" and isinstance(p.get("text"), str):
+        return TextBlock(p["text"])
+    if kind in _THINKING and isinstance(p.get(_THINKING[kind]), str):
+        return ThinkingBlock(p[_THINKING[kind]])
+    return OtherBlock(p if isinstance(p, dict) else {"type": "unknown", "value": p})
 
 
 def load(data: Any) -> list[Message]:
@@ -72,35 +84,38 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
         lc_id = body.get("id")
         mid = lc_id if isinstance(lc_id, str) and lc_id and lc_id not in seen else f"m{i}"
         seen.add(mid)
-        source = {"item": item, "objects": objects}
         out.append(Message(mid, role, blocks, body.get("name") if isinstance(body.get("name"), str) else None,
-                           {SOURCE_KEY: source}))
+                           loaded(NAME, {"item": item, "objects": objects})))
     return out
 
 
 def dump(messages: Sequence[Message]) -> Any:
-    """LangChain messages in the form they were loaded from (objects or dicts)."""
+    """LangChain messages in the form they were loaded from (objects or dicts); messages not loaded from
+    LangChain are written afresh in the dict form (see `_fresh`)."""
     items: list[dict[str, Any]] = []
     objects = False
     for message in messages:
-        source = (message.metadata or {}).get(SOURCE_KEY) or {}
+        source = source_of(message, NAME) or {}
+        item = source.get("item")
+        if item is None:
+            items.extend(_fresh(message))
+            continue
         objects = objects or bool(source.get("objects"))
-        item = source.get("item") or {"type": {"user": "human", "assistant": "ai"}.get(message.role, message.role),
-                                      "data": {"content": "", "id": message.id}}
         body = dict(item["data"])
         calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
         result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
         if result is not None:
             output = result.output
+            original = body.get("content")
             body["content"] = output if isinstance(output, str) else (
                 "\n".join(b.text for b in output if isinstance(b, TextBlock))
-                if isinstance(body.get("content"), str) else _parts(output))
+                if isinstance(original, str) else _parts(output, original if isinstance(original, list) else None))
         else:
             rest = [b for b in message.content if not isinstance(b, ToolUseBlock)]
             original = body.get("content", "")
             body["content"] = "\n".join(b.text for b in rest if isinstance(b, TextBlock)) \
                 if isinstance(original, str) else _parts(rest, original)
-            if item["type"] in ("ai", "AIMessageChunk") or calls:
+            if "tool_calls" in body or calls:
                 before = {c.get("id"): c for c in body.get("tool_calls") or []}
                 body["tool_calls"] = [before.get(c.id) or {"name": c.name, "args": c.input, "id": c.id,
                                                            "type": "tool_call"} for c in calls]
@@ -111,15 +126,62 @@ def dump(messages: Sequence[Message]) -> Any:
     return items
 
 
+def _fresh(message: Message) -> list[dict[str, Any]]:
+    """A message made in Python or loaded from another form: each result a `ToolMessage` (`status` error
+    for any state but success), then the rest — text, reasoning, other parts, calls — as one message
+    (human for text beside results in a tool message)."""
+    out = []
+    results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+    for k, result in enumerate(results):
+        output = result.output
+        content = output if isinstance(output, str) else result.text if result.text_only else _parts(output)
+        out.append({"type": "tool", "data": {
+            "content": content, "tool_call_id": result.id, "name": result.name,
+            "status": "success" if result.state == "success" else "error",
+            "id": message.id if k == 0 else f"{message.id}#{k}"}})
+    rest = [b for b in message.content if not isinstance(b, (ToolResultBlock, ToolUseBlock))]
+    calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
+    if results and not rest and not calls:
+        return out
+    text_only = all(isinstance(b, TextBlock) for b in rest)
+    body: dict[str, Any] = {"content": "\n".join(b.text for b in rest) if text_only else _parts(rest),  # type: ignore[union-attr]
+                            "id": f"{message.id}#{len(results)}" if results else message.id}
+    if message.name is not None:
+        body["name"] = message.name
+    kind = {"user": "human", "assistant": "ai", "system": "system"}.get(message.role, "human")
+    if calls:
+        kind = "ai"
+        body["tool_calls"] = [{"name": c.name, "args": c.input, "id": c.id, "type": "tool_call"} for c in calls]
+    return out + [{"type": kind, "data": body}]
+
+
+def _written(block: Block) -> Any:
+    """The content part of a block written afresh."""
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ThinkingBlock):
+        return {"type": "reasoning", "reasoning": block.thinking}
+    data = block.data  # type: ignore[union-attr]
+    return data.get("value") if data.get("type") == "unknown" and "value" in data else dict(data)
+
+
 def _parts(blocks: Sequence[Block], original: list[Any] | None = None) -> list[Any]:
+    """Content parts: the original ones paired with the blocks left (written back as they were, text with
+    its new text), then blocks added since; in order, when there was no original."""
+    if original is None:
+        return [_written(b) for b in blocks]
     texts = iter(b.text for b in blocks if isinstance(b, TextBlock))
     others = iter(b.data for b in blocks if isinstance(b, OtherBlock))
+    thoughts = iter(b.thinking for b in blocks if isinstance(b, ThinkingBlock))
     out: list[Any] = []
     for part in original or []:
         if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text"):
             text = next(texts, None)
             if text is not None:
                 out.append(text if isinstance(part, str) else {**part, "text": text})
+        elif isinstance(_part(part), ThinkingBlock):  # never changed by a plan: written back as it was
+            if next(thoughts, None) is not None:
+                out.append(part)
         else:
             other = next(others, None)
             if other is not None:

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 
 from ..errors import FormatError
-from ._common import SOURCE_KEY, parse_arguments
+from ._common import dump_arguments, loaded, parse_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-chat"
@@ -83,7 +82,7 @@ def load(data: Any) -> list[Message]:
             blocks = (ToolResultBlock(call_id, tool_names.get(call_id, ""), output),)
         elif "tool_calls" in raw:
             blocks = blocks + _load_calls(raw["tool_calls"], where, tool_names, source)
-        out.append(Message(f"m{i}", _ROLES[role], blocks, name, {SOURCE_KEY: source} if source else None))
+        out.append(Message(f"m{i}", _ROLES[role], blocks, name, loaded(NAME, source) if source else None))
     return out
 
 
@@ -112,35 +111,44 @@ def _dump_call(block: ToolUseBlock, extra: dict[str, Any] | None) -> dict[str, A
     fn = dict(extra["function"]) if extra else {}
     raw = fn.get("arguments")
     if raw is None or parse_arguments(raw) != block.input:
-        fn["arguments"] = block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode()
+        fn["arguments"] = dump_arguments(block.input)
     call["id"] = block.id
     call["function"] = {"name": block.name, **fn}
     return call
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """A Chat Completions `messages` array; generated ids are dropped."""
+    """A Chat Completions `messages` array; generated ids are dropped. A message loaded from chat is written
+    back as it came; any other is written afresh: each result as a `tool` message of its own (text beside
+    results follows them as a message of its own), content parts when it holds more than text. Chat has no
+    place for thinking or for a result's state: those are left out."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        source = dict((message.metadata or {}).get(SOURCE_KEY) or {})
-        form = source.pop("content_form", "string")
-        call_extras = source.pop("tool_calls", None)
-        d: dict[str, Any] = {"role": source.pop("role", message.role)}
+        source = dict(source_of(message, NAME) or {})
         results = [b for b in message.content if isinstance(b, ToolResultBlock)]
-        if message.role == "tool" and results:
-            result = results[0]
-            d["tool_call_id"] = result.id
+        body = [b for b in message.content if isinstance(b, (TextBlock, OtherBlock))]
+        calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
+        form = source.pop("content_form", "string" if all(isinstance(b, TextBlock) for b in body) else "list")
+        call_extras = source.pop("tool_calls", None)
+        role = source.pop("role", message.role)
+        for result in results:
             output = result.output
-            d["content"] = output if isinstance(output, str) else _blocks_to_content(output, form)
-        else:
-            body = [b for b in message.content if not isinstance(b, ToolUseBlock)]
-            if form != "absent" or body:
-                d["content"] = _blocks_to_content(body, "string" if form == "absent" else form)
-            calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
-            if calls:
-                d["tool_calls"] = [_dump_call(c, (call_extras or {}).get(c.id)) for c in calls]
-        if message.name is not None:
-            d["name"] = message.name
-        d.update(source)
-        out.append(d)
+            content = output if isinstance(output, str) else _blocks_to_content(
+                output, form if source or result.text_only else "list")
+            out.append(_named({"role": "tool", "tool_call_id": result.id, "content": content}, message, source))
+        if results and not body and not calls:
+            continue
+        d: dict[str, Any] = {"role": "user" if results and role == "tool" else role}
+        if form != "absent" or body:
+            d["content"] = _blocks_to_content(body, "string" if form == "absent" else form)
+        if calls:
+            d["tool_calls"] = [_dump_call(c, (call_extras or {}).get(c.id)) for c in calls]
+        out.append(_named(d, message, {} if results else source))
     return out
+
+
+def _named(d: dict[str, Any], message: Message, source: dict[str, Any]) -> dict[str, Any]:
+    if message.name is not None:
+        d["name"] = message.name
+    d.update(source)
+    return d

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 
 from ..errors import FormatError
-from ._common import SOURCE_KEY, parse_arguments
+from ._common import dump_arguments, loaded, parse_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
+NAME = "openai-responses"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = ("input_text", "output_text", "text")
 
@@ -56,14 +56,14 @@ def load(data: Any) -> list[Message]:
             role = item.get("role")
             if role not in _ROLES:
                 raise FormatError(f"{where}.role: unsupported role {role!r}")
-            out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, {SOURCE_KEY: item}))
+            out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, loaded(NAME, item)))
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
                 if not isinstance(item.get(key), str):
                     raise FormatError(f"{where}.{key}: must be a string")
             names[item["call_id"]] = item["name"]
             block = ToolUseBlock(item["call_id"], item["name"], parse_arguments(item["arguments"]))
-            out.append(Message(mid, "assistant", (block,), None, {SOURCE_KEY: item}))
+            out.append(Message(mid, "assistant", (block,), None, loaded(NAME, item)))
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
                 raise FormatError(f"{where}.call_id: must be a string")
@@ -71,13 +71,13 @@ def load(data: Any) -> list[Message]:
             output: str | tuple[Block, ...] = raw if isinstance(raw, str) else _content(raw, where)
             block = ToolResultBlock(item["call_id"], names.get(item["call_id"], ""), output,
                                     "error" if item.get("status") == "incomplete" else "success")
-            out.append(Message(mid, "tool", (block,), None, {SOURCE_KEY: item}))
+            out.append(Message(mid, "tool", (block,), None, loaded(NAME, item)))
         elif kind == "reasoning":
             summary = item.get("summary") or []
             text = "\n".join(p.get("text", "") for p in summary if isinstance(p, dict))
-            out.append(Message(mid, "assistant", (ThinkingBlock(text),), None, {SOURCE_KEY: item}))
+            out.append(Message(mid, "assistant", (ThinkingBlock(text),), None, loaded(NAME, item)))
         else:  # any other item is carried as it is; as content of its own it makes a plan abandon (SPEC §2)
-            out.append(Message(mid, "assistant", (OtherBlock(item),), None, {SOURCE_KEY: item}))
+            out.append(Message(mid, "assistant", (OtherBlock(item),), None, loaded(NAME, item)))
     return out
 
 
@@ -99,17 +99,22 @@ def _dump_content(blocks: Sequence[Block], original: Any) -> Any:
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Responses input items; generated ids are dropped."""
+    """Responses input items; generated ids are dropped. A message not loaded from Responses items is
+    written afresh, one item per step (see `_fresh`)."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        item = dict((message.metadata or {}).get(SOURCE_KEY) or {})
+        source = source_of(message, NAME)
+        if source is None:
+            out.extend(_fresh(message))
+            continue
+        item = dict(source)
         blocks = message.content
         call = next((b for b in blocks if isinstance(b, ToolUseBlock)), None)
         result = next((b for b in blocks if isinstance(b, ToolResultBlock)), None)
         if call is not None:
             raw = item.get("arguments")
             if raw is None or parse_arguments(raw) != call.input:
-                raw = call.input if isinstance(call.input, str) else orjson.dumps(call.input).decode()
+                raw = dump_arguments(call.input)
             item.update(type="function_call", call_id=call.id, name=call.name, arguments=raw)
         elif result is not None:
             output = result.output
@@ -120,9 +125,47 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
         elif item.get("type", "message") == "message" and "role" in item:
             if "content" in item or blocks:
                 item["content"] = _dump_content(blocks, item.get("content", ""))
-        elif not item:  # a message made in Python, not loaded: write it as a message item
-            role = "developer" if message.role == "system" else message.role
-            item = {"type": "message", "role": role,
-                    "content": "\n".join(b.text for b in blocks if isinstance(b, TextBlock))}
         out.append(item)
     return out
+
+
+def _fresh(message: Message) -> list[dict[str, Any]]:
+    """Items for a message made in Python or loaded from another form, in its block order: text and other
+    parts as `message` items (a system message as `developer`, text beside results as `user`), thinking as a
+    `reasoning` summary, each call a `function_call`, each result a `function_call_output` (status
+    `incomplete` for any state but success, as the loader reads it)."""
+    role = {"system": "developer", "tool": "user"}.get(message.role, message.role)
+    kind = "output_text" if role == "assistant" else "input_text"
+    out: list[dict[str, Any]] = []
+    parts: list[Block] = []
+
+    def flush() -> None:
+        if parts:
+            content: Any = ("\n".join(b.text for b in parts) if all(isinstance(b, TextBlock) for b in parts)  # type: ignore[union-attr]
+                            else _written(parts, kind))
+            out.append({"type": "message", "role": role, "content": content})
+            parts.clear()
+
+    for block in message.content:
+        if isinstance(block, (TextBlock, OtherBlock)):
+            parts.append(block)
+            continue
+        flush()
+        if isinstance(block, ThinkingBlock):
+            out.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": block.thinking}]})
+        elif isinstance(block, ToolUseBlock):
+            out.append({"type": "function_call", "call_id": block.id, "name": block.name,
+                        "arguments": dump_arguments(block.input)})
+        elif isinstance(block, ToolResultBlock):
+            output = block.output
+            item = {"type": "function_call_output", "call_id": block.id,
+                    "output": output if isinstance(output, str) else _written(output, "input_text")}
+            out.append(item | ({} if block.state == "success" else {"status": "incomplete"}))
+    flush()
+    return out
+
+
+def _written(blocks: Sequence[Block], kind: str) -> list[Any]:
+    """Content parts for blocks written afresh: text as `kind` parts, any other part as it was."""
+    return [{"type": kind, "text": b.text} if isinstance(b, TextBlock) else dict(b.data)  # type: ignore[union-attr]
+            for b in blocks]
