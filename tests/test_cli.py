@@ -141,6 +141,24 @@ def test_unknown_config_key_and_bad_restore_usage(tmp_path: Path, transcript: Pa
     assert proc.returncode == 2 and b"required" in proc.stderr
 
 
+def test_restore_prints_a_langchain_agents_snapshot_as_json(tmp_path: Path) -> None:
+    """The LangChain middleware archives messages loaded from objects; restoring them prints their dict form."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from archive import FileArchive, Scope
+    from jev import formats
+    held = [HumanMessage("hi", id="h"), AIMessage("", id="a", tool_calls=[{"name": "read", "args": {}, "id": "c",
+                                                                             "type": "tool_call"}]),
+            ToolMessage("out", tool_call_id="c", id="t")]
+    ref = FileArchive(tmp_path, 10**7).save(Scope("u", "a", "s"), formats.load(held, "langchain"))
+    proc = jev("restore", ref, "--archive", str(tmp_path), "--user", "u", "--agent", "a", "--session", "s",
+               "--format", "langchain", "-q")
+    assert proc.returncode == 0, proc.stderr.decode()
+    printed = json.loads(proc.stdout)["messages"]
+    assert [m["type"] for m in printed] == ["human", "ai", "tool"]
+    assert formats.dump(formats.load(printed, "langchain"), "langchain") == printed
+
+
 def test_out_file(transcript: Path, tmp_path: Path) -> None:
     target = tmp_path / "result.json"
     proc = jev("compact", str(transcript), "--out", str(target), "-q")

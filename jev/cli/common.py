@@ -37,9 +37,19 @@ def read_json(source: str, what: str = "INPUT") -> Any:
         raise UsageError(f"{what} {source!r} is not valid JSON: {exc}") from None
 
 
+def _jsonable(value: Any) -> Any:
+    """LangChain message objects (what an archived LangChain agent held) in their dict form, which
+    `--format langchain` reads back."""
+    if type(value).__module__.startswith("langchain_core."):
+        from langchain_core.messages import BaseMessage, message_to_dict
+        if isinstance(value, BaseMessage):
+            return message_to_dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def write_json(value: Any, out: str | None) -> None:
     """JSON to stdout, or atomically to `out` (never a partial file)."""
-    data = orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+    data = orjson.dumps(value, default=_jsonable, option=orjson.OPT_INDENT_2) + b"\n"
     if out is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
