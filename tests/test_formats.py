@@ -408,6 +408,7 @@ def test_a_history_made_in_python_converts_to_every_form(target: str) -> None:
     before, after = analyze(messages), analyze(back)
     assert [p.call_id for p in after.pairs] == ["c1", "c2"] and after.pending == before.pending == {"c3"}
     assert formats.dump(back, target) == formats.dump(formats.load(formats.dump(back, target), target), target)
+    assert formats.detect(orjson.loads(orjson.dumps(formats.dump(messages, target)))) == target  # --format auto
 
 
 def test_mini_swe_agent_holds_one_bash_call_per_step_and_refuses_the_rest() -> None:

@@ -156,7 +156,8 @@ def _fresh_msgs(message: Message, holders: dict[str, dict[str, Any]]) -> list[di
     if results and not rest:
         return []
     role = "user" if message.role == "tool" else message.role
-    return [{"id": message.id, "role": role, "name": message.name or role, "content": [_fresh(b) for b in rest]}]
+    return [{"id": message.id, "role": role, "name": message.name or role, "content": [_fresh(b) for b in rest],
+             "created_at": message.timestamp or ""}]
 
 
 _STATE_NAMES = {v: k for k, v in _STATES.items()}
