@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
 from ..errors import FormatError
 from ._common import dump_arguments, each_message, loaded, parse_arguments, source_of
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
@@ -115,13 +114,11 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     holders: dict[str, dict[str, Any]] = {}  # call id -> the Msg written with that call
     for message in order:
         source = source_of(message, NAME)
-        if source:
-            out.append(_written_back(source, list(message.content) + parts.get(message.id, [])))
-        else:
-            out.extend(_fresh_msgs(message, holders))
-        for block in out[-1]["content"] if out else ():
-            if isinstance(block, dict) and block.get("type") == "tool_call":
-                holders[block.get("id")] = out[-1]
+        written = ([_written_back(source, list(message.content) + parts.get(message.id, []))] if source
+                   else _fresh_msgs(message, holders))
+        for msg in written:
+            holders.update((b.get("id"), msg) for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_call")
+        out.extend(written)
     return out
 
 

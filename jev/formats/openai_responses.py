@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
 from ..errors import FormatError
 from ._common import dump_arguments, loaded, parse_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
