@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.items import ModelResponse
 from agents.memory import SQLiteSession
@@ -111,6 +113,28 @@ def test_a_concurrent_change_keeps_the_stored_history(tmp_path) -> None:
     run(session, ScriptedModel())
     assert "call1" in stored_call_ids(session)  # every plan was judged, none adopted over a changed history
     assert any(d.status.value == "DECIDED" for d in session.decisions)
+
+
+def test_a_failed_write_of_the_compacted_items_puts_the_history_back(tmp_path) -> None:
+    class FailsOnce(SQLiteSession):
+        """A real SQLite session whose first write after a clear fails (a dropped connection, say)."""
+        cleared = failed = False
+
+        async def clear_session(self) -> None:
+            await super().clear_session()
+            self.cleared = True
+
+        async def add_items(self, items) -> None:
+            if self.cleared and not self.failed:
+                self.failed = True
+                raise ConnectionError("store went away")
+            await super().add_items(items)
+
+    underlying = FailsOnce("s6")
+    session = JevSession(underlying, compactor(Mode.ENFORCE, tmp_path), trigger_items=5, scope=SCOPE)
+    with pytest.raises(ConnectionError, match="store went away"):  # the failure goes on to the host
+        run(session, ScriptedModel())
+    assert stored_call_ids(session)[:1] == ["call1"]  # the judged history is back, nothing lost
 
 
 def test_input_filter_compacts_the_view_only(tmp_path) -> None:

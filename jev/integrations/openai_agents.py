@@ -4,11 +4,13 @@ and `input_filter`, a `RunConfig.call_model_input_filter` that compacts the per-
 `JevSession` checks after each `add_items`: when the stored items reach the trigger it plans over them;
 in ENFORCE, on DECIDED, and only if the stored items are still exactly what was judged, it replaces them
 with the compacted items (the full history is in the archive first). Replacing is `clear_session` then
-`add_items` on the underlying session: not atomic, which is why the archive write comes first.
+`add_items` on the underlying session: not atomic, which is why the archive write comes first, and why a
+failed write of the compacted items puts the judged ones back before the error goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -78,7 +80,17 @@ class JevSession(SessionABC):
         if self.scope is not None:
             self.references.append((self.scope, decision.plan.archive_reference))  # type: ignore[union-attr]
         await self.underlying.clear_session()
-        await self.underlying.add_items(compacted)
+        try:
+            await self.underlying.add_items(compacted)
+        except BaseException:
+            # An emptied session would cost the agent its run: put the judged items back (shielded, so a
+            # second cancellation cannot stop it half-way), then let the failure through.
+            await asyncio.shield(self._put_back(items))
+            raise
+
+    async def _put_back(self, items: list[Any]) -> None:
+        await self.underlying.clear_session()
+        await self.underlying.add_items(items)
 
 
 def input_filter(compactor: Compactor, *, scope: Scope | None = None,
