@@ -24,14 +24,19 @@ SUFFIXES = (".traj.json", ".json", ".jsonl")
 
 
 def read_records(url: str) -> Iterator[dict[str, Any]]:
-    """Decision records from a JSON Lines file on any fsspec URL (blank lines skipped)."""
-    with fsspec.open(url, "rb") as f:
-        for number, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise ValueError(f"{url}:{number}: not a JSON record ({exc})") from None
+    """Decision records from JSON Lines on any fsspec URL, or from every file a glob matches (`s3://logs/
+    records-*.jsonl`: one file per writer, as a fleet should write them), in name order; blank lines skipped."""
+    files = fsspec.open_files(url, "rb")
+    if not files:
+        raise FileNotFoundError(f"no decision records match {url!r}")
+    for file in sorted(files, key=lambda f: f.path):
+        with file as f:
+            for number, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        yield orjson.loads(line)
+                    except orjson.JSONDecodeError as exc:
+                        raise ValueError(f"{file.path}:{number}: not a JSON record ({exc})") from None
 
 
 @dataclass

@@ -112,7 +112,9 @@ def deliver(observer: Callable[[Any, Record], None] | None, context: Any, record
 
 
 class JsonlSink:
-    """Appends one JSON line per record to a file on any fsspec URL (`/path`, `file://`, `memory://`, …)."""
+    """Appends one JSON line per record to a file on any fsspec URL (`/path`, `file://`, `memory://`, …).
+    One writing process per file: an append on an object store rewrites the object, so writers sharing one
+    lose each other's lines; give each its own file and read them with a glob (`jev label`)."""
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url

@@ -81,3 +81,18 @@ def test_jev_label_missing_records_file_is_a_usage_error(tmp_path: Path) -> None
     proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "label", str(tmp_path / "nope.jsonl"),
                            "--transcripts", str(tmp_path)], cwd=ROOT, capture_output=True, timeout=60)
     assert proc.returncode == 2 and b"cannot read" in proc.stderr and proc.stdout == b""
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "label", str(tmp_path / "records-*.jsonl"),
+                           "--transcripts", str(tmp_path)], cwd=ROOT, capture_output=True, timeout=60)
+    assert proc.returncode == 2 and b"no decision records match" in proc.stderr and proc.stdout == b""
+
+
+def test_records_of_a_fleet_are_read_through_a_glob(tmp_path: Path) -> None:
+    """Each writer its own file (an append on an object store rewrites the object); a glob reads them all."""
+    from calibration.join import read_records
+    for host in ("b", "a"):
+        (tmp_path / f"records-{host}.jsonl").write_text(f'{{"host": "{host}", "n": 1}}\n\n{{"host": "{host}", "n": 2}}\n')
+    (tmp_path / "other.jsonl").write_text('{"host": "x"}\n')
+    assert [(r["host"], r["n"]) for r in read_records(str(tmp_path / "records-*.jsonl"))] == \
+        [("a", 1), ("a", 2), ("b", 1), ("b", 2)]
+    assert len(list(read_records(str(tmp_path / "records-a.jsonl")))) == 2
+

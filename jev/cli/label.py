@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
                              progress=lambda: progress.advance(task)):
                 target.write(orjson.dumps(row) + b"\n")
     except FileNotFoundError as exc:
-        raise UsageError(f"cannot read {exc.filename or args.records!r}: no such file") from None
+        raise UsageError(f"cannot read {exc.filename!r}: no such file" if exc.filename else str(exc)) from None
     except (ValueError, FormatError, TranscriptError) as exc:
         raise UsageError(str(exc)) from None
     finally:
