@@ -46,7 +46,7 @@ def restore_tool(archive: Any, scope: Scope, reference: str, *, name: str = NAME
         if not isinstance(call_id, str) or not call_id.strip():
             return _BLANK
         try:
-            return describe(await asyncio.to_thread(archive.restore_pair, scope, reference, call_id))
+            return _describe(await asyncio.to_thread(archive.restore_pair, scope, reference, call_id))
         except ArchiveError as exc:
             return f"Could not restore call {call_id!r}: {exc}"
 
@@ -56,7 +56,7 @@ def restore_tool(archive: Any, scope: Scope, reference: str, *, name: str = NAME
 _BLANK = "call_id must be a non-blank string"
 
 
-def describe(messages: list[Message]) -> str:
+def _describe(messages: list[Message]) -> str:
     """A restored pair as text for the agent: the call with its input, then the result."""
     parts = []
     for message in messages:
@@ -84,6 +84,6 @@ async def restore_latest(archive: Any, references: list[tuple[Scope, str]], call
         except ArchiveError:
             continue
         if not any(isinstance(b, ToolResultBlock) and is_truncated(b) for m in pair for b in m.content):
-            return describe(pair)
+            return _describe(pair)
         remnant = remnant or pair
-    return describe(remnant) if remnant is not None else f"No archived result for call {call_id!r}."
+    return _describe(remnant) if remnant is not None else f"No archived result for call {call_id!r}."
