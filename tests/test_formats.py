@@ -157,6 +157,9 @@ def test_anthropic_pairs_states_and_a_compacted_payload() -> None:
 def responses_items(draw) -> list:
     items: list = [{"role": "user", "content": draw(words)}]
     for i in range(draw(st.integers(0, 5))):
+        if draw(st.booleans()):  # a reasoning model thinks before it calls
+            items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [{"type": "summary_text", "text": draw(words)}],
+                          "encrypted_content": "e"})
         items.append({"type": "function_call", "call_id": f"c{i}", "name": draw(st.sampled_from(["read", "grep"])),
                       "arguments": orjson.dumps(draw(json_value)).decode()})
         if draw(st.booleans()):
@@ -426,3 +429,36 @@ def test_mini_swe_agent_holds_one_bash_call_per_step_and_refuses_the_rest() -> N
         formats.dump([bash[0], bash[2]], "mini-swe-agent")
     with pytest.raises(FormatError, match="message 'u2': a user message right after call 'x' would read as its result"):
         formats.dump([*bash[:2], Message("u2", "user", (TextBlock("hm"),)), bash[2]], "mini-swe-agent")
+
+
+def test_responses_leaves_out_a_reasoning_item_whose_call_was_compacted_away() -> None:
+    """The API refuses a reasoning item without its following item: when a plan drops the call a reasoning
+    item led to, the Responses form leaves the reasoning out too; a parallel call still after it keeps it."""
+    from jev import Action
+    from jev.apply import apply_actions
+
+    def rs(n: int) -> dict:
+        return {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": "e"}
+
+    def fc(c: str) -> dict:
+        return {"type": "function_call", "call_id": c, "name": "read", "arguments": "{}"}
+
+    def out(c: str) -> dict:
+        return {"type": "function_call_output", "call_id": c, "output": "x" * 400}
+
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
+    user = {"role": "user", "content": "go"}
+    one_by_one = [user, rs(1), fc("a"), out("a"), rs(2), fc("b"), out("b"), answer]
+    messages = formats.load(one_by_one, "openai-responses")
+    assert formats.dump(messages, "openai-responses") == one_by_one  # untouched: exactly as loaded
+    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, 300)
+    assert any(m.id == "m1" for m in compacted)  # the plan keeps the pinned reasoning message...
+    assert formats.dump(compacted, "openai-responses") == [user, rs(2), fc("b"), out("b"), answer]  # ...the wire not
+
+    parallel = [user, rs(1), fc("a"), fc("b"), out("a"), out("b"), answer]
+    messages = formats.load(parallel, "openai-responses")
+    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, 300)
+    assert formats.dump(compacted, "openai-responses") == [user, rs(1), fc("b"), out("b"), answer]
+    odd = [user, rs(1), user]  # as loaded, even where the API would object: written back as it came
+    assert formats.dump(formats.load(odd, "openai-responses"), "openai-responses") == odd
+

@@ -101,11 +101,15 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Responses input items; generated ids are dropped. A message not loaded from Responses items is
     written afresh, one item per step (see `_fresh`)."""
     out: list[dict[str, Any]] = []
+    ids: list[str | None] = []  # the jev id each written item came from (None: written afresh)
     for message in messages:
         source = source_of(message, NAME)
         if source is None:
-            out.extend(_fresh(message))
+            fresh = _fresh(message)
+            out.extend(fresh)
+            ids.extend([None] * len(fresh))
             continue
+        ids.append(message.id)
         item = dict(source)
         blocks = message.content
         call = next((b for b in blocks if isinstance(b, ToolUseBlock)), None)
@@ -125,7 +129,34 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
             if "content" in item or blocks:
                 item["content"] = _dump_content(blocks, item.get("content", ""))
         out.append(item)
+    return _without_orphaned_reasoning(out, ids)
+
+
+def _without_orphaned_reasoning(items: list[dict[str, Any]], ids: list[str | None]) -> list[dict[str, Any]]:
+    """The API refuses a `reasoning` item without the item its response produced after it ("provided
+    without its required following item"). Reasoning pins itself, but the call after it may be compacted
+    away: then the reasoning is left out of this form too (the plan's messages and the archive keep it).
+    Ids are the items' positions when loaded, so the item that followed `m<k>` was `m<k+1>`; a reasoning
+    item still followed by that item, by another of its response's output items, or by nothing is kept, so
+    an untouched history is written back exactly."""
+    out = []
+    for i, item in enumerate(items):
+        mid = ids[i]
+        if item.get("type") == "reasoning" and mid is not None and mid[1:].isdigit() and i + 1 < len(items):
+            after = items[i + 1]
+            if ids[i + 1] != f"m{int(mid[1:]) + 1}" and not _output_item(after):
+                continue
+        out.append(item)
     return out
+
+
+def _output_item(item: dict[str, Any]) -> bool:
+    """An item a model's response produces (a call, an assistant message, a built-in tool's call), which
+    may follow a reasoning item; not an input, an output of a call, or another reasoning item."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        return item.get("role") == "assistant"
+    return kind not in ("reasoning", "item_reference") and not kind.endswith("_output")
 
 
 def _fresh(message: Message) -> list[dict[str, Any]]:
