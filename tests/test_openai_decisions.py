@@ -110,6 +110,26 @@ def test_more_than_400_questions_are_split() -> None:
     assert [len(r["questions"]) for r in server.requests] == [400, 50] and len(answers.probabilities) == 450
 
 
+def test_a_judge_dropped_without_aclose_closes_its_connections_on_the_loops_next_turn() -> None:
+    """A long-lived loop that lets go of a judge: asyncio's own finalizer closes the judge's client at once
+    (its keeper does not hold the judge), not whenever the cycle collector runs."""
+    async def host(url: str) -> None:
+        judge = OpenAIDecisionsJudge(url, retry=NO_RETRIES)
+        await compactor(judge, reference_config(), mode=Mode.SHADOW).plan(reference_messages())
+        (client, _keeper), = judge._clients._clients.values()
+        gc.disable()  # freed by reference counting alone
+        try:
+            del judge, _keeper
+            for _ in range(5):
+                await asyncio.sleep(0)  # the loop's next turns
+            assert client.is_closed()
+        finally:
+            gc.enable()
+
+    with DecisionsServer() as server:
+        asyncio.run(host(server.base_url))
+
+
 def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
