@@ -167,11 +167,11 @@ def _written(block: Block) -> Any:
 
 def _parts(blocks: Sequence[Block], original: list[Any] | None = None) -> list[Any]:
     """Content parts: the original ones paired with the blocks left (written back as they were, text with
-    its new text), then blocks added since; in order, when there was no original."""
+    its new text), then text added since; every block in order when there was no original."""
     if original is None:
         return [_written(b) for b in blocks]
     texts = iter(b.text for b in blocks if isinstance(b, TextBlock))
-    others = iter(b.data for b in blocks if isinstance(b, OtherBlock))
+    others = iter(b for b in blocks if isinstance(b, OtherBlock))
     thoughts = iter(b.thinking for b in blocks if isinstance(b, ThinkingBlock))
     out: list[Any] = []
     for part in original or []:
@@ -185,6 +185,6 @@ def _parts(blocks: Sequence[Block], original: list[Any] | None = None) -> list[A
         else:
             other = next(others, None)
             if other is not None:
-                out.append(other.get("value") if other.get("type") == "unknown" and "value" in other else other)
+                out.append(_written(other))
     out += [{"type": "text", "text": t} for t in texts]
     return out

@@ -47,10 +47,10 @@ class LoopClients(Generic[C]):
     async def get(self) -> C:
         """This loop's client."""
         loop = asyncio.get_running_loop()
-        _forget_closed_loops(self._clients)
         entry = self._clients.get(loop)
         if entry is not None:
             return entry[0]
+        _forget_closed_loops(self._clients)
         client = self._make()
         keeper = _keep(weakref.ref(self._clients), self._close, client)
         self._clients[loop] = (client, keeper)
