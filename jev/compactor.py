@@ -16,14 +16,30 @@ from archive.scope import Scope
 from .aio import run_sync
 from .apply import apply_actions
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
-from .errors import ArchiveError, ConfigError, JevError, JudgeError, TranscriptError
-from .judges.base import Judge, JudgeRequest, validate_answers
+from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
+from .judges.base import Judge, JudgeRequest, receives_state, validate_answers
 from .policy import PINNED_SCORES, Action, CompactionConfig, Scores, candidates, decide
-from .questions import Batch, batches
 from .records import PairRecord, build_record, deliver, recommendation, session_of
-from .state import fit_state
 from .history import chars_after, take, unchanged
 from .transcript import Message, Transcript, analyze
+from .windows import JudgeCall, plan_requests
+
+def no_candidates_detail(transcript: Transcript, config: CompactionConfig) -> str:
+    """Why nothing could be judged, with the tools the history holds and the eligible names it lacks."""
+    held = sorted({p.tool for p in transcript.pairs})
+    if not held:
+        return "the history holds no completed tool call"
+    eligible = sorted(config.eligible_tools)
+    missing = [name for name in eligible if name not in held]
+    if not eligible:
+        return f"no tool is eligible (eligible_tools is empty); the history holds {', '.join(held)}"
+    if len(missing) == len(eligible):
+        return (f"none of the eligible tools ({', '.join(eligible)}) occurs in the history, which holds "
+                f"{', '.join(held)}")
+    lacking = f"; not in the history: {', '.join(missing)}" if missing else ""
+    return ("every pair of an eligible tool is pinned (recent, first, system, thinking, not a plain successful "
+            f"text result){lacking}; the history holds {', '.join(held)}")
+
 
 def _error(exc: BaseException) -> Decision:
     return Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=str(exc) or type(exc).__name__,
@@ -97,6 +113,8 @@ class Compactor:
                     record_pairs: list[PairRecord]) -> Decision:
         try:
             return await self._steps(messages, scope, record_pairs)
+        except StateBudgetError as exc:
+            return Decision(Status.ERROR, Reason.STATE_BUDGET_EXCEEDED, detail=str(exc), error_kind=type(exc).__name__)
         except (JevError, TypeError, ValueError, RuntimeError, OSError) as exc:
             return _error(exc)
 
@@ -112,10 +130,9 @@ class Compactor:
         transcript = analyze(messages)
         judged = candidates(transcript, config)
         if not judged:
-            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES)
-        state = fit_state(transcript, config.max_state_tokens)
-        plan_batches = batches(judged, state.tokens, config.max_questions, config.max_request_tokens)
-        probabilities, tokens_in, tokens_out = await self._ask_all(state.value, plan_batches, transcript)
+            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=no_candidates_detail(transcript, config))
+        requests = plan_requests(transcript, judged, config, receives_state(self.judge))
+        probabilities, tokens_in, tokens_out = await self._ask_all(requests.calls, transcript)
 
         if not unchanged(messages, judged_history):
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
@@ -130,8 +147,9 @@ class Compactor:
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
-        common = dict(decisions=decisions, scores=scores, pairs=pair_table, requests=len(plan_batches),
-                      input_tokens=tokens_in, output_tokens=tokens_out, state_stage=state.stage, reduction=reduction)
+        common = dict(decisions=decisions, scores=scores, pairs=pair_table, requests=len(requests.calls),
+                      input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
+                      windows=requests.windows, request_tokens=requests.tokens)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common)
             return Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False))
@@ -143,21 +161,21 @@ class Compactor:
         reason = Reason.ARCHIVED_PROPOSAL if enforce else Reason.SHADOW_PROPOSAL
         return Decision(Status.DECIDED, reason, plan, recommendation(plan, True))
 
-    async def _ask_all(self, state: dict[str, Any], plan_batches: list[Batch],
+    async def _ask_all(self, calls: Sequence[JudgeCall],
                        transcript: Transcript) -> tuple[dict[str, float | None], int, int]:
-        """All batches, at most `max_concurrent_requests` in flight; the first failure stops the rest."""
+        """All requests, at most `max_concurrent_requests` in flight; the first failure stops the rest."""
         gate = asyncio.Semaphore(self.config.max_concurrent_requests)
         failed = False
         results: list[tuple[dict[str, float | None], int, int]] = []
 
-        async def one(batch: Batch) -> None:
+        async def one(call: JudgeCall) -> None:
             nonlocal failed
             async with gate:
-                if failed:  # a batch failed while this one was queued: never send it
+                if failed:  # a request failed while this one was queued: never send it
                     return
                 try:
-                    answers = await self.judge.ask(JudgeRequest(state, batch.questions, transcript))
-                    checked = validate_answers(answers, batch.ids)
+                    answers = await self.judge.ask(JudgeRequest(call.state, call.batch.questions, transcript))
+                    checked = validate_answers(answers, call.batch.ids)
                 except JevError:
                     failed = True
                     raise
@@ -168,8 +186,8 @@ class Compactor:
 
         try:
             async with asyncio.TaskGroup() as group:
-                for batch in plan_batches:
-                    group.create_task(one(batch))
+                for call in calls:
+                    group.create_task(one(call))
         except BaseExceptionGroup as group_error:
             first = next((e for e in group_error.exceptions if not isinstance(e, asyncio.CancelledError)),
                          group_error.exceptions[0])

@@ -34,6 +34,7 @@ class Reason(str, Enum):
     NO_CANDIDATES = "NO_CANDIDATES"
     TIMEOUT = "TIMEOUT"
     CALL_OR_RESPONSE_ERROR = "CALL_OR_RESPONSE_ERROR"
+    STATE_BUDGET_EXCEEDED = "STATE_BUDGET_EXCEEDED"
     TRANSCRIPT_CHANGED = "TRANSCRIPT_CHANGED"
     INSUFFICIENT_REDUCTION = "INSUFFICIENT_REDUCTION"
     ARCHIVED_PROPOSAL = "ARCHIVED_PROPOSAL"
@@ -43,7 +44,10 @@ class Reason(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """A judged proposal: the candidate history and, per pair key, the action, scores and (call id, tool)."""
+    """A judged proposal: the candidate history and, per pair key, the action, scores and (call id, tool).
+    `state_stage` is the deepest input cap any request used (`not-sent` for an in-process judge),
+    `windows` how many windows a long history was judged in (0: the whole state in every request), and
+    `request_tokens` the estimated tokens sent to the judge over all requests."""
 
     messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody
     decisions: Mapping[str, Action]
@@ -55,6 +59,8 @@ class Plan:
     state_stage: str
     reduction: float
     archive_reference: str = ""
+    windows: int = 0
+    request_tokens: int = 0
 
     def count(self, action: Action) -> int:
         return sum(1 for a in self.decisions.values() if a is action)

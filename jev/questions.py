@@ -77,6 +77,20 @@ def _template_tenths(kind: str, digits: int) -> int:
 _BRACES, _COMMA = 18, 9
 
 
+def pair_tenths(pair: Pair) -> int:
+    """Estimated tenths of tokens a pair's two questions add inside the questions map (its two entries and
+    the comma between them; a comma before them is the caller's)."""
+    key = pair.key
+    if key[:1] == "t" and key[1:].isdigit():  # the usual key: both entries from the templates' sizes
+        return _template_tenths("call", len(key) - 1) + _template_tenths("result", len(key) - 1) + _COMMA
+    return sum(_entry_tenths(q) for q in questions_for(pair)) + _COMMA
+
+
+def questions_tokens(pairs: Sequence[Pair]) -> int:
+    """Estimated tokens of the questions map of these pairs."""
+    return -(-(_BRACES + sum(pair_tenths(p) for p in pairs) + _COMMA * max(0, len(pairs) - 1)) // 10)
+
+
 def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_request_tokens: int) -> list[Batch]:
     """Pairs in key order, two questions each, packed so that every request fits both limits."""
     out: list[Batch] = []
@@ -88,11 +102,7 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
 
     for pair in pairs:
         qs = questions_for(pair)
-        key = pair.key
-        if key[:1] == "t" and key[1:].isdigit():  # the usual key: both entries from the templates' sizes
-            own = _template_tenths("call", len(key) - 1) + _template_tenths("result", len(key) - 1) + _COMMA
-        else:
-            own = sum(_entry_tenths(q) for q in qs) + _COMMA  # the comma between the pair's two entries
+        own = pair_tenths(pair)
         add = own + (_COMMA if current else 0)
         fits = len(current) + 2 <= max_questions and room(tenths + add)
         if not fits and current:

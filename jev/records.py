@@ -76,7 +76,8 @@ def recommendation(plan: Plan | None, decided: bool) -> dict[str, str]:
     """The string map a host reads from a record (all values strings, as the reference has them)."""
     if plan is None:
         return {}
-    rec = {"requests": str(plan.requests), "state_stage": plan.state_stage,
+    rec = {"requests": str(plan.requests), "state_stage": plan.state_stage, "windows": str(plan.windows),
+           "request_tokens": str(plan.request_tokens),
            "input_tokens": str(plan.input_tokens), "output_tokens": str(plan.output_tokens),
            "reduction": f"{plan.reduction:.4f}"}
     if decided:

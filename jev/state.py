@@ -105,10 +105,10 @@ class JudgeState:
     stage: str
 
 
-def build_state(transcript: Transcript, input_cap: int) -> dict[str, Any]:
-    """The state with every tool input cut to `input_cap` characters."""
+def history_entries(transcript: Transcript, input_cap: int) -> list[tuple[int, dict[str, Any]]]:
+    """(message index, history entry) for every message with text or tool calls, inputs cut to `input_cap`."""
     keys = {p.call_id: p for p in transcript.pairs}
-    history: list[dict[str, Any]] = []
+    entries: list[tuple[int, dict[str, Any]]] = []
     for i, message in enumerate(transcript.messages):
         calls = []
         for block in message.content:
@@ -122,16 +122,30 @@ def build_state(transcript: Transcript, input_cap: int) -> dict[str, Any]:
                 })
         text = "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
         if text or calls:
-            history.append({"i": i, "role": message.role.upper(), "text": text, "tool_calls": calls})
-    return {"context": STATE_CONTEXT, "history": history}
+            entries.append((i, {"i": i, "role": message.role.upper(), "text": text, "tool_calls": calls}))
+    return entries
+
+
+def build_state(transcript: Transcript, input_cap: int) -> dict[str, Any]:
+    """The state with every tool input cut to `input_cap` characters."""
+    return {"context": STATE_CONTEXT, "history": [entry for _, entry in history_entries(transcript, input_cap)]}
+
+
+def state_tokens(value: dict[str, Any]) -> int:
+    """The token estimate of a state's canonical JSON."""
+    return -(-estimate_tenths_utf8(canonical_json(value)) // 10)
+
+
+def stage_name(cap: int) -> str:
+    return f"inputs<={cap}"
 
 
 def fit_state(transcript: Transcript, max_state_tokens: int) -> JudgeState:
     """The first input-cap stage whose state fits `max_state_tokens`, or `StateBudgetError`."""
     for cap in INPUT_CAPS:
         value = build_state(transcript, cap)
-        tokens = -(-estimate_tenths_utf8(canonical_json(value)) // 10)
+        tokens = state_tokens(value)
         if tokens <= max_state_tokens:
-            return JudgeState(value, tokens, f"inputs<={cap}")
+            return JudgeState(value, tokens, stage_name(cap))
     raise StateBudgetError(f"state exceeds budget after input fitting (~{tokens} tokens at inputs<=60, "
                            f"max_state_tokens {max_state_tokens})")

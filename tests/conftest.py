@@ -43,7 +43,8 @@ def reference_messages() -> list[Message]:
 def reference_config(recent: int = 1, questions: int = 128, state: int = 25_000, **kw: Any) -> CompactionConfig:
     base = dict(discard_threshold=0.2, keep_threshold=0.8, preserve_recent_messages=recent, max_state_tokens=state,
                 max_request_tokens=state + 5000, max_questions=questions, truncate_head_chars=30,
-                minimum_reduction=0.01, max_transcript_chars=1_000_000, eligible_tools=frozenset({"read"}))
+                minimum_reduction=0.01, max_transcript_chars=1_000_000, eligible_tools=frozenset({"read"}),
+                size_exponent=0.0)  # the reference's plain SPEC §6 table
     base.update(kw)
     return CompactionConfig(**base)
 
@@ -117,3 +118,14 @@ def compactor(judge: Any, config: CompactionConfig | None = None, mode: Mode = M
 @pytest.fixture
 def archive(tmp_path: Any) -> CountingArchive:
     return CountingArchive(tmp_path / "archive")
+
+
+def long_history(pairs: int, thought: str = "Looking at the next module to see how the parser handles it. ") -> list[Message]:
+    """A task, then `pairs` read calls each with a thought and a 2 000-character result, then a closing
+    user turn: its whole state is far over the default 25 000-token budget from ~400 pairs on."""
+    out = [msg("task", "user", text("Fix the parser bug. Never edit generated files."))]
+    for k in range(pairs):
+        out.append(msg(f"c{k}", "assistant", text(f"{thought}Step {k}."), call(f"k{k}", input={"path": f"src/m{k}.py"})))
+        out.append(msg(f"r{k}", "tool", result(f"k{k}", f"line {k}\n" * 250)))
+    out.append(msg("end", "user", text("Continue.")))
+    return out

@@ -110,7 +110,8 @@ def test_archive_failure_keeps_original(tmp_path) -> None:
 def test_state_limit_does_not_remove_constraints_to_fit(archive: CountingArchive) -> None:
     judge = ScriptedJudge(0.01)
     decision = compactor(judge, reference_config(state=1), archive=archive).plan_sync(reference_messages(), scope=SCOPE)
-    assert decision.status is Status.ERROR and "state exceeds budget after input fitting" in decision.detail
+    assert decision.status is Status.ERROR and decision.reason is Reason.STATE_BUDGET_EXCEEDED
+    assert "pair t1 (read) does not fit in one judge request even alone beside the task" in decision.detail
     assert judge.calls == 0
 
 

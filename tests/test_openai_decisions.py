@@ -9,10 +9,10 @@ import sys
 import time
 
 import pytest
-from conftest import SCOPE, CountingArchive, compactor, reference_config, reference_messages
+from conftest import SCOPE, CountingArchive, compactor, long_history, reference_config, reference_messages
 from decisions_server import DecisionsServer
 
-from jev import Action, ConfigError, Mode, Reason, Status
+from jev import Action, CompactionConfig, ConfigError, Mode, Reason, Status, estimate_tokens
 from jev.judges import OpenAIDecisionsJudge, RetryPolicy
 from jev.judges.retry import NO_RETRIES
 
@@ -166,3 +166,21 @@ def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loo
         finally:
             sys.unraisablehook = hook
         assert not judge._clients._clients and unraisable == []
+
+
+def test_a_1000_pair_history_is_judged_in_windows_through_the_openai_client() -> None:
+    history = long_history(1000)
+    config = CompactionConfig(eligible_tools=frozenset({"read"}))
+    with DecisionsServer(probability=lambda name: 0.01) as server:
+        judge = OpenAIDecisionsJudge(server.base_url, retry=NO_RETRIES)
+        decision = compactor(judge, config, mode=Mode.SHADOW).plan_sync(history)
+    assert decision.status is Status.DECIDED, decision.detail
+    plan = decision.plan
+    assert plan.windows == plan.requests == len(server.requests) > 1
+    assert plan.input_tokens == 100 * plan.requests
+    names = [q["name"] for body in server.requests for q in body["questions"]]
+    assert len(names) == len(set(names)) and all(len(body["questions"]) <= config.max_questions
+                                                   for body in server.requests)
+    for body in server.requests:
+        assert estimate_tokens(body["input"]) <= config.max_state_tokens
+        assert "line 7" not in body["input"]

@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import SCOPE, CountingArchive, compactor, reference_config, reference_messages
+from conftest import SCOPE, CountingArchive, compactor, long_history, reference_config, reference_messages
 from loopback import JsonHandler, LoopbackServer
 
-from jev import ConfigError, JudgeError, Mode, Reason, Status
+from jev import CompactionConfig, ConfigError, JudgeError, Mode, Reason, Status, estimate_tokens
+from jev.policy import PINNED_SCORES
 from jev.judges import JudgeRequest, SystemOneJudge
 from jev.judges.retry import NO_RETRIES
 from jev.judges.systemone import endpoint_url
@@ -230,3 +231,22 @@ def test_sync_twin() -> None:
     with Server(noul(0.25)) as server:
         answers = SystemOneJudge(server.url).ask_sync(JudgeRequest({}, (Question("q", "x"),)))
     assert answers.probabilities == {"q": 0.25} and answers.model == "jev-test"
+
+
+def test_a_1000_pair_history_is_judged_in_windows_over_http() -> None:
+    history = long_history(1000)
+    config = CompactionConfig(eligible_tools=frozenset({"read"}), max_concurrent_requests=4)
+    with Server(noul(0.01)) as server:
+        judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+        decision = compactor(judge, config, mode=Mode.SHADOW).plan_sync(history)
+    assert decision.status is Status.DECIDED, decision.detail
+    plan = decision.plan
+    assert plan.windows == plan.requests == len(server.requests) > 1
+    assert plan.input_tokens == 10 * plan.requests  # the server's usage, summed over the windows
+    asked = [q for _, _, body in server.requests for q in body["questions"]]
+    assert len(asked) == len(set(asked)) == 2 * len(plan.decisions) - 2 * list(plan.scores.values()).count(
+        PINNED_SCORES)
+    for _, _, body in server.requests:
+        assert estimate_tokens(json.dumps(body["state"], sort_keys=True, separators=(",", ":"),
+                                          ensure_ascii=False)) <= config.max_state_tokens
+        assert body["state"]["history"][0]["text"].startswith("Fix the parser bug")

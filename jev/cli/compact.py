@@ -90,6 +90,8 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -
         "pairs": {k: {"call_id": c, "tool": t} for k, (c, t) in plan.pairs.items()} if plan else {},
         "requests": plan.requests if plan else 0,
         "state_stage": plan.state_stage if plan else "",
+        "windows": plan.windows if plan else 0,
+        "request_tokens": plan.request_tokens if plan else 0,
         "input_tokens": plan.input_tokens if plan else 0,
         "output_tokens": plan.output_tokens if plan else 0,
         "reduction": plan.reduction if plan else 0.0,
@@ -149,6 +151,8 @@ def _summary(out: Any, result: dict[str, Any], source: str) -> None:
     if result["decisions"]:
         line += f": {len(result['decisions'])} pairs " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         line += f"; reduction {result['reduction']:.1%}, {result['requests']} judge request(s)"
+        if result["windows"]:
+            line += f" in {result['windows']} windows"
     if result["archive_reference"]:
         line += f"; archived {result['archive_reference'][:12]}…"
     if result.get("detail"):

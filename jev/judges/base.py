@@ -52,9 +52,16 @@ class Answers:
 
 @runtime_checkable
 class Judge(Protocol):
-    """Anything with `async ask(request) -> Answers`."""
+    """Anything with `async ask(request) -> Answers`. A judge that reads the transcript in process and never
+    sends the state anywhere sets `receives_state = False`: the state is then not built, and
+    `max_state_tokens` / `max_request_tokens` (limits on what a remote judge receives) do not bind it."""
 
     async def ask(self, request: JudgeRequest) -> Answers: ...
+
+
+def receives_state(judge: Any) -> bool:
+    """Whether the judge receives the state (a judge that does not say is taken to, as remote ones do)."""
+    return getattr(judge, "receives_state", True) is not False
 
 
 def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None]:

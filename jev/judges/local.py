@@ -89,7 +89,10 @@ class LocalJudge:
     """The offline default judge. Needs the in-process transcript; sends nothing anywhere.
 
     `model_path` loads other weights (e.g. retrained on your own shadow logs). Stateless: every plan reads
-    the history it is given, in one vectorised pass."""
+    the history it is given, in one vectorised pass. It receives no state, so the state budget does not
+    bind it."""
+
+    receives_state = False
 
     def __init__(self, model_path: str | None = None) -> None:
         spec = load_model(model_path)

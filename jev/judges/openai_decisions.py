@@ -68,6 +68,8 @@ def _answers(body: Any, questions: tuple[Question, ...]) -> tuple[dict[str, Any]
 class OpenAIDecisionsJudge:
     """A judge on OpenAI's Decisions API (or any gateway that speaks it)."""
 
+    receives_state = True
+
     def __init__(self, base_url: str | None = None, *, model: str = DEFAULT_MODEL, timeout: float = 5.0,
                  retry: RetryPolicy = RetryPolicy()) -> None:
         key = os.environ.get("OPENAI_API_KEY", "").strip()

@@ -14,9 +14,13 @@ from .base import REFUSAL, Answers, JudgeRequest
 
 class ReplayJudge:
     """Answers each question id from `answers`, else `default`; values pass through unvalidated, so the
-    compactor's own checks see exactly what was recorded. `calls` counts requests."""
+    compactor's own checks see exactly what was recorded. `calls` counts requests. It stands in for a
+    remote judge, so by default it receives the state and is bound by the state budget like one;
+    `receives_state=False` makes it an in-process judge."""
 
-    def __init__(self, answers: Mapping[str, Any], *, default: Any = None, model: str = "replay") -> None:
+    def __init__(self, answers: Mapping[str, Any], *, default: Any = None, model: str = "replay",
+                 receives_state: bool = True) -> None:
+        self.receives_state = bool(receives_state)
         self.answers = dict(answers)
         self.default = default
         self.model = model

@@ -107,6 +107,8 @@ def parse_response(body: Any, question_ids: list[str]) -> Answers:
 class SystemOneJudge:
     """A System One client. `transport` is for tests (an `httpx2.AsyncBaseTransport`)."""
 
+    receives_state = True
+
     def __init__(self, base_url: str | None = None, *, model: str = DEFAULT_MODEL, timeout: float = 5.0,
                  retry: RetryPolicy = RetryPolicy(), transport: httpx2.AsyncBaseTransport | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
