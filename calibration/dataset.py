@@ -30,7 +30,7 @@ def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
     path = Path(source)
     if path.is_dir():
         for file in sorted(path.rglob("*.json")):
-            yield _session(file.name), file.read_bytes()
+            yield _session(file.relative_to(path).as_posix()), file.read_bytes()
         return
     found: list[tuple[str, bytes]] = []
     with tarfile.open(path, "r|*") as tar:  # one streaming pass: random access into .xz is quadratic
@@ -48,11 +48,22 @@ def trajectories(source: str | Path, format: str = "mini-swe-agent") -> Iterator
 
 
 def _session(name: str) -> str:
-    base = Path(name).name
+    """The session id of a trajectory file: its path below `trajectories/` (the run folder stays, so the
+    runs of one instance are told apart) without the JSON suffix."""
+    parts = Path(name).parts
+    if "trajectories" in parts:
+        parts = parts[parts.index("trajectories") + 1:]
+    base = "/".join(parts)
     for suffix in (".traj.json", ".json"):
         if base.endswith(suffix):
             return base[: -len(suffix)]
     return base
+
+
+def group_of(session: str) -> str:
+    """The group a session belongs to for splitting: its instance (the file name), so that the runs of one
+    instance always land in the same split."""
+    return session.rsplit("/", 1)[-1]
 
 
 class _Serial:

@@ -1,6 +1,10 @@
 """The caller's history as judged, taken once at the start of a plan: the very message objects, a digest
 of their mutable parts, and the size of their canonical JSON.
 
+Sizes leave out a converter's bookkeeping (`metadata["jev.source"]` and `["jev.format"]`): what a format
+keeps only to be written back exactly — provider fields, a copy of the output, the raw response — is not
+what the model sees, so it counts neither in the transcript limit nor in the reduction.
+
 It serves the transcript limit, the change guard and the reduction. SPEC §7's guard re-serializes the
 history and compares; this one proves the same thing with less work. Messages and blocks are frozen and
 their strings immutable, so a history whose list holds the same objects in the same order serializes to
@@ -18,12 +22,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import TranscriptError
-from .transcript import Message, OtherBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from .transcript import BOOKKEEPING_KEYS, Message, OtherBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
 
 def chars(data: bytes) -> int:
     """Characters of UTF-8 bytes (the spec's size unit) without decoding when they are ASCII."""
     return len(data) if data.isascii() else len(data.decode())
+
+
+def size(message: Any) -> int:
+    """Characters of a message's canonical JSON without the converter's bookkeeping in its metadata."""
+    metadata = getattr(message, "metadata", None)
+    if type(message) is Message and metadata and any(key in metadata for key in BOOKKEEPING_KEYS):
+        rest = {k: v for k, v in metadata.items() if k not in BOOKKEEPING_KEYS}
+        message = Message(message.id, message.role, message.content, message.name, rest or None, message.timestamp)
+    return chars(_encode(message))
 
 
 def _encode(value: Any) -> bytes:
@@ -40,8 +53,8 @@ class Judged:
     messages: tuple[Any, ...]
     parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
     digest: bytes  # SHA-256 of their canonical JSON when judging started
-    chars: int  # characters of the canonical JSON of the whole list
-    sizes: tuple[int, ...]  # characters of each message's canonical JSON
+    chars: int  # characters of the canonical JSON of the whole list, bookkeeping left out
+    sizes: tuple[int, ...]  # characters of each message's canonical JSON, bookkeeping left out
 
 
 def _mutable_parts(messages: Sequence[Any]) -> list[Any]:
@@ -88,7 +101,7 @@ def take(messages: Sequence[Message]) -> Judged:
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise TranscriptError("messages must be a list of jev.Message")
     held = tuple(messages)
-    sizes = tuple(chars(_encode(message)) for message in held)
+    sizes = tuple(map(size, held))
     parts = _mutable_parts(held)
     return Judged(held, parts, _digest(parts), sum(sizes) + max(0, len(held) - 1) + 2, sizes)
 
@@ -137,7 +150,7 @@ def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
         if original is not None and _same_but_content(message, original[0]):
             added += original[1] - _content_chars(original[0].content) + _content_chars(message.content)
         else:
-            added += chars(_encode(message))
+            added += size(message)
     commas = max(0, len(compacted) - 1) - max(0, len(judged.messages) - 1)
     return judged.chars - removed + added + commas
 

@@ -18,6 +18,9 @@ from .errors import FormatError, TranscriptError
 ROLES = ("system", "user", "assistant", "tool")
 RESULT_STATES = ("success", "error", "rejected", "incomplete", "pending")
 PINNED_METADATA_KEY = "jev.context.pinned"
+SOURCE_KEY = "jev.source"  # metadata key under which a converter keeps what the jev model has no field for
+FORMAT_KEY = "jev.format"  # metadata key naming the converter that wrote it: each reads back only its own
+BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY)  # a converter's, for the round trip: never what the model sees
 
 
 @dataclass(frozen=True, slots=True)

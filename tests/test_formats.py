@@ -462,3 +462,12 @@ def test_responses_leaves_out_a_reasoning_item_whose_call_was_compacted_away() -
     odd = [user, rs(1), user]  # as loaded, even where the API would object: written back as it came
     assert formats.dump(formats.load(odd, "openai-responses"), "openai-responses") == odd
 
+
+
+def test_chat_tool_calls_null_or_empty_round_trip() -> None:
+    doc = [{"role": "user", "content": "hi"},
+           {"role": "assistant", "content": "a", "tool_calls": None, "function_call": None},
+           {"role": "assistant", "content": "b", "tool_calls": []}]
+    messages = formats.load(doc, "openai-chat")
+    assert [m.content for m in messages[1:]] == [(TextBlock("a"),), (TextBlock("b"),)]
+    assert formats.dump(messages, "openai-chat") == doc

@@ -38,6 +38,8 @@ def detect(data: Any) -> str:
                           f"(got {type(data).__name__})")
     if not data:
         return "jev"
+    if any(isinstance(m, dict) and m.get("role") == "exit" for m in data):
+        return "mini-swe-agent"  # a 1.1 messages list without its envelope: only mini-swe-agent writes 'exit'
     first = data[0]
     if not isinstance(first, dict):
         raise FormatError("cannot detect the transcript format: messages[0] is not a JSON object")

@@ -8,10 +8,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
-from ..transcript import Message
-
-SOURCE_KEY = "jev.source"  # metadata key under which a converter keeps what the jev model has no field for
-FORMAT_KEY = "jev.format"  # metadata key naming the converter that wrote it: each reads back only its own
+from ..transcript import FORMAT_KEY, SOURCE_KEY, Message
 
 
 def loaded(name: str, source: Any) -> dict[str, Any]:

@@ -1,27 +1,36 @@
-"""mini-swe-agent trajectories (`mini-swe-agent-1`): plain-text chat where actions are fenced bash blocks.
+"""mini-swe-agent trajectories: format `mini-swe-agent-1` (plain-text chat, actions in fenced blocks) and
+`mini-swe-agent-1.1` (mini-swe-agent 2.x: OpenAI chat with tool calls, or the same text mode).
 
-An assistant message with exactly one ```bash block is a `bash` tool call (input `{"command": ...}`; the
-rest of the message is its text), and the user message right after it is that call's result: state
-`error` for a timeout notice, `success` otherwise (a non-zero return code is part of the output). An
-assistant message with zero or several blocks is plain text. Accepts the whole trajectory object or its
-`messages` list; the envelope, per-message extras and the exact fence text ride in
-`metadata["jev.source"]`, so `dump(load(x)) == x`.
+Text mode: an assistant message with exactly one ```bash (or 2.x's ```mswea_bash_command) block is a
+`bash` tool call (input `{"command": ...}`; the rest of the message is its text), and the message right
+after it is that call's result. An assistant message with zero or several blocks is plain text.
+Tool-call mode (a 1.1 trajectory whose assistant messages carry `tool_calls`): calls and `tool` results
+as in OpenAI chat, and fences in text are not actions. In both, a result is `error` when the command
+did not run to its end (a timeout notice, or `extra.exception_info`), else `success` (a non-zero return
+code is part of the output); the final `exit` message answers the trailing call that got no result (the
+submitted diff), else it is a plain message. `reasoning_content`, `extra` (with `raw_output`, a copy of
+the output) and provider fields are kept for the round trip in `metadata["jev.source"]` but are not
+what the model sees: they count in no size and no judge reads them. `dump(load(x)) == x`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
+from . import openai_chat
 from ._common import loaded, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "mini-swe-agent"
 TOOL = "bash"
-_ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+FORMAT_1_1 = "mini-swe-agent-1.1"
+_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 _TIMEOUT = re.compile(r"^The last command .{0,4000}? timed out", re.DOTALL)
+_FENCES = {"mini-swe-agent-1": ("```bash\n", "\n```"), FORMAT_1_1: ("```mswea_bash_command\n", "\n```")}
 
 
 def _messages_of(data: Any) -> tuple[list[Any], dict[str, Any] | None]:
@@ -34,87 +43,159 @@ def _messages_of(data: Any) -> tuple[list[Any], dict[str, Any] | None]:
     raise FormatError(f"trajectory: must be a JSON object or array (got {type(data).__name__})")
 
 
+def _tool_mode(raw_messages: list[Any]) -> bool:
+    """True when the trajectory calls tools the OpenAI way (then fences in text are not actions)."""
+    return any(isinstance(m, dict) and (m.get("role") == "tool" or (m.get("role") == "assistant" and m.get("tool_calls")))
+               for m in raw_messages)
+
+
+def _failed(extra: Any) -> bool:
+    """mini-swe-agent 2.x notes in `extra.exception_info` that the command did not run to its end."""
+    return isinstance(extra, dict) and isinstance(extra.get("exception_info"), str) and bool(extra["exception_info"])
+
+
 def load(data: Any) -> list[Message]:
-    """Messages from a mini-swe-agent trajectory (object or messages list)."""
+    """Messages from a mini-swe-agent trajectory (object or messages list), format 1 or 1.1."""
     raw_messages, envelope = _messages_of(data)
+    tool_mode = _tool_mode(raw_messages)
     out: list[Message] = []
-    open_call: str | None = None
+    open_calls: list[tuple[str, str]] = []  # (call id, tool) of the latest assistant message, not yet answered
+    tool_names: dict[str, str] = {}
     for i, raw in enumerate(raw_messages):
         where = f"messages[{i}]"
-        if not isinstance(raw, dict) or raw.get("role") not in ("system", "user", "assistant"):
-            raise FormatError(f"{where}: must be an object with role system, user or assistant")
-        content = raw.get("content")
-        if not isinstance(content, str):
-            raise FormatError(f"{where}.content: must be a string")
-        source: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("role", "content")}
-        if i == 0 and envelope is not None:
-            source["envelope"] = envelope
+        if not isinstance(raw, dict) or raw.get("role") not in ("system", "user", "assistant", "tool", "exit"):
+            raise FormatError(f"{where}: must be an object with role system, user, assistant, tool or exit")
         role = raw["role"]
-        blocks: tuple[Block, ...]
-        if role == "assistant":
-            actions = list(_ACTION.finditer(content))
-            if len(actions) == 1:
-                match = actions[0]
-                call_id = f"call{i}"
-                text = content[:match.start()] + content[match.end():]
-                source["action"] = {"at": match.start(), "open": content[match.start():match.start(1)],
-                                    "close": content[match.end(1):match.end()]}
-                blocks = ((TextBlock(text),) if text else ()) + (ToolUseBlock(call_id, TOOL, {"command": match.group(1)}),)
-                open_call = call_id
-                out.append(Message(f"m{i}", role, blocks, None, loaded(NAME, source) if source else None))
-                continue
-            open_call = None
-        elif role == "user" and open_call is not None:
-            state = "error" if _TIMEOUT.match(content) else "success"
-            blocks = (ToolResultBlock(open_call, TOOL, content, state),)
-            open_call = None
-            out.append(Message(f"m{i}", "tool", blocks, None, loaded(NAME, source) if source else None))
-            continue
+        if role == "exit":
+            message, open_calls = _exit(raw, where, i, open_calls)
+        elif tool_mode:
+            message, open_calls = _chat(raw, where, i, open_calls, tool_names)
         else:
-            open_call = None
-        blocks = (TextBlock(content),) if content else ()
-        out.append(Message(f"m{i}", role, blocks, None, loaded(NAME, source) if source else None))
+            message, open_calls = _text(raw, where, i, open_calls)
+        if i == 0 and envelope is not None:
+            source = dict(source_of(message, NAME) or {})
+            source["envelope"] = envelope
+            message = dataclasses.replace(message, metadata=loaded(NAME, source))
+        out.append(message)
     return out
 
 
+def _meta(source: dict[str, Any]) -> dict[str, Any] | None:
+    return loaded(NAME, source) if source else None
+
+
+def _chat(raw: dict[str, Any], where: str, i: int, open_calls: list[tuple[str, str]],
+          tool_names: dict[str, str]) -> tuple[Message, list[tuple[str, str]]]:
+    """A tool-call-mode message, read as OpenAI chat; what chat keeps aside rides under `chat`."""
+    role, blocks, name, chat = openai_chat.read_message(raw, where, tool_names)
+    if raw["role"] == "tool":
+        result = blocks[0]
+        assert isinstance(result, ToolResultBlock)
+        if _failed(raw.get("extra")):
+            blocks = (dataclasses.replace(result, state="error"),)
+        open_calls = [c for c in open_calls if c[0] != result.id]
+    elif raw["role"] == "assistant":
+        open_calls = [(b.id, b.name) for b in blocks if isinstance(b, ToolUseBlock)]
+    else:
+        open_calls = []
+    return Message(f"m{i}", role, blocks, name, loaded(NAME, {"chat": chat})), open_calls
+
+
+def _text(raw: dict[str, Any], where: str, i: int,
+          open_calls: list[tuple[str, str]]) -> tuple[Message, list[tuple[str, str]]]:
+    """A text-mode message: a fenced action is a call; the message after a call is its result."""
+    role = raw["role"]
+    if role == "tool":
+        raise FormatError(f"{where}: a tool message needs a trajectory that calls tools")
+    content = raw.get("content")
+    if not isinstance(content, str):
+        raise FormatError(f"{where}.content: must be a string")
+    source: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("role", "content")}
+    if role == "assistant":
+        actions = list(_ACTION.finditer(content))
+        if len(actions) == 1:
+            match = actions[0]
+            call_id = f"call{i}"
+            text = content[:match.start()] + content[match.end():]
+            source["action"] = {"at": match.start(), "open": content[match.start():match.start(1)],
+                                "close": content[match.end(1):match.end()]}
+            blocks: tuple[Block, ...] = ((TextBlock(text),) if text else ()) + (
+                ToolUseBlock(call_id, TOOL, {"command": match.group(1)}),)
+            return Message(f"m{i}", role, blocks, None, _meta(source)), [(call_id, TOOL)]
+    elif role == "user" and open_calls:
+        state = "error" if _TIMEOUT.match(content) or _failed(raw.get("extra")) else "success"
+        blocks = (ToolResultBlock(open_calls[-1][0], TOOL, content, state),)
+        return Message(f"m{i}", "tool", blocks, None, _meta(source)), []
+    blocks = (TextBlock(content),) if content else ()
+    return Message(f"m{i}", role, blocks, None, _meta(source)), []
+
+
+def _exit(raw: dict[str, Any], where: str, i: int,
+          open_calls: list[tuple[str, str]]) -> tuple[Message, list[tuple[str, str]]]:
+    """The final `exit` message: the result of the one call left open right before it, else plain text."""
+    content = raw.get("content")
+    if not isinstance(content, str):
+        raise FormatError(f"{where}.content: must be a string")
+    source = {"exit": {k: v for k, v in raw.items() if k not in ("role", "content")}}
+    if len(open_calls) == 1:
+        call_id, tool = open_calls[0]
+        return Message(f"m{i}", "tool", (ToolResultBlock(call_id, tool, content),), None, _meta(source)), []
+    return Message(f"m{i}", "user", (TextBlock(content),) if content else (), None, _meta(source)), []
+
+
 def dump(messages: Sequence[Message]) -> Any:
-    """The trajectory: the object form when the first message carries its envelope, else the list. This
-    form holds plain text, one bash call per assistant message and its result as the next message; a
-    history with more (other tools, parallel calls, images, results apart from their calls) is refused with
-    a `FormatError` naming the message, never written half. Thinking and result states have no place in
-    it and are left out."""
+    """The trajectory: the object form when the first message carries its envelope, else the list.
+
+    A message loaded from this form is written back as it came. A tool-call trajectory (1.1) writes any
+    other message as OpenAI chat does. A text-mode trajectory holds plain text, one bash call per
+    assistant message and its result as the next message; a history with more (other tools, parallel
+    calls, images, results apart from their calls) is refused with a `FormatError` naming the message,
+    never written half. Thinking and result states have no place in it and are left out."""
+    sources = [dict(source_of(m, NAME) or {}) for m in messages]
+    envelope = next((s.pop("envelope") for s in sources if "envelope" in s), None)
+    tool_mode = any("chat" in s for s in sources)
+    fmt = envelope.get("trajectory_format") if isinstance(envelope, dict) else None
+    fresh_fence = next((s["action"] for s in sources if "action" in s), None)
+    fence = ((fresh_fence["open"], fresh_fence["close"]) if fresh_fence
+             else _FENCES.get(fmt, _FENCES["mini-swe-agent-1"]))
     out: list[dict[str, Any]] = []
-    envelope = None
-    waiting: str | None = None  # the call just written: the next message must be its result
-    for message in messages:
-        source = dict(source_of(message, NAME) or {})
-        envelope = source.pop("envelope", envelope)
-        action = source.pop("action", None)
-        _check(message, waiting)
-        text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
-        result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
-        call = next((b for b in message.content if isinstance(b, ToolUseBlock)), None)
-        waiting = None
-        if result is not None:
-            content = result.text
-            role = "user"
-        elif call is not None:
-            at = action["at"] if action else len(text)
-            fence_open = action["open"] if action else "```bash\n"
-            fence_close = action["close"] if action else "\n```"
-            content = text[:at] + fence_open + call.input["command"] + fence_close + text[at:]
-            role = "assistant"
-            waiting = call.id
+    waiting: str | None = None  # text mode: the call just written; the next message must be its result
+    for message, source in zip(messages, sources, strict=True):
+        if "exit" in source:
+            result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
+            out.append({"role": "exit", "content": result.text if result else message.text, **source["exit"]})
+            waiting = None
+        elif tool_mode:
+            out.extend(openai_chat.write_message(message, source.get("chat")))
         else:
-            content, role = text, message.role
-        out.append({"role": role, "content": content, **source})
+            out.append(_write_text(message, source, waiting, fence))
+            waiting = next((b.id for b in message.content if isinstance(b, ToolUseBlock)), None)
     if envelope is not None:
         return {**envelope, "messages": out}
     return out
 
 
+def _write_text(message: Message, source: dict[str, Any], waiting: str | None,
+                fence: tuple[str, str]) -> dict[str, Any]:
+    action = source.pop("action", None)
+    _check(message, waiting)
+    text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+    result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
+    call = next((b for b in message.content if isinstance(b, ToolUseBlock)), None)
+    if result is not None:
+        content, role = result.text, "user"
+    elif call is not None:
+        at = action["at"] if action else len(text)
+        fence_open, fence_close = (action["open"], action["close"]) if action else fence
+        content = text[:at] + fence_open + call.input["command"] + fence_close + text[at:]
+        role = "assistant"
+    else:
+        content, role = text, message.role
+    return {"role": role, "content": content, **source}
+
+
 def _check(message: Message, waiting: str | None) -> None:
-    """Refuse what a mini-swe-agent trajectory cannot hold, naming the message and the rule."""
+    """Refuse what a text-mode trajectory cannot hold, naming the message and the rule."""
     where = f"mini-swe-agent: message {message.id!r}"
     calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
     results = [b for b in message.content if isinstance(b, ToolResultBlock)]

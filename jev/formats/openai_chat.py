@@ -55,34 +55,43 @@ def load(data: Any) -> list[Message]:
     tool_names: dict[str, str] = {}
     out: list[Message] = []
     for i, raw in enumerate(data):
-        where = f"messages[{i}]"
-        if not isinstance(raw, dict):
-            raise FormatError(f"{where}: must be a JSON object")
-        role = raw.get("role")
-        if role not in _ROLES:
-            raise FormatError(f"{where}.role: unsupported chat role {role!r}")
-        source: dict[str, Any] = {k: v for k, v in raw.items() if k not in _CORE_KEYS}
-        if role != _ROLES[role]:
-            source["role"] = role
-        if "content" not in raw:
-            blocks, form = (), "absent"
-        else:
-            blocks, form = _parts_to_blocks(raw["content"], where)
-        if form != "string":
-            source["content_form"] = form
-        name = raw.get("name")
-        if name is not None and not isinstance(name, str):
-            raise FormatError(f"{where}.name: must be a string")
-        if role == "tool":
-            call_id = raw.get("tool_call_id")
-            if not isinstance(call_id, str):
-                raise FormatError(f"{where}.tool_call_id: required string for a tool message")
-            output: str | tuple[Block, ...] = raw["content"] if isinstance(raw.get("content"), str) else blocks
-            blocks = (ToolResultBlock(call_id, tool_names.get(call_id, ""), output),)
-        elif "tool_calls" in raw:
-            blocks = blocks + _load_calls(raw["tool_calls"], where, tool_names, source)
-        out.append(Message(f"m{i}", _ROLES[role], blocks, name, loaded(NAME, source) if source else None))
+        role, blocks, name, source = read_message(raw, f"messages[{i}]", tool_names)
+        out.append(Message(f"m{i}", role, blocks, name, loaded(NAME, source) if source else None))
     return out
+
+
+def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str, tuple[Block, ...], str | None,
+                                                                            dict[str, Any]]:
+    """One chat message as (jev role, blocks, name, what the jev model has no field for). `tool_names` maps
+    the call ids seen so far to their tools, so a `tool` message's result is named after its call."""
+    if not isinstance(raw, dict):
+        raise FormatError(f"{where}: must be a JSON object")
+    role = raw.get("role")
+    if role not in _ROLES:
+        raise FormatError(f"{where}.role: unsupported chat role {role!r}")
+    source: dict[str, Any] = {k: v for k, v in raw.items() if k not in _CORE_KEYS}
+    if role != _ROLES[role]:
+        source["role"] = role
+    if "content" not in raw:
+        blocks, form = (), "absent"
+    else:
+        blocks, form = _parts_to_blocks(raw["content"], where)
+    if form != "string":
+        source["content_form"] = form
+    name = raw.get("name")
+    if name is not None and not isinstance(name, str):
+        raise FormatError(f"{where}.name: must be a string")
+    if role == "tool":
+        call_id = raw.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise FormatError(f"{where}.tool_call_id: required string for a tool message")
+        output: str | tuple[Block, ...] = raw["content"] if isinstance(raw.get("content"), str) else blocks
+        blocks = (ToolResultBlock(call_id, tool_names.get(call_id, ""), output),)
+    elif raw.get("tool_calls") is not None:
+        blocks = blocks + _load_calls(raw["tool_calls"], where, tool_names, source)
+    elif "tool_calls" in raw:
+        source["tool_calls_null"] = True  # `tool_calls: null`, as a provider's model_dump() writes it
+    return _ROLES[role], blocks, name, source
 
 
 def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict[str, Any]) -> tuple[Block, ...]:
@@ -123,26 +132,36 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     place for thinking or for a result's state: those are left out."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        source = dict(source_of(message, NAME) or {})
-        results = [b for b in message.content if isinstance(b, ToolResultBlock)]
-        body = [b for b in message.content if isinstance(b, (TextBlock, OtherBlock))]
-        calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
-        form = source.pop("content_form", "string" if all(isinstance(b, TextBlock) for b in body) else "list")
-        call_extras = source.pop("tool_calls", None)
-        role = source.pop("role", message.role)
-        for result in results:
-            output = result.output
-            content = output if isinstance(output, str) else _blocks_to_content(
-                output, form if source or result.text_only else "list")
-            out.append(_named({"role": "tool", "tool_call_id": result.id, "content": content}, message, source))
-        if results and not body and not calls:
-            continue
-        d: dict[str, Any] = {"role": "user" if results and role == "tool" else role}
-        if form != "absent" or body:
-            d["content"] = _blocks_to_content(body, "string" if form == "absent" else form)
-        if calls:
-            d["tool_calls"] = [_dump_call(c, (call_extras or {}).get(c.id)) for c in calls]
-        out.append(_named(d, message, {} if results else source))
+        out.extend(write_message(message, source_of(message, NAME)))
+    return out
+
+
+def write_message(message: Message, kept: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The chat message(s) of one message: `kept` is what `read_message` set aside for it (None to write
+    it afresh)."""
+    out: list[dict[str, Any]] = []
+    source = dict(kept or {})
+    results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+    body = [b for b in message.content if isinstance(b, (TextBlock, OtherBlock))]
+    calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
+    form = source.pop("content_form", "string" if all(isinstance(b, TextBlock) for b in body) else "list")
+    call_extras = source.pop("tool_calls", None)
+    role = source.pop("role", message.role)
+    for result in results:
+        output = result.output
+        content = output if isinstance(output, str) else _blocks_to_content(
+            output, form if source or result.text_only else "list")
+        out.append(_named({"role": "tool", "tool_call_id": result.id, "content": content}, message, source))
+    if results and not body and not calls:
+        return out
+    d: dict[str, Any] = {"role": "user" if results and role == "tool" else role}
+    if form != "absent" or body:
+        d["content"] = _blocks_to_content(body, "string" if form == "absent" else form)
+    if calls or call_extras is not None:  # an empty list is written back as it came
+        d["tool_calls"] = [_dump_call(c, (call_extras or {}).get(c.id)) for c in calls]
+    elif source.pop("tool_calls_null", False):
+        d["tool_calls"] = None
+    out.append(_named(d, message, {} if results else source))
     return out
 
 

@@ -1,0 +1,158 @@
+"""mini-swe-agent trajectories, format 1.1 (mini-swe-agent 2.x): tool-call and text modes, in the shapes
+mini-swe-agent 2.4.6 writes them (assistant messages from the provider's `model_dump()` with `extra`,
+observations with `extra.raw_output`, a final `exit` message)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from jev import CompactionConfig, formats
+from jev.history import take
+from jev.policy import candidates
+from jev.transcript import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, analyze
+
+ENVELOPE = {"trajectory_format": "mini-swe-agent-1.1", "instance_id": "demo__demo-1",
+            "info": {"exit_status": "Submitted", "submission": "diff --git a/x b/x\n"}}
+
+
+def _assistant(k: int, command: str, reasoning: str | None = None) -> dict:
+    call = {"index": 0, "function": {"arguments": json.dumps({"command": command}), "name": "bash"},
+            "id": f"call_00_{k:04d}", "type": "function"}
+    out = {"content": f"Step {k}: let me look.", "role": "assistant", "tool_calls": [call], "function_call": None,
+           "provider_specific_fields": None,
+           "extra": {"actions": [{"command": command, "tool_call_id": call["id"]}],
+                     "response": {"id": f"r{k}", "choices": [{"message": {"content": "…", "tool_calls": [call]}}]},
+                     "cost": 0.001, "timestamp": 1775784986.0 + k}}
+    if reasoning is not None:
+        out["reasoning_content"] = reasoning
+    return out
+
+
+def _tool(k: int, output: str, exception: str = "") -> dict:
+    return {"content": f"<returncode>0</returncode>\n<output>\n{output}</output>", "role": "tool",
+            "tool_call_id": f"call_00_{k:04d}",
+            "extra": {"raw_output": output, "returncode": 0 if not exception else -1, "timestamp": 1775784990.0 + k,
+                      "exception_info": exception}}
+
+
+def tool_mode(submitted: bool = True) -> dict:
+    messages = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "<pr_description>Fix the count.</pr_description>"}]
+    for k in range(6):
+        messages += [_assistant(k, f"cat src/m{k}.py", reasoning="I think." if k == 1 else None),
+                     _tool(k, f"line {k}\n" * 200, exception="timed out after 60s" if k == 2 else "")]
+    messages.append(_assistant(6, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"))
+    if submitted:
+        messages.append({"role": "exit", "content": "diff --git a/x b/x\n",
+                         "extra": {"exit_status": "Submitted", "submission": "diff --git a/x b/x\n"}})
+    else:
+        messages.append(_tool(6, "ok\n"))
+        messages.append({"role": "exit", "content": "LimitsExceeded",
+                         "extra": {"exit_status": "LimitsExceeded", "submission": ""}})
+    return {**ENVELOPE, "messages": messages}
+
+
+def text_mode() -> dict:
+    def said(k: int, body: str) -> dict:
+        return {"content": body, "role": "assistant", "tool_calls": None, "function_call": None,
+                "extra": {"actions": [{"command": f"ls {k}"}], "response": {"id": f"r{k}"}, "cost": 0.0,
+                          "timestamp": 1.0 + k}}
+
+    observation = {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>",
+                   "extra": {"raw_output": "a.py\n", "returncode": 0, "timestamp": 2.0, "exception_info": ""}}
+    messages = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Fix it."},
+                said(0, "THOUGHT: list.\n\n```mswea_bash_command\nls 0\n```"),
+                observation,
+                said(1, "Two at once:\n```mswea_bash_command\nls\n```\n```mswea_bash_command\npwd\n```"),
+                {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 "
+                 "actions.", "extra": {"interrupt_type": "FormatError", "n_actions": 2, "model_response": "…"}},
+                said(2, "Done.\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"),
+                {"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": ""}}]
+    return {**ENVELOPE, "messages": messages}
+
+
+@pytest.mark.parametrize("doc", [tool_mode(), tool_mode(submitted=False), text_mode()],
+                         ids=["tool-calls", "tool-calls-limit", "text-mode"])
+def test_round_trip_exactly_and_auto_detected_with_and_without_envelope(doc: dict) -> None:
+    assert formats.detect(doc) == "mini-swe-agent"
+    assert formats.dump(formats.load(doc), "mini-swe-agent") == doc
+    bare = doc["messages"]
+    assert formats.detect(bare) == "mini-swe-agent"
+    assert formats.dump(formats.load(bare, "auto"), "mini-swe-agent") == bare
+
+
+def test_tool_calls_are_calls_and_tool_messages_their_results() -> None:
+    messages = formats.load(tool_mode())
+    transcript = analyze(messages)
+    assert len(transcript.pairs) == 7 and not transcript.pending
+    first = transcript.pairs[0]
+    assert first.call.input == {"command": "cat src/m0.py"} and first.call.id == "call_00_0000"
+    assert first.result.text.startswith("<returncode>0</returncode>") and first.result.state == "success"
+    assert transcript.pairs[2].result.state == "error"  # extra.exception_info: the command did not finish
+    exit_pair = transcript.pairs[-1]  # the exit message answers the trailing call that got no tool message
+    assert exit_pair.call.input["command"].startswith("echo COMPLETE") and exit_pair.result.text.startswith("diff")
+
+
+def test_exit_is_a_plain_message_when_no_call_is_left_open() -> None:
+    messages = formats.load(tool_mode(submitted=False))
+    assert messages[-1].role == "user" and messages[-1].content == (TextBlock("LimitsExceeded"),)
+    assert len(analyze(messages).pairs) == 7
+
+
+def test_reasoning_content_is_kept_but_does_not_pin() -> None:
+    messages = formats.load(tool_mode())
+    assert not any(isinstance(b, ThinkingBlock) for m in messages for b in m.content)
+    config = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=2)
+    keys = {p.key for p in candidates(analyze(messages), config)}
+    assert "t2" in keys  # the call whose message carries reasoning_content is judged like any other
+    assert formats.dump(messages, "mini-swe-agent")["messages"][4]["reasoning_content"] == "I think."
+
+
+def test_text_mode_fences_next_to_bash() -> None:
+    messages = formats.load(text_mode())
+    transcript = analyze(messages)
+    assert [p.call.input for p in transcript.pairs] == [{"command": "ls 0"},
+                                                          {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}]
+    assert messages[4].content[0].text.startswith("Two at once")  # two actions: plain text, not a call
+    assert messages[5].role == "user"  # and the format-error notice after it is a plain user message
+    assert transcript.pairs[1].result_message == len(messages) - 1  # exit answers the submitting call
+    fmt1 = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "THOUGHT\n```bash\nls\n```"}, {"role": "user", "content": "a.py"}]
+    assert len(analyze(formats.load(fmt1, "mini-swe-agent")).pairs) == 1
+
+
+def test_in_tool_mode_a_fence_in_text_is_not_an_action() -> None:
+    doc = tool_mode()
+    doc["messages"].insert(2, {"role": "assistant", "content": "```bash\nrm -rf /\n```", "tool_calls": None})
+    doc["messages"].insert(3, {"role": "user", "content": "Tool call error: no tool call"})
+    messages = formats.load(doc)
+    assert [type(b) for b in messages[2].content] == [TextBlock]
+    assert formats.dump(messages, "mini-swe-agent") == doc
+
+
+def test_bookkeeping_counts_in_no_size() -> None:
+    doc = tool_mode()
+    stripped = copy.deepcopy(doc)
+    for m in stripped["messages"]:
+        for key in ("provider_specific_fields", "function_call", "reasoning_content"):
+            m.pop(key, None)
+        if "extra" in m:  # keep only what decides a result's state
+            m["extra"] = {"exception_info": m["extra"]["exception_info"]} if m["role"] == "tool" else {}
+    full, bare = formats.load(doc), formats.load(stripped)
+    assert take(full).chars == take(bare).chars
+    assert take(full).chars < len(json.dumps(doc)) / 2  # half of the document is bookkeeping
+
+
+def test_a_fresh_history_dumps_as_chat_into_a_tool_call_trajectory() -> None:
+    messages = formats.load(tool_mode())
+    extra = ToolUseBlock("fresh", "bash", {"command": "ls"})
+    messages.append(messages[-2].replace(id="new", content=(extra,), metadata=None))
+    messages.append(messages[-2].replace(id="new-r", role="tool", content=(ToolResultBlock("fresh", "bash", "a\n"),),
+                                         metadata=None))
+    out = formats.dump(messages, "mini-swe-agent")["messages"]
+    assert out[-2]["tool_calls"][0]["id"] == "fresh" and out[-1] == {"role": "tool", "tool_call_id": "fresh",
+                                                                      "content": "a\n"}
