@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jev import FormatError, formats
-from jev.transcript import ToolUseBlock, analyze
+from jev.transcript import TextBlock, ToolUseBlock, analyze
 
 CHAT = [
     {"role": "system", "content": "You fix tests."},
