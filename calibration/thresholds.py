@@ -106,8 +106,8 @@ class Calibration:
         """`CompactionConfig` fields (by Python name) that apply what was certified."""
         out: dict[str, Any] = {"discard_threshold": self.overall.discard_threshold,
                                "keep_threshold": self.overall.keep_threshold}
-        if self.size_aware:
-            out.update(size_exponent=SIZE_EXPONENT, size_reference_chars=SIZE_REFERENCE_CHARS)
+        # always said: the compactor's default is size-aware, and plain thresholds must stay plain
+        out.update(size_exponent=SIZE_EXPONENT if self.size_aware else 0.0, size_reference_chars=SIZE_REFERENCE_CHARS)
         tools = {s.group: [s.discard_threshold, s.keep_threshold] for s in self.per_tool if s.certified}
         if tools:
             out["tool_thresholds"] = tools

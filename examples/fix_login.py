@@ -28,7 +28,7 @@ async def main(workdir: Path) -> None:
     compactor = jev.Compactor(
         judge,
         jev.CompactionConfig(preserve_recent_messages=1, truncate_head_chars=100, minimum_reduction=0.05,
-                             eligible_tools=frozenset({"read"})),
+                             eligible_tools=frozenset({"read"}), size_exponent=0.0),  # the reference's table
         jev.ExecutionOptions(jev.Mode.ENFORCE, budget=3.0, version="offline-demo",
                              observer=lambda _ctx, record: records.append(record)),
         archive,

@@ -78,7 +78,7 @@ class CompactionConfig:
     max_transcript_chars: int = 5_000_000
     eligible_tools: frozenset[str] = field(default_factory=frozenset)
     pinned_message_ids: frozenset[str] = field(default_factory=frozenset)
-    size_exponent: float = 0.0
+    size_exponent: float = 1.0  # size-aware by default (the SPEC §6 amendment); 0.0 is SPEC §6's plain table
     size_reference_chars: int = 1000
     tool_thresholds: tuple[tuple[str, float, float], ...] = ()
 
@@ -183,12 +183,16 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
            result_chars: int = 0) -> tuple[Action, Scores]:
     """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED.
 
-    With `size_exponent` > 0 the result score is first scaled by `(size_reference_chars / result_chars)
-    ** size_exponent` (expected loss per character saved: big results become cheaper to let go); the
-    scores reported stay the judge's own. Per-tool thresholds apply when the tool has some."""
+    With `size_exponent` > 0 (the default, 1.0) the result score is first scaled by
+    `(size_reference_chars / result_chars) ** size_exponent` (expected loss per character saved: big
+    results become cheaper to let go, small ones are kept), except that a raw score ≥ `keep_threshold`
+    always keeps the result; the scores reported stay the judge's own.
+    `size_exponent=0` applies the plain table. Per-tool thresholds apply when the tool has some."""
     if keep_call is None or keep_result is None:
         return Action.KEEP, Scores(keep_call, keep_result, "REFUSED")
     d, k = config.thresholds(tool)
+    if keep_result >= k:  # a result the judge is sure is needed is kept, however large
+        return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
     r = keep_result
     if config.size_exponent:
         r = keep_result * (config.size_reference_chars / max(result_chars, 1)) ** config.size_exponent

@@ -121,7 +121,9 @@ def test_size_aware_and_per_tool_rules_in_the_config() -> None:
     assert decide(0.1, 0.5, config, "other", 10_000)[0] is Action.DROP_PAIR  # scaled 0.05 <= 0.2 and 0.1 <= 0.2
     assert decide(0.1, 0.5, config, "bash", 10_000)[0] is Action.KEEP  # bash: 0.05 <= 0.05 but call 0.1 > 0.05
     assert decide(0.7, 0.5, config, "bash", 10_000)[0] is Action.TRUNCATE_RESULT
-    assert decide(0.1, 0.5, CompactionConfig(), "x", 10_000)[0] is Action.KEEP  # size-blind by default
+    assert decide(0.1, 0.5, CompactionConfig(), "x", 10_000)[0] is Action.DROP_PAIR  # size-aware by default
+    assert decide(0.1, 0.5, CompactionConfig(), "x", 1_000)[0] is Action.KEEP  # 1 000 chars: the plain score
+    assert decide(0.1, 0.5, CompactionConfig(size_exponent=0.0), "x", 10_000)[0] is Action.KEEP  # plain table
     for bad, message in (({"size_exponent": -1}, "size_exponent must be in"),
                          ({"tool_thresholds": {"bash": [0.5, 0.4]}}, "discard < keep"),
                          ({"tool_thresholds": {"": [0.1, 0.4]}}, "non-blank tool names")):

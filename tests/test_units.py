@@ -140,7 +140,7 @@ def test_empty_eligible_tools_judges_nothing() -> None:
     (None, 0.0, Action.KEEP, "REFUSED"),
 ])
 def test_threshold_table(c, r, action, reason) -> None:
-    got_action, scores = decide(c, r, CompactionConfig())
+    got_action, scores = decide(c, r, CompactionConfig(size_exponent=0.0))  # SPEC §6 plain table
     assert (got_action, scores.reason) == (action, reason)
 
 

@@ -16,7 +16,9 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="tolerated share of needed pairs lost per session")
     p.add_argument("--delta", type=float, default=0.1, help="tolerated probability that the guarantee fails")
     p.add_argument("--per-tool", action="store_true", help="also certify thresholds per tool")
-    p.add_argument("--size-aware", action="store_true", help="rank results by expected loss per character saved")
+    p.add_argument("--size-aware", action=argparse.BooleanOptionalAction, default=True,
+                   help="rank results by expected loss per character saved, as the compactor does by default "
+                        "(--no-size-aware: plain probabilities)")
     p.add_argument("--uncertain-rate", type=float, default=0.1,
                    help="largest share of let-go results left UNCERTAIN (sets keep_threshold)")
     p.add_argument("--seed", type=int, default=0, help="seed of the session split")

@@ -1,0 +1,74 @@
+"""Both dev sets (../shared/data): every trajectory loads (format auto-detected), round-trips exactly, and
+plans with the default config — every full history and every prefix at 8-pair steps, never ERROR."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Status, formats
+from jev.judges import LocalJudge, ReplayJudge
+from jev.transcript import ToolResultBlock, analyze
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SETS = {"swebench": DATA / "mini-swe-agent-swebench-dev.tar.xz", "deepseek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}
+needs_data = pytest.mark.skipif(not all(p.exists() for p in SETS.values()), reason=f"dev trajectories not found in {DATA}")
+DEFAULT = CompactionConfig(eligible_tools=frozenset({"bash"}))  # the defaults, with the one tool these agents have
+
+
+@pytest.fixture(scope="module")
+def raw() -> dict[str, list[tuple[str, bytes]]]:
+    from calibration.dataset import raw_trajectories
+    return {name: list(raw_trajectories(path)) for name, path in SETS.items()}
+
+
+@needs_data
+def test_every_trajectory_is_detected_and_round_trips_exactly(raw) -> None:
+    pairs = Counter()
+    for name, items in raw.items():
+        for _session, data in items:
+            doc = orjson.loads(data)
+            assert formats.detect(doc) == "mini-swe-agent"
+            messages = formats.load(doc)
+            assert formats.dump(messages, "mini-swe-agent") == doc
+            pairs[name] += len(analyze(messages).pairs)
+    assert len(raw["deepseek"]) == 121 and len(raw["swebench"]) == 368
+    assert pairs["deepseek"] == 9334  # 9 223 tool messages and 111 submitting calls answered by `exit`
+
+
+@needs_data
+def test_deepseek_sessions_are_told_apart_by_run(raw) -> None:
+    from calibration.dataset import group_of
+    sessions = [s for s, _ in raw["deepseek"]]
+    assert len(set(sessions)) == 121 and len({group_of(s) for s in sessions}) == 23
+
+
+@pytest.mark.slow
+@needs_data
+def test_every_history_and_every_8_pair_prefix_plans_without_error(raw) -> None:
+    compactor = Compactor(LocalJudge(), DEFAULT, ExecutionOptions(Mode.SHADOW, budget=30))
+    outcomes = Counter()
+    for name, items in raw.items():
+        for session, data in items:
+            messages = formats.load(orjson.loads(data))
+            ends = [i + 1 for i, m in enumerate(messages) if any(isinstance(b, ToolResultBlock) for b in m.content)]
+            for end in [*ends[7::8], len(messages)]:
+                decision = compactor.plan_sync(messages[:end])
+                assert decision.status is not Status.ERROR, (session, end, decision.detail)
+                outcomes[decision.status] += 1
+    assert outcomes[Status.DECIDED] > 0.3 * sum(outcomes.values())  # the defaults propose something
+
+
+@needs_data
+def test_a_remote_judge_plans_every_full_history_in_windows_where_needed(raw) -> None:
+    compactor = Compactor(ReplayJudge({}, default=0.1), DEFAULT, ExecutionOptions(Mode.SHADOW, budget=30))
+    windowed = 0
+    for _name, items in raw.items():
+        for session, data in items:
+            decision = compactor.plan_sync(formats.load(orjson.loads(data)))
+            assert decision.status is not Status.ERROR, (session, decision.detail)
+            windowed += bool(decision.plan and decision.plan.windows)
+    assert windowed > 20  # the long histories that used to end in "state exceeds budget"
