@@ -180,3 +180,18 @@ def test_compact_with_the_openai_judge(transcript: Path) -> None:
                    env={"OPENAI_API_KEY": "sk-x"})
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout)["decisions"]["t1"] == "DROP_PAIR" and server.requests[0]["model"] == "gw-luna"
+
+
+def test_the_quick_start_proposes_something_and_says_why_when_nothing_is_judged() -> None:
+    example = str(ROOT / "examples" / "data" / "django__django-11163.traj.json")
+    proc = jev("compact", example, "--eligible-tools", "bash")
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = json.loads(proc.stdout)
+    assert out["status"] == "DECIDED" and out["reduction"] > 0.1 and "TRUNCATE_RESULT" in out["decisions"].values()
+    for flags, hint in (((), "no tool is eligible (eligible_tools is empty); the history holds bash"),
+                        (("--eligible-tools", "bsh"), "none of the eligible tools (bsh) occurs in the history, "
+                                                       "which holds bash")):
+        proc = jev("compact", example, *flags)
+        out = json.loads(proc.stdout)
+        assert (out["status"], out["reason"], out["detail"]) == ("SKIPPED", "NO_CANDIDATES", hint)
+        assert hint.encode() in b" ".join(proc.stderr.split())  # the summary says it too
