@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from .policy import Action
 from .state import cut
-from .transcript import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, Transcript
+from .transcript import Block, Message, Pair, TextBlock, ToolResultBlock, ToolUseBlock, Transcript
 
 TRUNCATION_MARKER = ("[JEV archived the full result. Ask the host to restore the scoped snapshot; "
                      "do not re-execute this tool for recovery.]")
@@ -18,6 +18,16 @@ def truncated_output(text: str, head_chars: int) -> tuple[TextBlock, ...] | None
     if len(text) <= head_chars + SHORT_RESULT_SLACK:
         return None
     return (TextBlock(cut(text, head_chars) + "\n" + TRUNCATION_MARKER),)
+
+
+def removed_chars(pair: Pair, action: Action, head_chars: int) -> int:
+    """Characters of the pair's result text that `action` removes, net of a kept head and the marker."""
+    if action is Action.DROP_PAIR:
+        return len(pair.result.text)
+    if action is Action.TRUNCATE_RESULT:
+        output = truncated_output(pair.result.text, head_chars)
+        return 0 if output is None else len(pair.result.text) - len(output[0].text)
+    return 0
 
 
 def is_truncated(result: ToolResultBlock) -> bool:

@@ -14,14 +14,14 @@ from typing import Any
 from archive.scope import Scope
 
 from .aio import run_sync
-from .apply import apply_actions
+from .apply import apply_actions, removed_chars
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
 from .judges.base import Judge, JudgeRequest, receives_state, validate_answers
-from .policy import PINNED_SCORES, Action, CompactionConfig, Scores, candidates, decide
+from .policy import PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .history import chars_after, take, unchanged
-from .transcript import Message, Transcript, analyze
+from .transcript import Message, Pair, Transcript, analyze
 from .windows import JudgeCall, plan_requests
 
 def no_candidates_detail(transcript: Transcript, config: CompactionConfig) -> str:
@@ -138,7 +138,7 @@ class Compactor:
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged")
 
-        decisions, scores = self._decide(transcript, {p.key for p in judged}, probabilities)
+        decisions, scores, removed, target = self._decide(transcript, judged, probabilities)
         record_pairs.extend(PairRecord(p.key, p.call_id, p.tool, scores[p.key].keep_call, scores[p.key].keep_result,
                                        decisions[p.key].value, scores[p.key].reason, len(p.result.text))
                             for p in judged)
@@ -149,7 +149,9 @@ class Compactor:
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
         common = dict(decisions=decisions, scores=scores, pairs=pair_table, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
-                      windows=requests.windows, request_tokens=requests.tokens)
+                      windows=requests.windows, request_tokens=requests.tokens,
+                      result_share=removed / max(1, sum(len(p.result.text) for p in judged)),
+                      target_met=None if target is None else removed >= target)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common)
             return Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False))
@@ -197,18 +199,26 @@ class Compactor:
             merged.update(checked)
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
-    def _decide(self, transcript: Transcript, judged: set[str],
-                probabilities: dict[str, float | None]) -> tuple[dict[str, Action], dict[str, Scores]]:
+    def _decide(self, transcript: Transcript, judged: Sequence[Pair], probabilities: dict[str, float | None]
+                ) -> tuple[dict[str, Action], dict[str, Scores], int, int | None]:
+        """Actions and scores per pair, the result characters the actions remove, and the budget target
+        (None on the threshold table)."""
+        config, head = self.config, self.config.truncate_head_chars
+        answers = {p.key: (probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"]) for p in judged}
+        target: int | None = None
+        if config.target_reduction is not None:
+            chosen, removed, target = budget(
+                [Judged(p.key, *answers[p.key], p.tool, len(p.result.text), removed_chars(p, Action.TRUNCATE_RESULT, head))
+                 for p in judged], config)
+        else:
+            chosen = {p.key: decide(*answers[p.key], config, p.tool, len(p.result.text)) for p in judged}
         decisions: dict[str, Action] = {}
         scores: dict[str, Scores] = {}
         for pair in transcript.pairs:
-            if pair.key in judged:
-                decisions[pair.key], scores[pair.key] = decide(
-                    probabilities[f"call_{pair.key}"], probabilities[f"result_{pair.key}"], self.config, pair.tool,
-                    len(pair.result.text))
-            else:
-                decisions[pair.key], scores[pair.key] = Action.KEEP, PINNED_SCORES
-        return decisions, scores
+            decisions[pair.key], scores[pair.key] = chosen.get(pair.key, (Action.KEEP, PINNED_SCORES))
+        if target is None:
+            removed = sum(removed_chars(p, decisions[p.key], head) for p in judged)
+        return decisions, scores, removed, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
         # A write already under way finishes even if the budget ends: documented, never adopted.

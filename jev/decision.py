@@ -47,7 +47,10 @@ class Plan:
     """A judged proposal: the candidate history and, per pair key, the action, scores and (call id, tool).
     `state_stage` is the deepest input cap any request used (`not-sent` for an in-process judge),
     `windows` how many windows a long history was judged in (0: the whole state in every request), and
-    `request_tokens` the estimated tokens sent to the judge over all requests."""
+    `request_tokens` the estimated tokens sent to the judge over all requests. `result_share` is the share
+    of the candidates' result characters the plan lets go of (net of kept heads and markers); in budget
+    mode `target_met` says whether it reached `target_reduction` (False: pinned, refused or confidently
+    needed results stopped it short), else None."""
 
     messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody
     decisions: Mapping[str, Action]
@@ -61,6 +64,8 @@ class Plan:
     archive_reference: str = ""
     windows: int = 0
     request_tokens: int = 0
+    result_share: float = 0.0
+    target_met: bool | None = None
 
     def count(self, action: Action) -> int:
         return sum(1 for a in self.decisions.values() if a is action)

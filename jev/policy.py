@@ -6,7 +6,7 @@ Rules beat scores: a pinned pair is never a candidate, and uncertainty is never 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -81,6 +81,7 @@ class CompactionConfig:
     size_exponent: float = 1.0  # size-aware by default (the SPEC §6 amendment); 0.0 is SPEC §6's plain table
     size_reference_chars: int = 1000
     tool_thresholds: tuple[tuple[str, float, float], ...] = ()
+    target_reduction: float | None = None  # budget mode: let go of this share of candidate result characters
 
     def __post_init__(self) -> None:
         d = _number("discard_threshold", self.discard_threshold)
@@ -111,6 +112,11 @@ class CompactionConfig:
             raise ConfigError(f"size_exponent must be in [0, 4] (got {g})")
         _integer("size_reference_chars", self.size_reference_chars, 1)
         object.__setattr__(self, "tool_thresholds", _tool_thresholds(self.tool_thresholds))
+        if self.target_reduction is not None:
+            t = _number("target_reduction", self.target_reduction)
+            if not 0 < t < 1:
+                raise ConfigError(f"target_reduction must be in (0, 1) (got {t})")
+            object.__setattr__(self, "target_reduction", t)
 
     def thresholds(self, tool: str) -> tuple[float, float]:
         """(discard, keep) for a tool: its own pair from `tool_thresholds`, else the global ones."""
@@ -179,6 +185,57 @@ def candidates(transcript: Transcript, config: CompactionConfig) -> list[Pair]:
             if p.call_message not in pinned and p.result_message not in pinned and not _pair_rule_pins(p, config)]
 
 
+def value_score(keep_result: float, result_chars: int, config: CompactionConfig) -> float:
+    """The result score the policy ranks by: P(needed), per `size_reference_chars` characters when
+    size-aware (`size_exponent` > 0), so that big results are cheaper to let go."""
+    if not config.size_exponent:
+        return keep_result
+    return keep_result * (config.size_reference_chars / max(result_chars, 1)) ** config.size_exponent
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A judged candidate as budget mode sees it: its scores, tool, and the result characters a
+    DROP_PAIR or a TRUNCATE_RESULT would remove (net of the kept head and the marker)."""
+
+    key: str
+    keep_call: float | None
+    keep_result: float | None
+    tool: str
+    result_chars: int
+    truncate_saves: int
+
+
+def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, tuple[Action, Scores]], int, int]:
+    """Budget mode (`target_reduction` = R): let go of the lowest-value results first until the result
+    characters removed reach R × the candidates' result characters. Never let go of a refused pair or a
+    result whose raw `keep_result` ≥ `keep_threshold`; a let-go result is TRUNCATE_RESULT when its call's
+    `keep_call` ≥ `keep_threshold` (a truncation that would remove nothing is not a let-go), else
+    DROP_PAIR. Returns the actions, the characters removed and the target."""
+    assert config.target_reduction is not None
+    target = math.ceil(config.target_reduction * sum(j.result_chars for j in judged))
+    out: dict[str, tuple[Action, Scores]] = {}
+    order: list[tuple[float, int, Judged]] = []
+    for position, j in enumerate(judged):
+        if j.keep_call is None or j.keep_result is None:
+            out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "REFUSED")
+        elif j.keep_result >= config.thresholds(j.tool)[1]:
+            out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "NEEDED_RESULT")
+        else:
+            order.append((value_score(j.keep_result, j.result_chars, config), position, j))
+    removed = 0
+    for _value, _position, j in sorted(order, key=lambda item: item[:2]):
+        truncate = j.keep_call is not None and j.keep_call >= config.thresholds(j.tool)[1]
+        saves = j.truncate_saves if truncate else j.result_chars
+        if removed >= target or saves <= 0:
+            out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "WITHIN_BUDGET")
+            continue
+        removed += saves
+        action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
+        out[j.key] = action, Scores(j.keep_call, j.keep_result, action.value)
+    return out, removed, target
+
+
 def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
            result_chars: int = 0) -> tuple[Action, Scores]:
     """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED.
@@ -193,9 +250,7 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
     d, k = config.thresholds(tool)
     if keep_result >= k:  # a result the judge is sure is needed is kept, however large
         return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
-    r = keep_result
-    if config.size_exponent:
-        r = keep_result * (config.size_reference_chars / max(result_chars, 1)) ** config.size_exponent
+    r = value_score(keep_result, result_chars, config)
     if r <= d and keep_call <= d:
         return Action.DROP_PAIR, Scores(keep_call, keep_result, "DROP_PAIR")
     if r <= d and keep_call >= k:

@@ -77,7 +77,7 @@ def recommendation(plan: Plan | None, decided: bool) -> dict[str, str]:
     if plan is None:
         return {}
     rec = {"requests": str(plan.requests), "state_stage": plan.state_stage, "windows": str(plan.windows),
-           "request_tokens": str(plan.request_tokens),
+           "request_tokens": str(plan.request_tokens), "result_share": f"{plan.result_share:.4f}",
            "input_tokens": str(plan.input_tokens), "output_tokens": str(plan.output_tokens),
            "reduction": f"{plan.reduction:.4f}"}
     if decided:

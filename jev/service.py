@@ -20,7 +20,7 @@ from .policy import CompactionConfig
 
 SETTINGS = ("mode", "version", "budgetMillis", "threshold", "rejectionThreshold", "eligibleTools",
             "preserveRecentMessages", "maxStateTokens", "maxRequestTokens", "maxQuestions", "truncateHeadChars",
-            "minimumReduction")
+            "minimumReduction", "targetReduction")
 MAX_BUDGET_MILLIS = 30_000
 MAX_STATE_TOKENS = 25_000
 MAX_REQUEST_TOKENS = 30_000
@@ -110,10 +110,13 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     reduction = compaction.get("minimumReduction", 0.1)
     if isinstance(reduction, bool) or not isinstance(reduction, (int, float)):
         raise ConfigError(f"compaction setting minimumReduction must be a number (got {reduction!r})")
+    target = compaction.get("targetReduction")
+    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))):
+        raise ConfigError(f"compaction setting targetReduction must be a number in (0, 1) (got {target!r})")
     try:
         config = CompactionConfig(discard_threshold=discard, keep_threshold=keep, minimum_reduction=float(reduction),
                                   max_transcript_chars=SERVICE_MAX_TRANSCRIPT_CHARS, eligible_tools=frozenset(tools),
-                                  **ints)
+                                  target_reduction=None if target is None else float(target), **ints)
     except ConfigError as exc:
         raise ConfigError(f"invalid compaction config: {exc}") from None
     return ServiceConfig(mode, version, budget, config)

@@ -195,3 +195,13 @@ def test_the_quick_start_proposes_something_and_says_why_when_nothing_is_judged(
         out = json.loads(proc.stdout)
         assert (out["status"], out["reason"], out["detail"]) == ("SKIPPED", "NO_CANDIDATES", hint)
         assert hint.encode() in b" ".join(proc.stderr.split())  # the summary says it too
+
+
+def test_compact_in_budget_mode() -> None:
+    example = str(ROOT / "examples" / "data" / "django__django-11163.traj.json")
+    proc = jev("compact", example, "--eligible-tools", "bash", "--target-reduction", "0.5")
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["target_met"] in (True, False)
+    assert out["result_share"] >= 0.5 or out["target_met"] is False
+    bad = jev("compact", example, "--target-reduction", "2")
+    assert bad.returncode == 2 and b"target_reduction must be in (0, 1)" in bad.stderr

@@ -34,6 +34,9 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-threshold", type=float)
     p.add_argument("--discard-threshold", type=float)
     p.add_argument("--preserve-recent", type=int)
+    p.add_argument("--target-reduction", type=float,
+                   help="budget mode: let go of the lowest-value results until this share (0..1) of the candidate "
+                        "result characters is removed (the thresholds still cap it)")
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the whole plan")
     add_archive_arguments(p)
     p.add_argument("--user")
@@ -54,7 +57,7 @@ def _config(args: argparse.Namespace) -> CompactionConfig:
         if args.eligible_tools is not None:
             overrides["eligible_tools"] = frozenset(t.strip() for t in args.eligible_tools.split(",") if t.strip())
         for flag, field in (("keep_threshold", "keep_threshold"), ("discard_threshold", "discard_threshold"),
-                            ("preserve_recent", "preserve_recent_messages")):
+                            ("preserve_recent", "preserve_recent_messages"), ("target_reduction", "target_reduction")):
             if getattr(args, flag) is not None:
                 overrides[field] = getattr(args, flag)
         return dataclasses.replace(config, **overrides) if overrides else config
@@ -92,6 +95,8 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -
         "state_stage": plan.state_stage if plan else "",
         "windows": plan.windows if plan else 0,
         "request_tokens": plan.request_tokens if plan else 0,
+        "result_share": plan.result_share if plan else 0.0,
+        "target_met": plan.target_met if plan else None,
         "input_tokens": plan.input_tokens if plan else 0,
         "output_tokens": plan.output_tokens if plan else 0,
         "reduction": plan.reduction if plan else 0.0,
@@ -153,6 +158,9 @@ def _summary(out: Any, result: dict[str, Any], source: str) -> None:
         line += f"; reduction {result['reduction']:.1%}, {result['requests']} judge request(s)"
         if result["windows"]:
             line += f" in {result['windows']} windows"
+        if result["target_met"] is False:
+            line += (f"; stopped short of the target at {result['result_share']:.1%} of candidate result characters "
+                     "(the rest is confidently needed or refused)")
     if result["archive_reference"]:
         line += f"; archived {result['archive_reference'][:12]}…"
     if result.get("detail"):

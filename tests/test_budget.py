@@ -1,0 +1,86 @@
+"""Budget mode (`target_reduction`): let go of the lowest-value results first until a share of the
+candidates' result characters is removed; never a confidently needed, refused or pinned one."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest import ScriptedJudge, call, compactor, msg, result, text
+
+from jev import Action, CompactionConfig, ConfigError, Mode, Status, service
+from jev.policy import Judged, budget
+
+
+def judged(key: str, call_p: float | None, result_p: float | None, chars: int, saves: int | None = None) -> Judged:
+    return Judged(key, call_p, result_p, "read", chars, chars - 400 if saves is None else saves)
+
+
+def test_lowest_value_per_character_goes_first_until_the_target() -> None:
+    config = CompactionConfig(target_reduction=0.5, size_exponent=1.0)
+    items = [judged("t1", 0.1, 0.5, 10_000),  # 0.05 per 1 000 chars: cheapest
+             judged("t2", 0.1, 0.3, 2_000),  # 0.15
+             judged("t3", 0.1, 0.05, 200),  # 0.25: small, so dear per character
+             judged("t4", 0.1, 0.6, 8_000)]  # 0.075
+    chosen, removed, target = budget(items, config)
+    assert target == math.ceil(0.5 * 20_200)
+    assert [chosen[k][0] for k in ("t1", "t4", "t2", "t3")] == [Action.DROP_PAIR, Action.DROP_PAIR, Action.KEEP,
+                                                                 Action.KEEP]
+    assert removed == 18_000 >= target and chosen["t2"][1].reason == "WITHIN_BUDGET"  # t1 alone fell short
+    more, removed, _ = budget(items, CompactionConfig(target_reduction=0.9))
+    assert {k for k, (a, _) in more.items() if a is not Action.KEEP} == {"t1", "t4", "t2"} and removed == 20_000
+
+
+def test_never_a_confident_result_or_a_refusal_and_the_call_decides_truncate_or_drop() -> None:
+    config = CompactionConfig(target_reduction=0.99)
+    items = [judged("t1", 0.9, 0.1, 5_000), judged("t2", 0.1, 0.85, 50_000), judged("t3", None, 0.0, 9_000),
+             judged("t4", 0.95, 0.1, 300, saves=0)]
+    chosen, removed, target = budget(items, config)
+    assert chosen["t1"][0] is Action.TRUNCATE_RESULT and removed == 4_600  # net of the kept head and marker
+    assert chosen["t2"][1].reason == "NEEDED_RESULT" and chosen["t3"][1].reason == "REFUSED"
+    assert chosen["t4"][0] is Action.KEEP  # a truncation that would remove nothing is not a let-go
+    assert removed < target
+
+
+@pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, math.nan, "0.5", True])
+def test_target_reduction_is_range_checked(bad) -> None:
+    with pytest.raises(ConfigError, match="target_reduction must be"):
+        CompactionConfig(target_reduction=bad)
+
+
+def history(sizes: list[int]) -> list:
+    out = [msg("task", "user", text("Fix the bug."))]
+    for k, size in enumerate(sizes):
+        out += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"o{k}", "tool", result(f"r{k}", "x" * size))]
+    return out + [msg("end", "user", text("go on"))]
+
+
+def test_a_plan_in_budget_mode_reaches_its_target_or_says_it_stopped_short() -> None:
+    messages = history([4_000, 6_000, 2_000, 8_000, 3_000])
+    config = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=1, target_reduction=0.5,
+                              minimum_reduction=0.0)
+    decision = compactor(ScriptedJudge(lambda q: 0.3 if q.startswith("result") else 0.1), config,
+                         mode=Mode.SHADOW).plan_sync(messages)
+    plan = decision.plan
+    assert decision.status is Status.DECIDED and plan.target_met is True and 0.5 <= plan.result_share < 0.8
+    assert plan.decisions["t4"] is Action.DROP_PAIR  # the biggest, so the cheapest per character
+    sure = compactor(ScriptedJudge(lambda q: 0.9 if q.endswith(("t4", "t2")) else 0.1), config,
+                     mode=Mode.SHADOW).plan_sync(messages)
+    assert sure.plan.target_met is False and sure.plan.result_share < 0.5
+    assert sure.plan.decisions["t4"] is Action.KEEP and sure.plan.scores["t4"].reason == "NEEDED_RESULT"
+    plain = compactor(ScriptedJudge(0.3), CompactionConfig(eligible_tools=frozenset({"read"})),
+                      mode=Mode.SHADOW).plan_sync(messages)
+    assert plain.plan.target_met is None  # the threshold table: no target
+
+
+def test_the_service_config_takes_target_reduction() -> None:
+    base = {"mode": "SHADOW", "threshold": 0.8, "rejectionThreshold": 0.2, "eligibleTools": ["read"]}
+    parsed = service.parse(json.dumps({"jev": {"compaction": {**base, "targetReduction": 0.4}}}))
+    assert parsed.config.target_reduction == 0.4
+    for bad, words in ((1.5, "target_reduction must be in (0, 1)"), ("half", "targetReduction must be a number")):
+        with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            service.parse(json.dumps({"jev": {"compaction": {**base, "targetReduction": bad}}}))
+    with pytest.raises(ConfigError, match="threshold"):  # the thresholds stay required
+        service.parse(json.dumps({"jev": {"compaction": {"mode": "SHADOW", "eligibleTools": ["read"],
+                                                         "targetReduction": 0.4}}}))
