@@ -1,131 +1,197 @@
-"""Quality on the dev trajectories: compaction every 8 pairs with the newest 3 protected, discards permanent.
-For each method, the needed-pair drop rate (labels-v1: the result was needed after the decision point)
-against the share of candidate result characters removed.
+"""The yardstick: does the judge let go of fewer later-needed results than recency at a matched budget, on
+sessions and agent models it never saw?
 
-Methods: the local judge (scored out of fold: 5 session-grouped folds, each scored by a model trained on
-the other four), across thresholds, plain and size-aware; keep-last-N (3, 5, 10, 20); drop-all;
-superseded-only; random; the oracle. Writes a risk–coverage plot (PNG) and prints a table.
+Decision points every 8 pairs (newest 3 protected) on both dev sets; only points a host would trigger on
+(candidate results of at least `--min-chars` characters) count. At each point the product lets go of
+results by its own ranking — budget mode (`jev.policy.budget`, `target_reduction=--budget`, size-aware,
+default thresholds) on the local judge's probabilities — and every other policy then lets go of whole
+results in its own order until it has removed at least as many characters (net of kept heads and
+markers): recency (oldest first), biggest-first, random, the oracle (unneeded first, biggest first), and
+drop-all for reference. L = the share of later-needed results let go, pooled over points; 95 % bootstrap
+intervals resample sessions (DeepSeek: instances, the runs of one instance are one group). Gap closed =
+(L_recency - L_judge) / (L_recency - L_oracle).
 
-    python benchmarks/quality.py [--out quality.png]
+Cells: two label proxies built differently (labels-v1: words with last-provider attribution;
+labels-v2-reuse: copied output lines, re-runs, edits of files read) × {within each model: 5-fold
+group cross-validation; across models: trained on one set, tested on the other, both ways}. The judge is
+always trained on labels-v1 (what ships); labels-v2 only measures.
+
+    python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from _common import DATA, ROOT
-from sklearn.model_selection import GroupKFold
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from calibration.dataset import build_rows
-from calibration.train_local import _fit_lr, raw_score
-from jev.judges.features import FEATURE_NAMES
+import numpy as np  # noqa: E402
+from sklearn.model_selection import GroupKFold  # noqa: E402
 
-SUPERSEDED = [FEATURE_NAMES.index(n) for n in ("superseded", "path_reread", "path_edited")]
+from calibration.dataset import Rows, build_rows, group_of  # noqa: E402
+from calibration.train_local import _fit_lr, _isotonic, raw_score  # noqa: E402
+from jev.apply import SHORT_RESULT_SLACK, TRUNCATION_MARKER  # noqa: E402
+from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
 
-
-def simulate(rows, discard) -> tuple[float, float]:
-    """Walk every session's decision points in order; `discard(i)` says whether row i's pair goes now.
-    Returns (mean per-session needed-pair drop rate, share of candidate result characters removed)."""
-    by_session: dict[str, list[int]] = defaultdict(list)
-    for i, s in enumerate(rows.sessions):
-        by_session[s].append(i)
-    rates, removed, total = [], 0.0, 0.0
-    for indices in by_session.values():
-        gone: set[str] = set()
-        first_seen: dict[str, int] = {}
-        lost = 0
-        for i in sorted(indices, key=lambda i: rows.points[i]):
-            key = rows.keys[i]
-            if key in gone:
-                continue
-            if key not in first_seen:
-                first_seen[key] = i
-                total += rows.result_chars[i]
-            if discard(i):
-                gone.add(key)
-                removed += rows.result_chars[i]
-                lost += bool(rows.needed_result[i])
-        needed = sum(bool(rows.needed_result[i]) for i in first_seen.values())
-        rates.append(lost / needed if needed else 0.0)
-    return float(np.mean(rates)), removed / max(total, 1.0)
+DATA = ROOT.parent / "shared" / "data"
+SETS = {"SWE (Gemini)": DATA / "mini-swe-agent-swebench-dev.tar.xz",
+        "DeepSeek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}
+POLICIES = ("judge", "recency", "biggest-first", "random", "oracle", "drop-all")
+PROXIES = ("labels-v1", "labels-v2-reuse")
 
 
-def out_of_fold(rows) -> np.ndarray:
-    scores = np.zeros(len(rows.X))
-    for train, test in GroupKFold(5).split(rows.X, rows.needed_result, rows.sessions):
-        scores[test] = raw_score(_fit_lr(rows.X[train], rows.needed_result[train].astype(float)), rows.X[test])
-    return scores
+def calibrated_heads(train: Rows) -> tuple[dict, dict]:
+    """Both heads fitted on `train` (labels-v1), each with an isotonic map fitted out of fold, as shipped."""
+    heads = []
+    groups = np.asarray([group_of(s) for s in train.sessions])
+    for y in (train.needed_result.astype(float), train.needed_call.astype(float)):
+        oof = np.zeros(len(y))
+        for tr, te in GroupKFold(5).split(train.X, y, groups):
+            oof[te] = raw_score(_fit_lr(train.X[tr], y[tr]), train.X[te])
+        head = _fit_lr(train.X, y)
+        head["isotonic"] = _isotonic(oof, y)
+        heads.append(head)
+    return heads[0], heads[1]
+
+
+def probabilities(heads: tuple[dict, dict], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return tuple(np.interp(raw_score(h, X), h["isotonic"]["x"], h["isotonic"]["y"]) for h in heads)  # type: ignore
+
+
+def out_of_fold(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
+    """Scores for every row from a judge trained without its group (5 group folds)."""
+    groups = np.asarray([group_of(s) for s in rows.sessions])
+    p_result, p_call = np.zeros(len(rows.X)), np.zeros(len(rows.X))
+    for tr, te in GroupKFold(5).split(rows.X, rows.needed_result, groups):
+        part = Rows(*(getattr(rows, f)[tr] for f in Rows.__dataclass_fields__))
+        p_result[te], p_call[te] = probabilities(calibrated_heads(part), rows.X[te])
+    return p_result, p_call
+
+
+@dataclass(frozen=True)
+class Point:
+    group: str
+    rows: np.ndarray  # row indices of the candidates at this point
+
+
+def points(rows: Rows, min_chars: int) -> list[Point]:
+    by_point: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, (s, p) in enumerate(zip(rows.sessions, rows.points, strict=True)):
+        by_point[(s, int(p))].append(i)
+    return [Point(group_of(s), np.asarray(ix)) for (s, _), ix in sorted(by_point.items())
+            if rows.result_chars[ix].sum() >= min_chars]
+
+
+def _matched(order: np.ndarray, chars: np.ndarray, target: int) -> np.ndarray:
+    """The first results in `order` whose characters reach `target` (none for a target of 0)."""
+    if target <= 0:
+        return order[:0]
+    reach = np.searchsorted(np.cumsum(chars[order]), target)
+    return order[: reach + 1]
+
+
+def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
+           rng: np.random.Generator, needed: np.ndarray) -> dict[str, np.ndarray]:
+    """Indices let go at one point by every policy, the others matched to the judge's characters."""
+    ix = point.rows
+    chars = rows.result_chars[ix].astype(int)
+    head = 300  # truncate_head_chars
+    cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + len(TRUNCATION_MARKER)), 0)
+    keys = rows.keys[ix]
+    config = CompactionConfig(target_reduction=share)
+    chosen, removed, _ = budget([Judged(str(k), float(c), float(r), "bash", int(n), int(t))
+                                 for k, c, r, n, t in zip(keys, p_call[ix], p_result[ix], chars, cut_saves,
+                                                          strict=True)], config)
+    judge = np.asarray([j for j, k in enumerate(keys) if chosen[str(k)][0].value != "KEEP"], dtype=int)
+    age = np.argsort([int(str(k)[1:]) for k in keys], kind="stable")
+    need = needed[ix]
+    oracle = np.lexsort((-chars, need))  # unneeded first, biggest first within
+    return {"judge": judge,
+            "recency": _matched(age, chars, removed),
+            "biggest-first": _matched(np.argsort(-chars, kind="stable"), chars, removed),
+            "random": _matched(rng.permutation(len(ix)), chars, removed),
+            "oracle": _matched(oracle, chars, removed),
+            "drop-all": np.arange(len(ix))}
+
+
+def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int, boot: int,
+             seed: int = 0) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Per proxy: L per policy and the gap closed, each (point estimate, 2.5 %, 97.5 %)."""
+    pts = points(rows, min_chars)
+    groups = sorted({p.group for p in pts})
+    gi = {g: k for k, g in enumerate(groups)}
+    out: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for proxy, needed in (("labels-v1", rows.needed_result), ("labels-v2-reuse", rows.needed_result_alt)):
+        rng = np.random.default_rng(seed)
+        lost = np.zeros((len(POLICIES), len(groups)))
+        total = np.zeros(len(groups))
+        removed = np.zeros((len(POLICIES), len(groups)))
+        for point in pts:
+            need = needed[point.rows]
+            g = gi[point.group]
+            total[g] += need.sum()
+            for k, (name, gone) in enumerate(let_go(rows, point, p_result, p_call, share, rng, needed).items()):
+                assert name == POLICIES[k]
+                lost[k, g] += need[gone].sum()
+                removed[k, g] += rows.result_chars[point.rows][gone].sum()
+        draws = np.random.default_rng(seed + 1).multinomial(len(groups), np.full(len(groups), 1 / len(groups)),
+                                                           size=boot)
+        L = lost.sum(1) / total.sum()
+        Lb = (draws @ lost.T) / (draws @ total)[:, None]  # boot x policies
+        jr, rr, orc = POLICIES.index("judge"), POLICIES.index("recency"), POLICIES.index("oracle")
+
+        def gap(values: np.ndarray) -> np.ndarray:
+            return (values[..., rr] - values[..., jr]) / np.maximum(values[..., rr] - values[..., orc], 1e-12)
+
+        cell = {name: (float(L[k]), *np.quantile(Lb[:, k], [0.025, 0.975]).tolist()) for k, name in enumerate(POLICIES)}
+        cell["gap closed"] = (float(gap(L)), *np.quantile(gap(Lb), [0.025, 0.975]).tolist())
+        cell["points"] = (float(len(pts)), float(len(groups)), float(total.sum()))
+        cell["share removed"] = (float(removed[jr].sum() / sum(rows.result_chars[p.rows].sum() for p in pts)), 0, 0)
+        out[proxy] = cell
+    return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "quality.png"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--budget", type=float, default=0.5, help="target_reduction of the judge at each point")
+    parser.add_argument("--min-chars", type=int, default=30_000, help="points with at least this many candidate "
+                                                                      "result characters")
+    parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of sessions/instances")
+    parser.add_argument("--out-md", help="also write the table as Markdown here")
     args = parser.parse_args()
-    rows = build_rows(DATA)
-    n = np.asarray([int(k[1:]) for k in rows.keys])
-    newest = defaultdict(int)  # (session, point) -> pairs at that point
-    for i in range(len(n)):
-        newest[(rows.sessions[i], rows.points[i])] = max(newest[(rows.sessions[i], rows.points[i])], n[i] + 3)
-    age = np.asarray([newest[(rows.sessions[i], rows.points[i])] - n[i] for i in range(len(n))])
-    scores = out_of_fold(rows)
-    size_scores = scores * (1000 / np.maximum(rows.result_chars, 1))
-    rng = np.random.default_rng(0)
-    coin = rng.random(len(n))
-
-    curves: dict[str, list[tuple[float, float]]] = {}
-    curves["local judge"] = [simulate(rows, lambda i, t=t: scores[i] <= t)
-                             for t in np.quantile(scores, np.linspace(0.02, 0.98, 25))]
-    curves["local judge, size-aware"] = [simulate(rows, lambda i, t=t: size_scores[i] <= t)
-                                         for t in np.quantile(size_scores, np.linspace(0.02, 0.98, 25))]
-    curves["keep-last-N"] = [simulate(rows, lambda i, k=k: age[i] > k) for k in (20, 10, 5, 3)]
-    curves["random"] = [simulate(rows, lambda i, p=p: coin[i] < p) for p in np.linspace(0.05, 0.95, 10)]
-    points = {
-        "drop-all": simulate(rows, lambda i: True),
-        "superseded-only": simulate(rows, lambda i: rows.X[i, SUPERSEDED].any()),
-        "oracle": simulate(rows, lambda i: not rows.needed_result[i]),
-    }
-    print(f"{len(set(rows.sessions))} sessions, {len(rows.X)} (pair, decision point) rows; needed results "
-          f"{rows.needed_result.mean():.1%}")
-    print(f"{'method':>26} {'setting':>10} {'drop rate':>10} {'chars removed':>14}")
-    for name, (risk, saved) in points.items():
-        print(f"{name:>26} {'':>10} {risk:>10.3f} {saved:>13.1%}")
-    for k, (risk, saved) in zip((20, 10, 5, 3), curves["keep-last-N"], strict=True):
-        print(f"{'keep-last-N':>26} {'N=' + str(k):>10} {risk:>10.3f} {saved:>13.1%}")
-    for name in ("local judge", "local judge, size-aware", "random"):
-        for target in (0.25, 0.5, 0.75):  # the operating point closest to a share of characters removed
-            risk, saved = min(curves[name], key=lambda c, t=target: abs(c[1] - t))
-            print(f"{name:>26} {f'~{target:.0%}':>10} {risk:>10.3f} {saved:>13.1%}")
-    at_equal = {}
-    for name in ("local judge", "local judge, size-aware", "random"):
-        xs, ys = zip(*sorted((c[1], c[0]) for c in curves[name]), strict=True)
-        at_equal[name] = [float(np.interp(s, xs, ys)) for s in (c[1] for c in curves["keep-last-N"])]
-    print("\nat the character savings of keep-last-N (N = 20, 10, 5, 3), needed-pair drop rate:")
-    print(f"{'keep-last-N':>26} " + " ".join(f"{c[0]:.3f}" for c in curves["keep-last-N"]))
-    for name, values in at_equal.items():
-        print(f"{name:>26} " + " ".join(f"{v:.3f}" for v in values))
-    _plot(curves, points, Path(args.out))
-    print(f"\nplot: {args.out}")
-
-
-def _plot(curves, points, out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for name, values in curves.items():
-        values = sorted(values, key=lambda c: c[1])
-        ax.plot([c[1] for c in values], [c[0] for c in values], marker="." if len(values) > 5 else "o", label=name)
-    for (name, (risk, saved)), (color, marker) in zip(points.items(), (("black", "X"), ("purple", "s"), ("gold", "*")),
-                                                       strict=True):
-        ax.scatter([saved], [risk], s=90, label=name, zorder=3, color=color, marker=marker, edgecolors="black")
-    ax.set(xlabel="share of candidate result characters removed", ylabel="needed-pair drop rate (per session)",
-           title="Risk–coverage on the dev trajectories (every 8 pairs, newest 3 kept)", xlim=(0, 1), ylim=(0, 1))
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    started = time.monotonic()
+    rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
+    print(f"rows built in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    (a, ra), (b, rb) = rows.items()
+    cells = []
+    for name, r in rows.items():
+        cells.append((f"within {name} (5-fold CV)", r, *out_of_fold(r)))
+    cells.append((f"train {a} → test {b}", rb, *probabilities(calibrated_heads(ra), rb.X)))
+    cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
+    lines = [f"budget {args.budget:.0%} of candidate result characters at points with ≥ {args.min_chars:,} "
+             f"of them; L = share of later-needed results let go (95 % CI over sessions/instances)", "",
+             "| cell | proxy | points (groups) | judge | recency | biggest-first | random | oracle | drop-all | "
+             "gap closed |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for title, r, p_result, p_call in cells:
+        for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot).items():
+            def f(name: str) -> str:
+                v, lo, hi = cell[name]
+                return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+            n_points, n_groups, _ = cell["points"]
+            lines.append(f"| {title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
+                f(p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f('gap closed')} |")
+        print(lines[-2] + "\n" + lines[-1], file=sys.stderr)
+    text = "\n".join(lines)
+    print(text)
+    if args.out_md:
+        Path(args.out_md).write_text(text + "\n")
+    print(f"total {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,9 @@ import orjson
 
 from jev import formats
 from jev.judges.features import FEATURE_NAMES, transcript_features
-from jev.transcript import Message, analyze
+from jev.transcript import Message, analyze, canonical_json
 
-from .labels import pair_uses
+from .labels import later_reuse, pair_uses
 
 
 def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
@@ -90,12 +90,16 @@ class Rows:
     keys: np.ndarray
     points: np.ndarray
     result_chars: np.ndarray
+    needed_result_alt: np.ndarray | None = None  # labels-v2-reuse, the second proxy
+    call_chars: np.ndarray | None = None  # characters of the call's input (canonical JSON)
 
 
 def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3) -> list[tuple]:
-    """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars)."""
+    """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars,
+    needed_result_alt, call_chars)."""
     full = analyze(messages)
     uses = pair_uses(full)
+    reuse = later_reuse(full)
     rows = []
     for n in range(every, len(full.pairs) + 1, every):
         s = full.pairs[n - 1].result_message
@@ -104,7 +108,7 @@ def session_rows(session: str, messages: list[Message], every: int = 8, protect:
         for pair in prefix.pairs[: max(0, n - protect)]:
             use = uses[pair.key]
             rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,
-                         len(pair.result.text)))
+                         len(pair.result.text), reuse[pair.key] > s, len(canonical_json(pair.call.input))))
     return rows
 
 
@@ -124,7 +128,8 @@ def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=No
             if progress is not None:
                 progress(part[0][3] if part else "")
     if not rows:
-        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(6)))
+        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(8)))
     cols = list(zip(*rows, strict=True))
     return Rows(np.asarray(cols[0], dtype=float), np.asarray(cols[1], dtype=bool), np.asarray(cols[2], dtype=bool),
-                np.asarray(cols[3]), np.asarray(cols[4]), np.asarray(cols[5]), np.asarray(cols[6]))
+                np.asarray(cols[3]), np.asarray(cols[4]), np.asarray(cols[5]), np.asarray(cols[6]),
+                np.asarray(cols[7], dtype=bool), np.asarray(cols[8]))

@@ -111,3 +111,55 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
         call_words.clear()
     return {key: PairUse(result_used[key], call_used[key], rerun[key], key in edits) for key in keys.values()}
 
+
+
+ALT_LABEL_VERSION = "labels-v2-reuse"
+_PATH = re.compile(r"(?<![\w./-])(?:\./)?((?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,5})(?![\w/])")
+_MIN_LINE = 20
+
+
+def _lines(text: str) -> set[str]:
+    return {line for line in (raw.strip() for raw in text.splitlines()) if len(line) >= _MIN_LINE}
+
+
+def _paths(command: str) -> set[str]:
+    return set(_PATH.findall(command))
+
+
+def later_reuse(transcript: Transcript) -> dict[str, int]:
+    """`labels-v2-reuse`, a second proxy built differently from labels-v1: the last message index at which
+    the agent reused what a pair's result showed — it copied a whole line of the output (20+ characters)
+    into its text or a command, ran the same command again, or edited a file the pair's call had read.
+    Lines and paths, not words; each use credits the latest pair that showed it (the one a compactor
+    would still hold). -1: never."""
+    keys = {p.call_id: p.key for p in transcript.pairs}
+    used = dict.fromkeys(keys.values(), -1)
+    by_line: dict[str, str] = {}
+    by_path: dict[str, str] = {}
+    by_command: dict[tuple[str, str], str] = {}
+    calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, command), until its result registers the pair
+    for k, message in enumerate(transcript.messages):
+        if message.role == "assistant":
+            hits: set[str] = set()
+            said = _lines(message.text)
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    command = command_text(block.input)
+                    said |= _lines(command)
+                    if (block.name, command) in by_command:
+                        hits.add(by_command[(block.name, command)])
+                    if is_edit(block.name, command):
+                        hits |= {by_path[path] for path in _paths(command) if path in by_path}
+                    calls[block.id] = (block.name, command)
+            hits |= {by_line[line] for line in said if line in by_line}
+            for key in hits:
+                used[key] = k
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and block.id in keys and block.id in calls:
+                key = keys[block.id]
+                tool, command = calls.pop(block.id)
+                by_command[(tool, command)] = key
+                if not is_edit(tool, command):
+                    by_path.update(dict.fromkeys(_paths(command), key))
+                by_line.update(dict.fromkeys(_lines(block.text), key))
+    return used

@@ -96,3 +96,24 @@ def test_records_of_a_fleet_are_read_through_a_glob(tmp_path: Path) -> None:
         [("a", 1), ("a", 2), ("b", 1), ("b", 2)]
     assert len(list(read_records(str(tmp_path / "records-a.jsonl")))) == 2
 
+
+
+def test_labels_v2_reuse_credits_copied_lines_reruns_and_edits_of_files_read() -> None:
+    from conftest import call, msg, result, text
+
+    from calibration.labels import later_reuse
+    from jev.transcript import analyze
+    line = "def count_items(self, values): return len(values)"
+    messages = [msg("u", "user", text("Fix count_items.")),
+                msg("a1", "assistant", call("c1", "bash", {"command": "cat src/count.py"})),
+                msg("r1", "tool", result("c1", f"import os\n{line}\n", name="bash")),
+                msg("a2", "assistant", call("c2", "bash", {"command": "ls tests"})),
+                msg("r2", "tool", result("c2", "test_count.py\n", name="bash")),
+                msg("a3", "assistant", call("c3", "bash", {"command": "grep -rn thing docs"})),
+                msg("r3", "tool", result("c3", "nothing here that anybody copies later\n", name="bash")),
+                msg("a4", "assistant", text(f"The bug:\n{line}"), call("c4", "bash", {"command": "ls tests"})),
+                msg("r4", "tool", result("c4", "test_count.py\n", name="bash")),
+                msg("a5", "assistant", call("c5", "bash", {"command": "sed -i 's/len/sum/' src/count.py"})),
+                msg("r5", "tool", result("c5", "", name="bash"))]
+    used = later_reuse(analyze(messages))
+    assert used == {"t1": 9, "t2": 7, "t3": -1, "t4": -1, "t5": -1}  # t1: copied line (7), then edited (9)

@@ -172,8 +172,8 @@ def test_features_use_nothing_after_the_decision_point(sessions) -> None:
         points = sorted({r[5] for r in rows})
         for s in points:
             fresh = transcript_features(analyze(messages[: s + 1]))
-            for features, *_rest, key, point, _chars in (r for r in rows if r[5] == s):
-                assert features == fresh[key]
+            for row in (r for r in rows if r[5] == s):  # (features, ..., session, key, point, ...)
+                assert row[0] == fresh[row[4]]
         s = points[0]
         judge = LocalJudge()
         before = judge.scores(analyze(messages[: s + 1]))
