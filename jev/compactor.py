@@ -18,27 +18,12 @@ from .apply import apply_actions, removed_chars
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
 from .judges.base import Judge, JudgeRequest, receives_state, validate_answers
-from .policy import PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide
+from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide,
+                     no_candidates_detail)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .history import chars_after, take, unchanged
 from .transcript import Message, Pair, Transcript, analyze
 from .windows import JudgeCall, plan_requests
-
-def no_candidates_detail(transcript: Transcript, config: CompactionConfig) -> str:
-    """Why nothing could be judged, with the tools the history holds and the eligible names it lacks."""
-    held = sorted({p.tool for p in transcript.pairs})
-    if not held:
-        return "the history holds no completed tool call"
-    eligible = sorted(config.eligible_tools)
-    missing = [name for name in eligible if name not in held]
-    if not eligible:
-        return f"no tool is eligible (eligible_tools is empty); the history holds {', '.join(held)}"
-    if len(missing) == len(eligible):
-        return (f"none of the eligible tools ({', '.join(eligible)}) occurs in the history, which holds "
-                f"{', '.join(held)}")
-    lacking = f"; not in the history: {', '.join(missing)}" if missing else ""
-    return ("every pair of an eligible tool is pinned (recent, first, system, thinking, not a plain successful "
-            f"text result){lacking}; the history holds {', '.join(held)}")
 
 
 def _error(exc: BaseException) -> Decision:

@@ -185,6 +185,23 @@ def candidates(transcript: Transcript, config: CompactionConfig) -> list[Pair]:
             if p.call_message not in pinned and p.result_message not in pinned and not _pair_rule_pins(p, config)]
 
 
+def no_candidates_detail(transcript: Transcript, config: CompactionConfig) -> str:
+    """Why nothing could be judged, with the tools the history holds and the eligible names it lacks."""
+    held = sorted({p.tool for p in transcript.pairs})
+    if not held:
+        return "the history holds no completed tool call"
+    eligible = sorted(config.eligible_tools)
+    missing = [name for name in eligible if name not in held]
+    if not eligible:
+        return f"no tool is eligible (eligible_tools is empty); the history holds {', '.join(held)}"
+    if len(missing) == len(eligible):
+        return (f"none of the eligible tools ({', '.join(eligible)}) occurs in the history, which holds "
+                f"{', '.join(held)}")
+    lacking = f"; not in the history: {', '.join(missing)}" if missing else ""
+    return ("every pair of an eligible tool is pinned (recent, first, system, thinking, not a plain successful "
+            f"text result){lacking}; the history holds {', '.join(held)}")
+
+
 def value_score(keep_result: float, result_chars: int, config: CompactionConfig) -> float:
     """The result score the policy ranks by: P(needed), per `size_reference_chars` characters when
     size-aware (`size_exponent` > 0), so that big results are cheaper to let go."""
@@ -225,7 +242,7 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
             order.append((value_score(j.keep_result, j.result_chars, config), position, j))
     removed = 0
     for _value, _position, j in sorted(order, key=lambda item: item[:2]):
-        truncate = j.keep_call is not None and j.keep_call >= config.thresholds(j.tool)[1]
+        truncate = j.keep_call >= config.thresholds(j.tool)[1]  # type: ignore[operator]  # refusals left above
         saves = j.truncate_saves if truncate else j.result_chars
         if removed >= target or saves <= 0:
             out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "WITHIN_BUDGET")

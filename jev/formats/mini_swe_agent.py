@@ -104,9 +104,7 @@ def _chat(raw: dict[str, Any], where: str, i: int, open_calls: list[tuple[str, s
 def _text(raw: dict[str, Any], where: str, i: int,
           open_calls: list[tuple[str, str]]) -> tuple[Message, list[tuple[str, str]]]:
     """A text-mode message: a fenced action is a call; the message after a call is its result."""
-    role = raw["role"]
-    if role == "tool":
-        raise FormatError(f"{where}: a tool message needs a trajectory that calls tools")
+    role = raw["role"]  # never `tool`: a trajectory with tool messages is read in tool-call mode
     content = raw.get("content")
     if not isinstance(content, str):
         raise FormatError(f"{where}.content: must be a string")
