@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of  # noqa: E402
-from calibration.train_local import _fit_lr, _isotonic, raw_score  # noqa: E402
+from calibration.train_local import calibrated, fit_head  # noqa: E402
 from jev.apply import SHORT_RESULT_SLACK, TRUNCATION_MARKER  # noqa: E402
 from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
 
@@ -47,21 +47,15 @@ PROXIES = ("labels-v1", "labels-v2-reuse")
 
 
 def calibrated_heads(train: Rows) -> tuple[dict, dict]:
-    """Both heads fitted on `train` (labels-v1), each with an isotonic map fitted out of fold, as shipped."""
-    heads = []
+    """Both heads fitted on `train` (labels-v1) as `python -m calibration.train_local` fits the shipped ones
+    (isotonic map from out-of-fold scores), grouped by instance."""
     groups = np.asarray([group_of(s) for s in train.sessions])
-    for y in (train.needed_result.astype(float), train.needed_call.astype(float)):
-        oof = np.zeros(len(y))
-        for tr, te in GroupKFold(5).split(train.X, y, groups):
-            oof[te] = raw_score(_fit_lr(train.X[tr], y[tr]), train.X[te])
-        head = _fit_lr(train.X, y)
-        head["isotonic"] = _isotonic(oof, y)
-        heads.append(head)
-    return heads[0], heads[1]
+    return (fit_head(train.X, train.needed_result.astype(float), groups)[0],
+            fit_head(train.X, train.needed_call.astype(float), groups)[0])
 
 
 def probabilities(heads: tuple[dict, dict], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return tuple(np.interp(raw_score(h, X), h["isotonic"]["x"], h["isotonic"]["y"]) for h in heads)  # type: ignore
+    return calibrated(heads[0], X), calibrated(heads[1], X)
 
 
 def out_of_fold(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -131,7 +125,6 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
         rng = np.random.default_rng(seed)
         lost = np.zeros((len(POLICIES), len(groups)))
         total = np.zeros(len(groups))
-        removed = np.zeros((len(POLICIES), len(groups)))
         for point in pts:
             need = needed[point.rows]
             g = gi[point.group]
@@ -139,7 +132,6 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
             for k, (name, gone) in enumerate(let_go(rows, point, p_result, p_call, share, rng, needed).items()):
                 assert name == POLICIES[k]
                 lost[k, g] += need[gone].sum()
-                removed[k, g] += rows.result_chars[point.rows][gone].sum()
         draws = np.random.default_rng(seed + 1).multinomial(len(groups), np.full(len(groups), 1 / len(groups)),
                                                            size=boot)
         L = lost.sum(1) / total.sum()
@@ -152,7 +144,6 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
         cell = {name: (float(L[k]), *np.quantile(Lb[:, k], [0.025, 0.975]).tolist()) for k, name in enumerate(POLICIES)}
         cell["gap closed"] = (float(gap(L)), *np.quantile(gap(Lb), [0.025, 0.975]).tolist())
         cell["points"] = (float(len(pts)), float(len(groups)), float(total.sum()))
-        cell["share removed"] = (float(removed[jr].sum() / sum(rows.result_chars[p.rows].sum() for p in pts)), 0, 0)
         out[proxy] = cell
     return out
 
