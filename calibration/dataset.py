@@ -93,6 +93,15 @@ class Rows:
     needed_result_alt: np.ndarray | None = None  # labels-v2-reuse, the second proxy
     call_chars: np.ndarray | None = None  # characters of the call's input (canonical JSON)
 
+    @classmethod
+    def concat(cls, parts: list[Rows]) -> Rows:
+        """The rows of several sources, one after the other."""
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+
+    def take(self, index: np.ndarray) -> Rows:
+        """The rows at `index`."""
+        return Rows(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
+
 
 def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3) -> list[tuple]:
     """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars,

@@ -1,11 +1,14 @@
 """Train the embedded local judge and write its weights as JSON (never pickle), with a model card.
 
-    python -m calibration.train_local [--data PATH] [--out jev/judges/local_model.json]
+    python -m calibration.train_local --out FILE [--data PATH ...]
 
 Two heads, `keep_result` and `keep_call`: standardised logistic regression on decision-time features,
-then isotonic calibration fitted on session-grouped out-of-fold scores. Reported metrics are
-session-grouped cross-validated (AUROC, Brier, ECE of the calibrated probability), plus a held-out
-split (75/25 by session). Deterministic: same data, same weights.
+then isotonic calibration fitted on instance-grouped out-of-fold scores. Trained on both dev sets (two
+agent models) by default, on the union of two label proxies built differently (`TRAINING_LABEL`), so
+the judge learns what either calls needed rather than one proxy's quirks. Reported metrics are
+instance-grouped cross-validated (AUROC, Brier, ECE of the calibrated probability), plus a held-out
+split (75/25 by instance). Deterministic: same data, same weights. `--out` is required: the shipped
+weights are only replaced when that is the path named.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 
 from jev.judges.features import FEATURE_NAMES
 
-from .dataset import Rows, build_rows
-from .labels import LABEL_VERSION
+from .dataset import Rows, build_rows, group_of
+from .labels import ALT_LABEL_VERSION, LABEL_VERSION
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "jev" / "judges" / "local_model.json"
+_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DEFAULT_DATA = (_DATA / "mini-swe-agent-swebench-dev.tar.xz", _DATA / "mini-swe-agent-deepseek-dev.tar.xz")
+CORPORA = {"mini-swe-agent-swebench-dev": "mini-swe-agent 1 (Gemini 3 Pro) on SWE-bench Verified",
+           "mini-swe-agent-deepseek-dev": "mini-swe-agent 2.x (DeepSeek chat/reasoner/lite) on SWE-bench Lite"}
+TRAINING_LABEL = f"{LABEL_VERSION} or {ALT_LABEL_VERSION}"
 C = 0.1
 FOLDS = 5
 
@@ -96,32 +102,58 @@ def held_out_auroc(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int =
     return float(roc_auc_score(y[test], raw_score(head, X[test])))
 
 
-def train(rows: Rows) -> dict[str, Any]:
+def training_labels(rows: Rows) -> dict[str, np.ndarray]:
+    """What each head learns (`TRAINING_LABEL`): the result is needed when either proxy says so; the call
+    when labels-v1 says the call is needed or the result is."""
+    result = rows.needed_result if rows.needed_result_alt is None else rows.needed_result | rows.needed_result_alt
+    return {"keep_result": result, "keep_call": rows.needed_call | result}
+
+
+def fit_heads(rows: Rows) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Both heads (weights, cross-validated metrics), grouped by instance, as the shipped ones are fitted."""
+    groups = np.asarray([group_of(s) for s in rows.sessions])
+    return {name: fit_head(rows.X, y.astype(float), groups) for name, y in training_labels(rows).items()}
+
+
+def train(rows: Rows, corpora: list[str] | None = None) -> dict[str, Any]:
     """The model document: feature names, both heads, and the model card's numbers."""
-    model: dict[str, Any] = {"format": "jev-local-judge", "version": 1, "label": LABEL_VERSION,
+    model: dict[str, Any] = {"format": "jev-local-judge", "version": 1, "label": TRAINING_LABEL,
                              "features": list(FEATURE_NAMES), "heads": {}, "card": {}}
-    n_sessions = len(set(rows.sessions.tolist()))
-    for name, y in (("keep_result", rows.needed_result), ("keep_call", rows.needed_call)):
-        head, metrics = fit_head(rows.X, y.astype(float), rows.sessions)
-        metrics["held_out_auroc"] = round(held_out_auroc(rows.X, y, rows.sessions), 4)
+    groups = np.asarray([group_of(s) for s in rows.sessions])
+    for (name, (head, metrics)), y in zip(fit_heads(rows).items(), training_labels(rows).values(), strict=True):
+        metrics["held_out_auroc"] = round(held_out_auroc(rows.X, y, groups), 4)
         model["heads"][name] = head
         model["card"][name] = metrics
-    model["card"]["data"] = {"rows": int(len(rows.X)), "sessions": n_sessions, "decision_every_pairs": 8,
-                             "protected_newest_pairs": 3,
-                             "corpus": "mini-swe-agent (Gemini 3 Pro) on SWE-bench Verified, dev split"}
+    model["card"]["data"] = {"rows": int(len(rows.X)), "sessions": len(set(rows.sessions.tolist())),
+                             "instances": len(set(groups.tolist())), "decision_every_pairs": 8,
+                             "protected_newest_pairs": 3, "corpus": corpora or []}
     return model
+
+
+def corpus_name(path: str | Path) -> str:
+    """A data source's name without its archive suffixes, described when it is a known dev set."""
+    name = Path(path).name
+    for suffix in (".tar.xz", ".tar", ".json"):
+        name = name.removesuffix(suffix)
+    return CORPORA.get(name, name)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m calibration.train_local", description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA), help="trajectories: .tar.xz or a directory")
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
+    parser.add_argument("--data", action="append", help="trajectories: .tar.xz or a directory; repeat for "
+                        "several (default: both dev sets in ../shared/data)")
+    parser.add_argument("--out", required=True, help="where to write the model (the shipped weights are "
+                        "jev/judges/local_model.json: name that path to replace them)")
     args = parser.parse_args(argv)
+    sources = args.data or [str(p) for p in DEFAULT_DATA]
+    missing = [s for s in sources if not Path(s).exists()]
+    if missing:
+        parser.error(f"--data: {', '.join(missing)} not found")
     from rich.progress import Progress
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
         task = progress.add_task("decision points", total=None)
-        rows = build_rows(args.data, progress=lambda _s: progress.advance(task))
-    model = train(rows)
+        rows = Rows.concat([build_rows(s, progress=lambda _s: progress.advance(task)) for s in sources])
+    model = train(rows, [corpus_name(s) for s in sources])
     Path(args.out).write_bytes(orjson.dumps(model, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     for name in ("keep_result", "keep_call"):
         m = model["card"][name]

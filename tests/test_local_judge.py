@@ -19,13 +19,16 @@ from jev.transcript import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
-needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"dev trajectories not found at {DATA}")
+DEEPSEEK = DATA.with_name("mini-swe-agent-deepseek-dev.tar.xz")
+needs_data = pytest.mark.skipif(not (DATA.exists() and DEEPSEEK.exists()),
+                                reason=f"dev trajectories not found at {DATA.parent}")
 
 
 @pytest.fixture(scope="session")
 def rows():
-    from calibration.dataset import build_rows
-    return build_rows(DATA)
+    """The rows the shipped judge is trained on: both dev sets."""
+    from calibration.dataset import Rows, build_rows
+    return Rows.concat([build_rows(DATA), build_rows(DEEPSEEK)])
 
 
 @pytest.fixture(scope="session")
@@ -154,6 +157,13 @@ def test_features_mean_what_their_names_say() -> None:
     assert t5["result_referenced"] == 0 and t5["age_pairs"] == 0 and t5["position"] == 1
     assert t3["result_chars"] == pytest.approx(np.log1p(len(messages[6].content[0].text)))
     assert t3["result_lines"] == pytest.approx(np.log1p(1))
+    # the newest three pairs (t3, t4, t5) are the recent window: of t1's four words only handler_v1 shows
+    # there (t3's call and result); t1's path is read again by t5's call; t5's own words count nowhere else
+    assert t1["recent_overlap"] == pytest.approx(np.log1p(1)) and t1["recent_share"] == 0.25
+    assert t1["call_recent_overlap"] == pytest.approx(np.log1p(1)) and t2["call_recent_overlap"] == 0
+    assert t5["recent_overlap"] == 0
+    # ranks place each pair among the history's: t3's result is the largest, t4's the smallest
+    assert t3["rank_result_chars"] == 1 and t4["rank_result_chars"] == 0
 
 
 def test_needs_the_in_process_transcript() -> None:
@@ -190,10 +200,12 @@ def test_mini_swe_agent_round_trip_on_every_dev_trajectory() -> None:
 
 
 @needs_data
-def test_auroc_bar_on_held_out_sessions(rows) -> None:
-    from calibration.train_local import held_out_auroc
+def test_auroc_bar_on_held_out_instances(rows) -> None:
+    from calibration.dataset import group_of
+    from calibration.train_local import held_out_auroc, training_labels
+    groups = np.asarray([group_of(s) for s in rows.sessions])
     for seed in (0, 1, 2):
-        assert held_out_auroc(rows.X, rows.needed_result, rows.sessions, seed) >= 0.85
+        assert held_out_auroc(rows.X, training_labels(rows)["keep_result"], groups, seed) >= 0.8
 
 
 @needs_data
@@ -201,7 +213,7 @@ def test_training_reproduces_the_shipped_weights(rows) -> None:
     from calibration.train_local import train
     shipped = load_model()
     model = train(rows)
-    assert model["card"]["keep_result"]["auroc"] >= 0.85
+    assert model["card"]["keep_result"]["auroc"] >= 0.8
     for head in ("keep_call", "keep_result"):
         for key in ("mean", "scale", "coef"):
             np.testing.assert_allclose(model["heads"][head][key], shipped["heads"][head][key], rtol=1e-5, atol=1e-8)

@@ -24,11 +24,15 @@ FEATURE_NAMES = (
     "error_marker", "truncation_marker", "superseded", "path_reread", "path_edited", "novel_words",
     "result_refs", "result_referenced", "last_ref_age", "input_referenced", "state_error", "live_words",
     "live_unsaid_words", "live_unsaid_share", "repeats", "edits_since", "history_pairs", "history_edits",
-) + tuple(f"category_{c}" for c in CATEGORIES)
+) + tuple(f"category_{c}" for c in CATEGORIES) + (
+    "recent_overlap", "recent_share", "call_recent_overlap",
+) + tuple(f"rank_{name}" for name in ("result_chars", "live_unsaid_words", "live_words", "recent_overlap",
+                                       "novel_words", "unsaid_per_char"))
 
 _SCAN = 120  # characters of a result read from each end: the words that matter sit near its edges
 _WORDS_OF_COMMAND = 600  # characters of a command read for words (a heredoc's body adds little)
 _HEAD = 160  # characters of a command its category is read from
+RECENT_PAIRS = 3  # the newest pairs, as a host keeps them: what the agent works on now
 # a non-zero return code leading a result, found over all segments at once (each follows a separator)
 _RETURNCODE = re.compile(rb"\x00\s*<returncode>(?!0</)-?\d+</returncode>")
 
@@ -146,9 +150,13 @@ def _read(messages: tuple) -> _Reading:
 class _WordFacts:
     """Per result: words it showed first (novel), those no later result shows (live), those of them
     nobody wrote (unsaid), those written since (refs) and when last (-1: never). Per call: its own words
-    written again after its result; its paths named by a later read or edit."""
+    written again after its result; its paths named by a later read or edit. Recent: the words of a result
+(a call) that the calls and results of the newest `RECENT_PAIRS` pairs show elsewhere."""
 
     novel: np.ndarray
+    recent: np.ndarray
+    recent_share: np.ndarray
+    call_recent: np.ndarray
     live: np.ndarray
     unsaid: np.ndarray
     refs: np.ndarray
@@ -158,7 +166,7 @@ class _WordFacts:
     edited: np.ndarray
 
 
-def _word_facts(reading: _Reading, words: Words, edit: np.ndarray) -> _WordFacts:
+def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: int) -> _WordFacts:
     kind, at, owner = (a[words.segment] for a in (reading.kind, reading.at, reading.owner))
     n_results, n_calls = reading.result_at.size, reading.call_at.size
     # groups: one per distinct word, its first segment leading
@@ -172,6 +180,14 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray) -> _WordFacts
     said = np.bincount(group, weights=is_said, minlength=n_groups)
     last_said = np.full(n_groups, -1, dtype=np.int64)
     np.maximum.at(last_said, group[is_said], at[is_said])
+
+    in_recent = (at >= recent_from) & (kind != _TEXT)
+    recent_count = np.bincount(group, weights=in_recent, minlength=n_groups)
+    elsewhere = recent_count[group] - in_recent > 0  # the word shows in a recent segment besides this one
+    is_result = kind == _RESULT
+    recent = np.bincount(owner[is_result], weights=elsewhere[is_result], minlength=n_results)
+    recent_share = recent / np.maximum(1, np.bincount(owner[is_result], minlength=n_results))
+    call_recent = np.bincount(owner[kind == _CALL], weights=elsewhere[kind == _CALL], minlength=n_calls)
 
     novel_groups = np.flatnonzero(kind[lead] == _RESULT)
     holder = owner[lead][novel_groups]
@@ -198,9 +214,11 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray) -> _WordFacts
     edited = np.zeros(n_calls, dtype=bool)
     np.logical_or.at(reread, path_call, last_read[path_group] > path_at)
     np.logical_or.at(edited, path_call, last_edit[path_group] > path_at)
-    return _WordFacts(np.bincount(holder, minlength=n_results), np.bincount(holder, weights=live, minlength=n_results),
+    return _WordFacts(np.bincount(holder, minlength=n_results), recent, recent_share, call_recent,
+                      np.bincount(holder, weights=live, minlength=n_results),
                       np.bincount(holder, weights=live & (said[novel_groups] == 0), minlength=n_results),
-                      np.bincount(holder, weights=used, minlength=n_results), last_ref, input_referenced, reread, edited)
+                      np.bincount(holder, weights=used, minlength=n_results), last_ref, input_referenced, reread,
+                      edited)
 
 
 def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
@@ -211,12 +229,14 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     reading = _read(messages)
     buffer = Buffer.of(reading.texts)
     edit = np.asarray([seen[0] == "edit" for seen in reading.commands], dtype=bool)
-    w = _word_facts(reading, find_words(buffer), edit)
+    n_messages, n_pairs = len(messages), len(pairs)
+    calls_at = reading.call_at  # in call order, so ascending
+    recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
+    w = _word_facts(reading, find_words(buffer), edit, recent_from)
     failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result
     failing = buffer.segments_matching(_RETURNCODE)
     failed[reading.owner[failing[reading.kind[failing] == _RESULT]]] = True
 
-    n_messages, n_pairs = len(messages), len(pairs)
     if reading.result_at.size != n_pairs:  # analyze pairs every result, in the order they appear
         raise ValueError("feature_matrix needs a transcript validated by jev.transcript.analyze")
     edit_at = reading.call_at[edit]
@@ -247,8 +267,22 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     X[:, 21] = np.log1p(edit_at.size - np.searchsorted(edit_at, c_at, side="right"))
     X[:, 22] = np.log1p(n_pairs)
     X[:, 23] = np.log1p(edit_at.size)
-    X[:, 24:] = np.asarray([CATEGORIES.index(seen[0]) for seen in command])[:, None] == np.arange(len(CATEGORIES))
+    end = 24 + len(CATEGORIES)
+    X[:, 24:end] = np.asarray([CATEGORIES.index(seen[0]) for seen in command])[:, None] == np.arange(len(CATEGORIES))
+    X[:, end] = np.log1p(w.recent[r])
+    X[:, end + 1] = w.recent_share[r]
+    X[:, end + 2] = np.log1p(w.call_recent[c])
+    for k, column in enumerate((X[:, 3], X[:, 18], X[:, 17], X[:, end], X[:, 11], X[:, 18] - X[:, 3])):
+        X[:, end + 3 + k] = _rank(column)
     return [p.key for p in pairs], X
+
+
+def _rank(values: np.ndarray) -> np.ndarray:
+    """Each value's place among the history's pairs, 0 (least) to 1 (most), ties in pair order: features
+    relative to the history itself, so that histories of other lengths and agents read alike."""
+    out = np.empty(values.size)
+    out[np.argsort(values, kind="stable")] = np.arange(values.size) / max(values.size - 1, 1)
+    return out
 
 
 def transcript_features(transcript: Transcript) -> dict[str, list[float]]:
