@@ -224,31 +224,32 @@ class Judged:
 
 
 def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, tuple[Action, Scores]], int, int]:
-    """Budget mode (`target_reduction` = R): let go of the lowest-value results first until the result
-    characters removed reach R × the candidates' result characters. Never let go of a refused pair or a
-    result whose raw `keep_result` ≥ `keep_threshold`; a let-go result is TRUNCATE_RESULT when its call's
-    `keep_call` ≥ `keep_threshold` (a truncation that would remove nothing is not a let-go), else
-    DROP_PAIR. Returns the actions, the characters removed and the target."""
+    """Budget mode (`target_reduction` = R): let go of the lowest-value results first — P(needed) per
+    character the let-go would remove — until the result characters removed reach R × the candidates'
+    result characters. Never let go of a refused pair or a result whose raw `keep_result` ≥
+    `keep_threshold`; a let-go result is TRUNCATE_RESULT when its call's `keep_call` ≥ `keep_threshold`
+    (a truncation that would remove nothing is not a let-go), else DROP_PAIR. Returns the actions, the
+    characters removed and the target."""
     assert config.target_reduction is not None
     target = math.ceil(config.target_reduction * sum(j.result_chars for j in judged))
     out: dict[str, tuple[Action, Scores]] = {}
-    order: list[tuple[float, int, Judged]] = []
+    order: list[tuple[float, int, Judged, Action, int]] = []
     for position, j in enumerate(judged):
         if j.keep_call is None or j.keep_result is None:
             out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "REFUSED")
         elif j.keep_result >= config.thresholds(j.tool)[1]:
             out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "NEEDED_RESULT")
         else:
-            order.append((value_score(j.keep_result, j.result_chars, config), position, j))
+            truncate = j.keep_call >= config.thresholds(j.tool)[1]
+            action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
+            saves = j.truncate_saves if truncate else j.result_chars
+            order.append((value_score(j.keep_result, saves, config), position, j, action, saves))
     removed = 0
-    for _value, _position, j in sorted(order, key=lambda item: item[:2]):
-        truncate = j.keep_call >= config.thresholds(j.tool)[1]  # type: ignore[operator]  # refusals left above
-        saves = j.truncate_saves if truncate else j.result_chars
+    for _value, _position, j, action, saves in sorted(order, key=lambda item: item[:2]):
         if removed >= target or saves <= 0:
             out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "WITHIN_BUDGET")
             continue
         removed += saves
-        action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
         out[j.key] = action, Scores(j.keep_call, j.keep_result, action.value)
     return out, removed, target
 
