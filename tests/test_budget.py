@@ -43,6 +43,14 @@ def test_never_a_confident_result_or_a_refusal_and_the_call_decides_truncate_or_
     assert removed < target
 
 
+def test_a_truncation_is_valued_by_what_it_removes_not_by_the_whole_result() -> None:
+    # same P(needed), same size; t1's call is needed so its let-go keeps a head and saves 600 of 1 000
+    # characters, t2's is a drop saving all 1 000: t2 is the cheaper let-go per character removed
+    items = [judged("t1", 0.9, 0.3, 1_000, saves=600), judged("t2", 0.1, 0.3, 1_000)]
+    chosen, removed, _ = budget(items, CompactionConfig(target_reduction=0.3))
+    assert chosen["t2"][0] is Action.DROP_PAIR and chosen["t1"][0] is Action.KEEP and removed == 1_000
+
+
 @pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, math.nan, "0.5", True])
 def test_target_reduction_is_range_checked(bad) -> None:
     with pytest.raises(ConfigError, match="target_reduction must be"):
