@@ -6,15 +6,19 @@ Decision points every 8 pairs (newest 3 protected) on both dev sets; only points
 results by its own ranking — budget mode (`jev.policy.budget`, `target_reduction=--budget`, size-aware,
 default thresholds) on the local judge's probabilities — and every other policy then lets go of whole
 results in its own order until it has removed at least as many characters (net of kept heads and
-markers): recency (oldest first), biggest-first, random, the oracle (unneeded first, biggest first), and
-drop-all for reference. L = the share of later-needed results let go, pooled over points; 95 % bootstrap
+markers): recency (oldest first), biggest-first, random, the oracle (unneeded first, biggest saving
+first), and drop-all for reference. Main table: a let-go result saves the same characters under every
+policy — what the product's let-go of that pair saves (TRUNCATE_RESULT keeps a 300-character head and a
+marker when the judge says the call is needed, else DROP_PAIR) — so the policies differ only in which
+results they pick. Second table: the other policies drop whole results (no head kept), which charges
+the judge for the heads it keeps. L = the share of later-needed results let go, pooled over points; 95 % bootstrap
 intervals resample sessions (DeepSeek: instances, the runs of one instance are one group). Gap closed =
 (L_recency - L_judge) / (L_recency - L_oracle).
 
 Cells: two label proxies built differently (labels-v1: words with last-provider attribution;
 labels-v2-reuse: copied output lines, re-runs, edits of files read) × {within each model: 5-fold
 group cross-validation; across models: trained on one set, tested on the other, both ways}. The judge is
-always trained on labels-v1 (what ships); labels-v2 only measures.
+trained as `calibration.train_local` trains the shipped one (on either proxy's "needed").
 
     python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE]
 """
@@ -35,7 +39,7 @@ import numpy as np  # noqa: E402
 from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of  # noqa: E402
-from calibration.train_local import calibrated, fit_head  # noqa: E402
+from calibration.train_local import calibrated, fit_heads  # noqa: E402
 from jev.apply import SHORT_RESULT_SLACK, TRUNCATION_MARKER  # noqa: E402
 from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
 
@@ -47,11 +51,9 @@ PROXIES = ("labels-v1", "labels-v2-reuse")
 
 
 def calibrated_heads(train: Rows) -> tuple[dict, dict]:
-    """Both heads fitted on `train` (labels-v1) as `python -m calibration.train_local` fits the shipped ones
-    (isotonic map from out-of-fold scores), grouped by instance."""
-    groups = np.asarray([group_of(s) for s in train.sessions])
-    return (fit_head(train.X, train.needed_result.astype(float), groups)[0],
-            fit_head(train.X, train.needed_call.astype(float), groups)[0])
+    """Both heads fitted on `train` as `python -m calibration.train_local` fits the shipped ones."""
+    heads = fit_heads(train)
+    return heads["keep_result"][0], heads["keep_call"][0]
 
 
 def probabilities(heads: tuple[dict, dict], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,8 +65,7 @@ def out_of_fold(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
     groups = np.asarray([group_of(s) for s in rows.sessions])
     p_result, p_call = np.zeros(len(rows.X)), np.zeros(len(rows.X))
     for tr, te in GroupKFold(5).split(rows.X, rows.needed_result, groups):
-        part = Rows(*(getattr(rows, f)[tr] for f in Rows.__dataclass_fields__))
-        p_result[te], p_call[te] = probabilities(calibrated_heads(part), rows.X[te])
+        p_result[te], p_call[te] = probabilities(calibrated_heads(rows.take(tr)), rows.X[te])
     return p_result, p_call
 
 
@@ -82,20 +83,23 @@ def points(rows: Rows, min_chars: int) -> list[Point]:
             if rows.result_chars[ix].sum() >= min_chars]
 
 
-def _matched(order: np.ndarray, chars: np.ndarray, target: int) -> np.ndarray:
-    """The first results in `order` whose characters reach `target` (none for a target of 0)."""
+def _matched(order: np.ndarray, saves: np.ndarray, target: int) -> np.ndarray:
+    """The first results in `order` whose savings reach `target` (none for a target of 0)."""
     if target <= 0:
         return order[:0]
-    reach = np.searchsorted(np.cumsum(chars[order]), target)
+    reach = np.searchsorted(np.cumsum(saves[order]), target)
     return order[: reach + 1]
 
 
 def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
-           rng: np.random.Generator, needed: np.ndarray) -> dict[str, np.ndarray]:
-    """Indices let go at one point by every policy, the others matched to the judge's characters."""
+           rng: np.random.Generator, needed: np.ndarray, same_form: bool) -> dict[str, np.ndarray]:
+    """Indices let go at one point by every policy, the others matched to the characters the judge removed.
+    `same_form`: a let-go result saves what the product's let-go of that pair saves under every policy
+    (its head and marker kept when the judge truncates), so policies differ only in which results they
+    pick; else the other policies drop whole results."""
     ix = point.rows
     chars = rows.result_chars[ix].astype(int)
-    head = 300  # truncate_head_chars
+    head = CompactionConfig().truncate_head_chars
     cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + len(TRUNCATION_MARKER)), 0)
     keys = rows.keys[ix]
     config = CompactionConfig(target_reduction=share)
@@ -103,19 +107,21 @@ def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, s
                                  for k, c, r, n, t in zip(keys, p_call[ix], p_result[ix], chars, cut_saves,
                                                           strict=True)], config)
     judge = np.asarray([j for j, k in enumerate(keys) if chosen[str(k)][0].value != "KEEP"], dtype=int)
+    truncates = p_call[ix] >= config.keep_threshold
+    saves = np.where(truncates, cut_saves, chars) if same_form else chars
     age = np.argsort([int(str(k)[1:]) for k in keys], kind="stable")
     need = needed[ix]
-    oracle = np.lexsort((-chars, need))  # unneeded first, biggest first within
+    oracle = np.lexsort((-saves, need))  # unneeded first, biggest saving first within
     return {"judge": judge,
-            "recency": _matched(age, chars, removed),
-            "biggest-first": _matched(np.argsort(-chars, kind="stable"), chars, removed),
-            "random": _matched(rng.permutation(len(ix)), chars, removed),
-            "oracle": _matched(oracle, chars, removed),
+            "recency": _matched(age, saves, removed),
+            "biggest-first": _matched(np.argsort(-saves, kind="stable"), saves, removed),
+            "random": _matched(rng.permutation(len(ix)), saves, removed),
+            "oracle": _matched(oracle, saves, removed),
             "drop-all": np.arange(len(ix))}
 
 
 def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int, boot: int,
-             seed: int = 0) -> dict[str, dict[str, tuple[float, float, float]]]:
+             same_form: bool = True, seed: int = 0) -> dict[str, dict[str, tuple[float, float, float]]]:
     """Per proxy: L per policy and the gap closed, each (point estimate, 2.5 %, 97.5 %)."""
     pts = points(rows, min_chars)
     groups = sorted({p.group for p in pts})
@@ -129,7 +135,8 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
             need = needed[point.rows]
             g = gi[point.group]
             total[g] += need.sum()
-            for k, (name, gone) in enumerate(let_go(rows, point, p_result, p_call, share, rng, needed).items()):
+            for k, (name, gone) in enumerate(let_go(rows, point, p_result, p_call, share, rng, needed,
+                                                                       same_form).items()):
                 assert name == POLICIES[k]
                 lost[k, g] += need[gone].sum()
         draws = np.random.default_rng(seed + 1).multinomial(len(groups), np.full(len(groups), 1 / len(groups)),
@@ -169,16 +176,25 @@ def main() -> None:
              f"of them; L = share of later-needed results let go (95 % CI over sessions/instances)", "",
              "| cell | proxy | points (groups) | judge | recency | biggest-first | random | oracle | drop-all | "
              "gap closed |", "|---|---|---|---|---|---|---|---|---|---|"]
+    whole = ["", "The other policies dropping whole results instead (no head kept):", "",
+             "| cell | proxy | judge | recency | biggest-first | oracle | gap closed |",
+             "|---|---|---|---|---|---|---|"]
+
+    def f(cell: dict, name: str) -> str:
+        v, lo, hi = cell[name]
+        return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
     for title, r, p_result, p_call in cells:
         for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot).items():
-            def f(name: str) -> str:
-                v, lo, hi = cell[name]
-                return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
             n_points, n_groups, _ = cell["points"]
             lines.append(f"| {title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
-                f(p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f('gap closed')} |")
-        print(lines[-2] + "\n" + lines[-1], file=sys.stderr)
-    text = "\n".join(lines)
+                f(cell, p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f(cell, 'gap closed')} |")
+            print(lines[-1], file=sys.stderr)
+        for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot,
+                                    same_form=False).items():
+            whole.append(f"| {title} | {proxy} | " + " | ".join(
+                f(cell, p) for p in ("judge", "recency", "biggest-first", "oracle", "gap closed")) + " |")
+    text = "\n".join(lines + whole)
     print(text)
     if args.out_md:
         Path(args.out_md).write_text(text + "\n")
