@@ -7,6 +7,8 @@ ENFORCE adopts only after the archive acknowledged the snapshot of the original 
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +24,7 @@ from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, bu
                      no_candidates_detail)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .history import chars_after, take, unchanged
+from .token_target import reduction_for_tokens
 from .transcript import Message, Pair, Transcript, analyze
 from .windows import JudgeCall, plan_requests
 
@@ -91,6 +94,19 @@ class Compactor:
                      context: Any = None) -> list[Message] | None:
         """`compact` for non-async hosts."""
         return run_sync(self.compact(messages, scope=scope, context=context))
+
+    def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None) -> Compactor:
+        """This compactor, or a copy of it in budget mode whose `target_reduction` should bring `messages`
+        — `tokens` long as the host counts them — under `target_tokens` (`jev.token_target`). Itself when
+        there is no target, the history is already under it, or nothing could be let go."""
+        if target_tokens is None:
+            return self
+        reduction = reduction_for_tokens(messages, tokens, target_tokens, self.config)
+        if reduction is None:
+            return self
+        other = copy.copy(self)
+        other.config = dataclasses.replace(self.config, target_reduction=reduction)
+        return other
 
     # --- the plan, step by step ---------------------------------------------------------------
 

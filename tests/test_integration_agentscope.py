@@ -173,3 +173,19 @@ def test_restore_tool(tmp_path) -> None:
         return chunk.content[0].text
     text = asyncio.run(call())
     assert text.startswith("Call c0 (read)") and "contents 0" in text
+
+
+def test_a_token_target_is_counted_by_the_agents_own_model(tmp_path) -> None:
+    config = CompactionConfig(eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
+    judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep every result
+    compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
+    middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE, target_tokens=1_500)
+    state = AgentState(session_id="s")
+    state.context.extend(context())
+    a = Agent(name="coder", system_prompt="Fix bugs.", model=NoModel(), middlewares=[middleware], state=state)
+    before = asyncio.run(a.model.count_tokens(list(a.state.context), None))
+    asyncio.run(a.compress_context())
+    decision = middleware.decisions[-1]
+    assert before > 1_500 and decision.status.value == "DECIDED" and decision.plan.target_met
+    assert asyncio.run(a.model.count_tokens(list(a.state.context), None)) <= 1_500 < before
+    assert len(call_ids(a)) < 3

@@ -124,3 +124,27 @@ def test_example_runs() -> None:
     out = proc.stdout.decode()
     assert "decision: DECIDED ARCHIVED_PROPOSAL" in out and "final state holds results of: ['read_1'" in out
     assert "restore tool, read_0: Call read_0 (read_file)" in out
+
+
+def test_a_token_target_runs_budget_mode_and_brings_the_history_under_it(tmp_path) -> None:
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from jev import formats
+    # an unsure judge: the threshold table keeps every result (UNCERTAIN), budget mode lets go of them
+    judge = ReplayJudge({}, default=0.3)
+    graph, plain = agent(Mode.SHADOW, judge)
+    graph.invoke({"messages": [{"role": "user", "content": "Read the three files."}]})
+    assert all(d.plan is None or not any(a.value != "KEEP" for a in d.plan.decisions.values())
+               for d in plain.decisions)
+    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc-test"), FileArchive(tmp_path))
+    middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 900), scope=SCOPE, target_tokens=900)
+    state = create_agent(script(), tools=[read_file], middleware=[middleware]).invoke(
+        {"messages": [{"role": "user", "content": "Read the three files."}]})
+    decided = [d for d in middleware.decisions if d.status.value == "DECIDED"]
+    assert decided and all(d.plan.target_met for d in decided)
+    for d in decided:  # counted with the host's counter, each adopted history is under the target
+        assert count_tokens_approximately(formats.dump(list(d.plan.messages), "langchain")) <= 900
+    assert len([m for m in state["messages"] if isinstance(m, ToolMessage)]) < 3
+    with pytest.raises(Exception, match="target_tokens must be an integer >= 1"):
+        JevCompactionMiddleware(compactor, target_tokens=0)

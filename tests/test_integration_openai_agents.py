@@ -16,7 +16,7 @@ from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from archive import FileArchive, Scope
-from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
 from jev.integrations.openai_agents import JevSession, input_filter
 from jev.judges import ReplayJudge
 
@@ -156,3 +156,19 @@ def test_restore_tool_brings_back_an_archived_pair(tmp_path) -> None:
     tool = session.restore_tool()
     text = asyncio.run(tool.on_invoke_tool(None, '{"call_id": "call1"}'))
     assert text.startswith("Call call1 (read_file)") and "contents of f1.py" in text
+
+
+def test_a_token_target_sizes_the_session_compaction(tmp_path) -> None:
+    from jev.integrations.openai_agents import estimated_tokens
+    judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep everything
+    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    c = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
+    session = JevSession(SQLiteSession("s-tokens"), c, trigger_items=5, scope=SCOPE, target_tokens=1_000)
+    assert run(session, ScriptedModel()).final_output == "done"
+    decided = [d for d in session.decisions if d.status.value == "DECIDED"]
+    assert decided and all(d.plan.target_met for d in decided)
+    for d in decided:  # each adopted history is under the target, by the counter the session was given
+        assert estimated_tokens(formats.dump(list(d.plan.messages), "openai-responses")) <= 1_000
+    assert len(stored_call_ids(session)) < 3
+    with pytest.raises(Exception, match="target_tokens must be an integer >= 1"):
+        input_filter(c, target_tokens=-1)

@@ -5,7 +5,8 @@ The trigger counts tool results (AgentScope keeps a whole reply in one `Msg`) or
 Below the trigger, or in OFF, the middleware passes through to AgentScope's own compression. Above it:
 SHADOW records and passes through; ENFORCE replaces `agent.state.context` with the compacted messages only
 on DECIDED and only if the context is still exactly what was judged — and never falls back to the lossy
-summary, whatever the outcome.
+summary, whatever the outcome. With `target_tokens=N` the plan runs in budget mode, sized to bring the
+context under N tokens as the agent's own model counts them (`agent.model.count_tokens`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .. import formats
 from ..compactor import Compactor
 from ..decision import Decision, Mode, Status
 from ..errors import ConfigError
+from ..token_target import check_target_tokens
 from ..transcript import Message, ToolResultBlock
 
 FORMAT = "agentscope"
@@ -36,7 +38,8 @@ class JevContextMiddleware(MiddlewareBase):
     """Judged compaction of an AgentScope agent's context."""
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("tool_results", 20),
-                 scope: Scope | Callable[[Any], Scope | None] | None = None) -> None:
+                 scope: Scope | Callable[[Any], Scope | None] | None = None,
+                 target_tokens: int | None = None) -> None:
         kind, value = trigger
         if kind not in ("tool_results", "messages") or isinstance(value, bool) or not isinstance(value, int) \
                 or value < 1:
@@ -44,6 +47,7 @@ class JevContextMiddleware(MiddlewareBase):
         self.compactor = compactor
         self.trigger = (kind, value)
         self.scope = scope
+        self.target_tokens = check_target_tokens(target_tokens)
         self.decisions: list[Decision] = []
         self.references: list[tuple[Scope, str]] = []
 
@@ -79,8 +83,12 @@ class JevContextMiddleware(MiddlewareBase):
             return
         judged = _dicts(context)
         scope = self.scope(agent) if callable(self.scope) else self.scope
-        decision = await self.compactor.plan(formats.load(judged, FORMAT), scope=scope,
-                                             context={"session_id": agent.state.session_id})
+        messages = formats.load(judged, FORMAT)
+        compactor = self.compactor
+        if self.target_tokens is not None:  # counted by the agent's model, as AgentScope counts its context
+            tokens = await agent.model.count_tokens(context, None)
+            compactor = compactor.for_tokens(messages, tokens, self.target_tokens)
+        decision = await compactor.plan(messages, scope=scope, context={"session_id": agent.state.session_id})
         self.decisions.append(decision)
         if mode is Mode.SHADOW:
             await next_handler()

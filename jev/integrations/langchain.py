@@ -3,7 +3,9 @@
 SHADOW runs in `wrap_model_call` (the model gets the request unchanged; a record is written). ENFORCE
 runs in `before_model` and persists through the graph state — `RemoveMessage(REMOVE_ALL_MESSAGES)` plus
 the compacted list — only on DECIDED and only if the state's messages are still what was judged.
-OFF does nothing. The trigger is the host's: a message count or an approximate token count.
+OFF does nothing. The trigger is the host's: a message count or a token count. With `target_tokens=N`
+the plan runs in budget mode, sized to bring the history under N tokens as `token_counter` (LangChain's
+approximate counter by default) counts them.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from ..compactor import Compactor
 from ..decision import Decision, Mode, Status
 from ..errors import ConfigError
 from ..history import fingerprint
+from ..token_target import check_target_tokens
 
 
 class JevCompactionMiddleware(AgentMiddleware):
     """Judged compaction inside a LangChain agent loop."""
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("messages", 50),
-                 scope: Scope | Callable[[Any], Scope | None] | None = None) -> None:
+                 scope: Scope | Callable[[Any], Scope | None] | None = None, target_tokens: int | None = None,
+                 token_counter: Callable[[list[Any]], int] = count_tokens_approximately) -> None:
         super().__init__()
         kind, value = trigger
         if kind not in ("messages", "tokens") or isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -38,12 +42,20 @@ class JevCompactionMiddleware(AgentMiddleware):
         self.compactor = compactor
         self.trigger = (kind, value)
         self.scope = scope
+        self.target_tokens = check_target_tokens(target_tokens)
+        self.token_counter = token_counter
         self.decisions: list[Decision] = []  # what happened, newest last (for hosts and tests)
         self.references: list[tuple[Scope, str]] = []
 
     def _fires(self, messages: list[Any]) -> bool:
         kind, value = self.trigger
-        return len(messages) >= value if kind == "messages" else count_tokens_approximately(messages) >= value
+        return len(messages) >= value if kind == "messages" else self.token_counter(messages) >= value
+
+    def _sized(self, live: list[Any], judged: list[Any]) -> Compactor:
+        """The compactor for this plan: in budget mode toward `target_tokens` when one is set."""
+        if self.target_tokens is None:
+            return self.compactor
+        return self.compactor.for_tokens(judged, self.token_counter(live), self.target_tokens)
 
     def _scope(self, runtime: Any) -> Scope | None:
         return self.scope(runtime) if callable(self.scope) else self.scope
@@ -52,14 +64,16 @@ class JevCompactionMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
-            self.decisions.append(self.compactor.plan_sync(formats.load(request.messages, "langchain"),
-                                                           scope=self._scope(request.runtime)))
+            judged = formats.load(request.messages, "langchain")
+            self.decisions.append(self._sized(request.messages, judged).plan_sync(
+                judged, scope=self._scope(request.runtime)))
         return handler(request)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
-            self.decisions.append(await self.compactor.plan(formats.load(request.messages, "langchain"),
-                                                            scope=self._scope(request.runtime)))
+            judged = formats.load(request.messages, "langchain")
+            self.decisions.append(await self._sized(request.messages, judged).plan(
+                judged, scope=self._scope(request.runtime)))
         return await handler(request)
 
     # --- ENFORCE: persisted through the graph state -------------------------------------------------
@@ -70,7 +84,7 @@ class JevCompactionMiddleware(AgentMiddleware):
         live, scope = state["messages"], self._scope(runtime)
         judged = formats.load(live, "langchain")
         before = fingerprint(judged)
-        return self._commit(self.compactor.plan_sync(judged, scope=scope), live, before, scope)
+        return self._commit(self._sized(live, judged).plan_sync(judged, scope=scope), live, before, scope)
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         if not self._enforcing(state):
@@ -78,7 +92,7 @@ class JevCompactionMiddleware(AgentMiddleware):
         live, scope = state["messages"], self._scope(runtime)
         judged = formats.load(live, "langchain")
         before = fingerprint(judged)
-        return self._commit(await self.compactor.plan(judged, scope=scope), live, before, scope)
+        return self._commit(await self._sized(live, judged).plan(judged, scope=scope), live, before, scope)
 
     def _enforcing(self, state: Any) -> bool:
         return self.compactor.options.mode is Mode.ENFORCE and self._fires(state["messages"])
