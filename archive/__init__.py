@@ -1,7 +1,7 @@
 """Archives of pre-compaction snapshots: save before adopting, restore byte-exact, never re-run a tool.
 
 Every archive has `save(scope, messages) -> ref`, `restore(scope, ref) -> messages` and
-`restore_pair(scope, ref, call_id) -> messages` (and `restore_bytes(scope, ref)`, the verified document): `FileArchive` (a local directory), `ObjectStoreArchive`
+`restore_pair(scope, ref, call_id, occurrence=None) -> messages` (and `restore_bytes(scope, ref)`, the verified document): `FileArchive` (a local directory), `ObjectStoreArchive`
 (any fsspec URL: S3, GCS, Azure, memory, file) and `StoreArchive` (a key-value store with acknowledged
 create-if-absent: `SqliteStore`, `MemoryStore`). `open_archive` picks one from a path or URL, and
 `restore_tool` hands an agent a read-only way back to one archived pair. Retention and ACLs are the host's.
@@ -32,7 +32,7 @@ class Archive(Protocol):
 
     def restore(self, scope: Scope, ref: str) -> list[Message]: ...
 
-    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]: ...
+    def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]: ...
 
     def restore_bytes(self, scope: Scope, ref: str) -> bytes: ...
 

@@ -13,6 +13,7 @@ from jev.errors import ArchiveError, ConfigError
 from jev.transcript import Message
 
 from . import snapshot
+from .base import ArchiveBase
 from .scope import Scope
 
 DEFAULT_MAX_BYTES = 20_000_000
@@ -24,7 +25,7 @@ def check_max_bytes(max_bytes: int) -> int:
     return max_bytes
 
 
-class FileArchive:
+class FileArchive(ArchiveBase):
     """A local directory of snapshots. Scope directories are 0700, files 0600 from creation; the root
     and scope directories must not be symlinks; a reader sees a whole snapshot or none, even if the
     writer is killed mid-write (temp file in the same directory, fsync, `os.replace`)."""
@@ -88,9 +89,6 @@ class FileArchive:
         snapshot.check_reference(ref)
         return snapshot.verify(scope, ref, self._read_bytes(self._scope_dir(scope, create=False), ref))
 
-    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
-        """The call and result blocks of one archived pair (never re-runs the tool)."""
-        return snapshot.extract_pair(self.restore(scope, ref), call_id)
 
     def _read(self, directory: Path, scope: Scope, ref: str) -> list[Message]:
         return snapshot.decode(scope, ref, self._read_bytes(directory, ref))

@@ -24,6 +24,7 @@ from jev.transcript import Message
 
 from . import snapshot
 from .file import DEFAULT_MAX_BYTES, check_max_bytes, write_pending
+from .base import ArchiveBase
 from .scope import Scope
 
 
@@ -36,7 +37,7 @@ def _already_exists(exc: BaseException) -> bool:
     return "412" in text or "PreconditionFailed" in text or "pre-conditions" in text
 
 
-class ObjectStoreArchive:
+class ObjectStoreArchive(ArchiveBase):
     """Snapshots under an fsspec URL; `storage_options` go to the filesystem (credentials, endpoint, …)."""
 
     def __init__(self, url: str, max_bytes: int = DEFAULT_MAX_BYTES, **storage_options: Any) -> None:
@@ -94,9 +95,6 @@ class ObjectStoreArchive:
         snapshot.check_reference(ref)
         return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
 
-    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
-        """The call and result blocks of one archived pair (never re-runs the tool)."""
-        return snapshot.extract_pair(self.restore(scope, ref), call_id)
 
     def _read(self, scope: Scope, ref: str) -> list[Message]:
         return snapshot.decode(scope, ref, self._read_bytes(scope, ref))

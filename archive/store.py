@@ -25,6 +25,7 @@ from jev.transcript import Message
 
 from . import snapshot
 from .file import DEFAULT_MAX_BYTES, check_max_bytes
+from .base import ArchiveBase
 from .scope import Scope
 
 REFUSED = "archive requires acknowledged create-if-absent storage"
@@ -107,7 +108,7 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
-class StoreArchive:
+class StoreArchive(ArchiveBase):
     """Snapshots in a `KeyValueStore` with acknowledged create-if-absent."""
 
     def __init__(self, store: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -162,6 +163,3 @@ class StoreArchive:
             raise ArchiveError("missing or invalid snapshot")
         return data
 
-    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
-        """The call and result blocks of one archived pair (never re-runs the tool)."""
-        return snapshot.extract_pair(self.restore(scope, ref), call_id)

@@ -14,7 +14,7 @@ from jev.apply import is_truncated
 from jev.transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
 from .scope import Scope
-from .snapshot import check_reference
+from .snapshot import check_reference, extract_pair, occurrences
 
 NAME = "restore_archived_result"
 DESCRIPTION = ("Bring back the full, original result of an earlier tool call that was archived when the "
@@ -46,7 +46,7 @@ def restore_tool(archive: Any, scope: Scope, reference: str, *, name: str = NAME
         if not isinstance(call_id, str) or not call_id.strip():
             return _BLANK
         try:
-            return _describe(await asyncio.to_thread(archive.restore_pair, scope, reference, call_id))
+            return _describe(*await asyncio.to_thread(_latest_pair, archive, scope, reference, call_id))
         except ArchiveError as exc:
             return f"Could not restore call {call_id!r}: {exc}"
 
@@ -56,13 +56,22 @@ def restore_tool(archive: Any, scope: Scope, reference: str, *, name: str = NAME
 _BLANK = "call_id must be a non-blank string"
 
 
-def _describe(messages: list[Message]) -> str:
-    """A restored pair as text for the agent: the call with its input, then the result."""
+def _latest_pair(archive: Any, scope: Scope, reference: str, call_id: str) -> tuple[list[Message], int]:
+    """The latest pair with `call_id` in one snapshot, and how many pairs of it used that id."""
+    messages = archive.restore(scope, reference)
+    return extract_pair(messages, call_id), len(occurrences(messages, call_id))
+
+
+def _describe(messages: list[Message], uses: int = 1) -> str:
+    """A restored pair as text for the agent: the call with its input, then the result. When the call id
+    was used by several pairs, which one this is (the latest)."""
     parts = []
     for message in messages:
         for block in message.content:
             if isinstance(block, ToolUseBlock):
-                parts.append(f"Call {block.id} ({block.name}) with input {canonical_json(block.input).decode()}")
+                which = f"; the latest of {uses} calls with this id" if uses > 1 else ""
+                parts.append(f"Call {block.id} ({block.name}{which}) with input "
+                             f"{canonical_json(block.input).decode()}")
             elif isinstance(block, ToolResultBlock):
                 output = block.output if isinstance(block.output, str) else "\n".join(
                     b.text if isinstance(b, TextBlock) else canonical_json(b).decode() for b in block.output)
@@ -77,13 +86,13 @@ async def restore_latest(archive: Any, references: list[tuple[Scope, str]], call
     snapshot has more. Snapshots that cannot be read are passed over."""
     if not isinstance(call_id, str) or not call_id.strip():
         return _BLANK
-    remnant: list[Message] | None = None
+    remnant: tuple[list[Message], int] | None = None
     for scope, reference in reversed(references):
         try:
-            pair = await asyncio.to_thread(archive.restore_pair, scope, reference, call_id)
+            pair, uses = await asyncio.to_thread(_latest_pair, archive, scope, reference, call_id)
         except ArchiveError:
             continue
         if not any(isinstance(b, ToolResultBlock) and is_truncated(b) for m in pair for b in m.content):
-            return _describe(pair)
-        remnant = remnant or pair
-    return _describe(remnant) if remnant is not None else f"No archived result for call {call_id!r}."
+            return _describe(pair, uses)
+        remnant = remnant or (pair, uses)
+    return _describe(*remnant) if remnant is not None else f"No archived result for call {call_id!r}."

@@ -59,7 +59,7 @@ class PairUse:
 
 def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
     """One pass over the full transcript: the later uses of every pair."""
-    keys = {p.call_id: p.key for p in transcript.pairs}
+    keys = [p.key for p in transcript.pairs]
     task: set[str] = set()
     for message in transcript.messages:  # the task: system prompt and first user request
         if message.role in ("system", "user"):
@@ -68,9 +68,9 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
                 break
     provider: dict[str, str] = {}  # word -> key of the most recent result containing it
     agent_said: set[str] = set()
-    result_used = dict.fromkeys(keys.values(), -1)
-    call_used = dict.fromkeys(keys.values(), -1)
-    rerun = dict.fromkeys(keys.values(), -1)
+    result_used = dict.fromkeys(keys, -1)
+    call_used = dict.fromkeys(keys, -1)
+    rerun = dict.fromkeys(keys, -1)
     call_words: dict[str, set[str]] = {}
     latest_run: dict[tuple[str, str], str] = {}  # (tool, command) -> key of its most recent run
     word_calls: dict[str, set[str]] = {}
@@ -78,21 +78,21 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
     for k, message in enumerate(transcript.messages):
         said: set[str] = set()
         for block in message.content:
-            if isinstance(block, ToolResultBlock) and block.id in keys:
+            if isinstance(block, ToolResultBlock) and (answered := transcript.result_pair(k, block.id)):
                 for w in words(block.text):
-                    provider[w] = keys[block.id]
+                    provider[w] = answered.key
             elif isinstance(block, ToolUseBlock):
                 command = command_text(block.input)
                 said |= words(command)
                 signature = (block.name, command)
                 if signature in latest_run:  # credit goes to the latest run, as with last-provider words
                     rerun[latest_run[signature]] = k
-                if block.id in keys:
-                    latest_run[signature] = keys[block.id]
+                if pair := transcript.call_pair(k, block.id):
+                    latest_run[signature] = pair.key
                     own = words(command)
-                    call_words[keys[block.id]] = own
+                    call_words[pair.key] = own
                     if is_edit(block.name, command):
-                        edits.add(keys[block.id])
+                        edits.add(pair.key)
             elif isinstance(block, TextBlock) and message.role == "assistant":
                 said |= words(block.text)
         if message.role != "assistant":
@@ -109,7 +109,7 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
             for w in own:
                 word_calls.setdefault(w, set()).add(key)
         call_words.clear()
-    return {key: PairUse(result_used[key], call_used[key], rerun[key], key in edits) for key in keys.values()}
+    return {key: PairUse(result_used[key], call_used[key], rerun[key], key in edits) for key in keys}
 
 
 
@@ -132,8 +132,7 @@ def later_reuse(transcript: Transcript) -> dict[str, int]:
     into its text or a command, ran the same command again, or edited a file the pair's call had read.
     Lines and paths, not words; each use credits the latest pair that showed it (the one a compactor
     would still hold). -1: never."""
-    keys = {p.call_id: p.key for p in transcript.pairs}
-    used = dict.fromkeys(keys.values(), -1)
+    used = {p.key: -1 for p in transcript.pairs}
     by_line: dict[str, str] = {}
     by_path: dict[str, str] = {}
     by_command: dict[tuple[str, str], str] = {}
@@ -155,8 +154,9 @@ def later_reuse(transcript: Transcript) -> dict[str, int]:
             for key in hits:
                 used[key] = k
         for block in message.content:
-            if isinstance(block, ToolResultBlock) and block.id in keys and block.id in calls:
-                key = keys[block.id]
+            if isinstance(block, ToolResultBlock) and (pair := transcript.result_pair(k, block.id)) \
+                    and block.id in calls:
+                key = pair.key
                 tool, command = calls.pop(block.id)
                 by_command[(tool, command)] = key
                 if not is_edit(tool, command):

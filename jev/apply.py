@@ -39,19 +39,21 @@ def is_truncated(result: ToolResultBlock) -> bool:
 def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], truncate_head_chars: int) -> list[Message]:
     """The compacted history. Unchanged messages are the same objects; changed ones keep every field
     but their content; a message left with no blocks is removed."""
-    dropped: set[str] = set()
-    replaced: dict[str, ToolResultBlock] = {}
+    # blocks by place (is result, message index, id): a call id may be reused once its pair is complete
+    dropped: set[tuple[bool, int, str]] = set()
+    replaced: dict[tuple[bool, int, str], ToolResultBlock] = {}
     touched: set[int] = set()
     for pair in transcript.pairs:
         action = decisions.get(pair.key, Action.KEEP)
         if action is Action.DROP_PAIR:
-            dropped.add(pair.call_id)
+            dropped.update(((False, pair.call_message, pair.call_id), (True, pair.result_message, pair.call_id)))
             touched.update((pair.call_message, pair.result_message))
         elif action is Action.TRUNCATE_RESULT:
             output = truncated_output(pair.result.text, truncate_head_chars)
             if output is not None:
                 r = pair.result
-                replaced[pair.call_id] = ToolResultBlock(r.id, r.name, output, r.state, r.metadata)
+                replaced[(True, pair.result_message, pair.call_id)] = ToolResultBlock(r.id, r.name, output, r.state,
+                                                                                      r.metadata)
                 touched.add(pair.result_message)
     out: list[Message] = []
     for i, message in enumerate(transcript.messages):
@@ -60,10 +62,11 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], trunc
             continue
         blocks: list[Block] = []
         for block in message.content:
-            if isinstance(block, (ToolUseBlock, ToolResultBlock)) and block.id in dropped:
-                continue
-            if isinstance(block, ToolResultBlock) and block.id in replaced:
-                block = replaced[block.id]
+            if isinstance(block, (ToolUseBlock, ToolResultBlock)):
+                place = (isinstance(block, ToolResultBlock), i, block.id)
+                if place in dropped:
+                    continue
+                block = replaced.get(place, block)
             blocks.append(block)
         if blocks:
             out.append(Message(message.id, message.role, tuple(blocks), message.name, message.metadata,

@@ -107,13 +107,12 @@ class JudgeState:
 
 def history_entries(transcript: Transcript, input_cap: int) -> list[tuple[int, dict[str, Any]]]:
     """(message index, history entry) for every message with text or tool calls, inputs cut to `input_cap`."""
-    keys = {p.call_id: p for p in transcript.pairs}
     entries: list[tuple[int, dict[str, Any]]] = []
     for i, message in enumerate(transcript.messages):
         calls = []
         for block in message.content:
             if isinstance(block, ToolUseBlock):
-                pair = keys.get(block.id)
+                pair = transcript.call_pair(i, block.id)
                 calls.append({
                     "id": pair.key if pair else "pending",
                     "tool": block.name,

@@ -297,15 +297,30 @@ class Pair:
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class Transcript:
-    """A validated message list with its pair table and the ids of calls still pending."""
+    """A validated message list with its pair table and the ids of calls still pending.
+
+    Call ids may be reused once their pair is complete (providers accept it), so a block is found by its
+    place — `call_pair(i, id)` / `result_pair(i, id)`, `i` the message index — never by its id alone."""
 
     messages: tuple[Message, ...]
     pairs: tuple[Pair, ...]
     pending: frozenset[str] = field(default_factory=frozenset)
+    places: Mapping[tuple[bool, int, str], Pair] = field(default_factory=dict)  # (is result, message, id)
+
+    def call_pair(self, message_index: int, call_id: str) -> Pair | None:
+        """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
+        return self.places.get((False, message_index, call_id))
+
+    def result_pair(self, message_index: int, call_id: str) -> Pair | None:
+        """The pair whose result is the block `call_id` of message `message_index`."""
+        return self.places.get((True, message_index, call_id))
 
 
 def analyze(messages: Sequence[Message]) -> Transcript:
-    """Validate a transcript and pair its calls and results, or raise `TranscriptError` naming the culprit."""
+    """Validate a transcript and pair its calls and results, or raise `TranscriptError` naming the culprit.
+
+    Pairing is by order: a result answers the open call with its id; an id used again after its pair
+    completed starts a new pair; only two calls open at once with one id are ambiguous."""
     seen_messages: set[str] = set()
     for i, message in enumerate(messages):
         if not isinstance(message, Message):
@@ -314,23 +329,31 @@ def analyze(messages: Sequence[Message]) -> Transcript:
             raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
         seen_messages.add(message.id)
 
-    calls: dict[str, tuple[int, ToolUseBlock]] = {}
-    answered: set[str] = set()
+    open_calls: dict[str, tuple[int, ToolUseBlock]] = {}
+    completed: set[str] = set()
     pairs: list[Pair] = []
+    places: dict[tuple[bool, int, str], Pair] = {}
     for i, message in enumerate(messages):
         for j, block in enumerate(message.content):
             if isinstance(block, ToolUseBlock):
-                if not block.id.strip() or block.id in calls:
-                    raise TranscriptError(f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]")
-                calls[block.id] = (i, block)
+                if not block.id.strip() or block.id in open_calls:
+                    raise TranscriptError(f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
+                                          + (" (blank)" if not block.id.strip() else
+                                             f": the call at messages[{open_calls[block.id][0]}] with this id "
+                                             "has no result yet"))
+                open_calls[block.id] = (i, block)
             elif isinstance(block, ToolResultBlock):
-                call = calls.get(block.id)
-                if call is None or call[0] >= i or call[1].name != block.name or block.id in answered:
+                call = open_calls.get(block.id)
+                if call is None or call[0] >= i or call[1].name != block.name:
                     raise TranscriptError(f"unpaired result {block.id!r} ({block.name}) at "
-                                          f"messages[{i}].content[{j}]")
-                answered.add(block.id)
-                pairs.append(Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block))
+                                          f"messages[{i}].content[{j}]"
+                                          + (": its call already has a result" if call is None
+                                             and block.id in completed else ""))
+                del open_calls[block.id]
+                completed.add(block.id)
+                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block)
+                pairs.append(pair)
+                places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
             elif not isinstance(block, (TextBlock, ThinkingBlock)):
                 raise TranscriptError(f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
-    pending = frozenset(calls.keys() - answered)
-    return Transcript(tuple(messages), tuple(pairs), pending)
+    return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places)

@@ -102,8 +102,8 @@ class CountingArchive:
     def restore(self, scope: Scope, ref: str) -> list[Message]:
         return self.inner.restore(scope, ref)
 
-    def restore_pair(self, scope: Scope, ref: str, call_id: str) -> list[Message]:
-        return self.inner.restore_pair(scope, ref, call_id)
+    def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]:
+        return self.inner.restore_pair(scope, ref, call_id, occurrence)
 
 
 SCOPE = Scope("user-1", "agent-1", "session-1")

@@ -20,7 +20,9 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--user", required=True)
     p.add_argument("--agent", required=True)
     p.add_argument("--session", required=True)
-    p.add_argument("--call-id", help="restore only this call and its result")
+    p.add_argument("--call-id", help="restore only this call and its result (the latest pair with this id)")
+    p.add_argument("--occurrence", type=int, help="with --call-id: which pair with this id, 1 = the first "
+                   "(a call id may be reused once its pair is complete)")
     p.add_argument("--format", default="jev", help="output format (default jev)")
     p.add_argument("--out", help="write the JSON result here instead of stdout")
     p.set_defaults(run=run)
@@ -32,10 +34,12 @@ def run(args: argparse.Namespace) -> int:
         check_reference(args.ref)
     except ArchiveError as exc:
         raise UsageError(f"REF {args.ref!r}: {exc} (expected 64 lowercase hex characters)") from None
+    if args.occurrence is not None and not args.call_id:
+        raise UsageError("--occurrence needs --call-id")
     scope = scope_from_args(args)
     archive = archive_from_args(args)
     try:
-        messages = (archive.restore_pair(scope, args.ref, args.call_id) if args.call_id
+        messages = (archive.restore_pair(scope, args.ref, args.call_id, args.occurrence) if args.call_id
                     else archive.restore(scope, args.ref))
         rendered = dump(messages, args.format)
     except FormatError as exc:
@@ -44,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
         write_json({"status": "ERROR", "reference": args.ref, "detail": str(exc)}, args.out)
         out.print(f"[bold red]restore failed[/]: {exc}")
         return EXIT_ERROR
-    write_json({"status": "RESTORED", "reference": args.ref, "call_id": args.call_id, "messages": rendered},
-               args.out)
+    write_json({"status": "RESTORED", "reference": args.ref, "call_id": args.call_id,
+                "occurrence": args.occurrence, "messages": rendered}, args.out)
     what = f"pair {args.call_id}" if args.call_id else "snapshot"
     out.print(f"[bold]restored[/] {what}: {len(messages)} message(s), verified against {args.ref[:12]}…")
     return EXIT_OK

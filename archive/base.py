@@ -1,0 +1,20 @@
+"""What every archive shares: restoring one pair is restoring the snapshot, then taking the pair out."""
+
+from __future__ import annotations
+
+from jev.transcript import Message
+
+from . import snapshot
+from .scope import Scope
+
+
+class ArchiveBase:
+    """The base of the archives: subclasses provide `save`, `restore` and `restore_bytes`."""
+
+    def restore(self, scope: Scope, ref: str) -> list[Message]:  # pragma: no cover - every subclass has one
+        raise NotImplementedError
+
+    def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]:
+        """The call and result blocks of one archived pair (never re-runs the tool). A call id may be
+        reused once its pair is complete: `occurrence` (1 = first) picks one, the latest by default."""
+        return snapshot.extract_pair(self.restore(scope, ref), call_id, occurrence)
