@@ -74,7 +74,7 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
             continue
         s = point - 1
         for pair in pairs:
-            use = _use_of(uses, pair.get("key"), pair.get("call_id"), point)
+            use = _use_of(uses, pair.get("key"), pair.get("call_id"), pair.get("tool"), point)
             if use is None:
                 report.skipped["pair not in transcript"] += 1
                 continue
@@ -86,12 +86,13 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
                    "label_version": LABEL_VERSION}
 
 
-def _use_of(uses: dict[str, Any], key: Any, call_id: Any, point: int) -> Any:
-    """The later uses of a recorded pair: by its key when the key names the same call there (SHADOW judges
-    the original history, whose keys the full transcript shares), else the latest pair with that call id
-    whose result was in the judged history (a call id may be reused once its pair is complete)."""
+def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int) -> Any:
+    """The later uses of a recorded pair: by its key when the key names the same call and tool there
+    (SHADOW judges the original history, whose keys the full transcript shares), else the latest pair
+    with that call id whose result was in the judged history (a call id may be reused once its pair is
+    complete)."""
     by_key = uses["by_key"].get(key)
-    if by_key is not None and by_key[0] == call_id:
+    if by_key is not None and by_key[0] == (call_id, tool):
         return by_key[1]
     seen = [use for result_at, use in uses["by_call_id"].get(call_id, ()) if result_at < point]
     return seen[-1] if seen else None
@@ -107,5 +108,6 @@ def _load(fs: Any, base: str, session: str, format: str) -> dict[str, Any] | Non
             by_call_id: dict[str, list[tuple[int, Any]]] = {}
             for p in transcript.pairs:
                 by_call_id.setdefault(p.call_id, []).append((p.result_message, uses[p.key]))
-            return {"by_key": {p.key: (p.call_id, uses[p.key]) for p in transcript.pairs}, "by_call_id": by_call_id}
+            return {"by_key": {p.key: ((p.call_id, p.tool), uses[p.key]) for p in transcript.pairs},
+                    "by_call_id": by_call_id}
     return None

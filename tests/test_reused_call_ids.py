@@ -117,3 +117,22 @@ def test_cli_restore_picks_an_occurrence(tmp_path) -> None:
     bad = subprocess.run(base + ["restore", ref, "--occurrence", "1", *common], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "--occurrence needs --call-id" in bad.stderr + bad.stdout
+
+
+def test_label_joins_each_occurrence_to_its_own_later_use(tmp_path) -> None:
+    from calibration.join import label
+    doc = chat()
+    doc.insert(8, {"role": "assistant", "content": "Flight HAT039 is the cheapest direct one."})  # uses t1 only
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    pairs = [{"key": k, "call_id": REUSED, "tool": t, "keep_call": 0.5, "keep_result": 0.5, "action": "KEEP",
+              "reason": "UNCERTAIN", "result_chars": 1} for k, t in (("t1", "search_direct_flight"),
+                                                                    ("t2", "search_onestop_flight"))]
+    record = {"session_id": "s", "history_messages": 8, "pairs": pairs}
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    rows = {r["key"]: r for r in label(str(tmp_path / "r.jsonl"), str(tmp_path), format="openai-chat")}
+    assert rows["t1"]["needed_result"] is True and rows["t2"]["needed_result"] is False
+    # a record from a compacted history (its keys renumbered) still finds the latest pair with that id
+    record["pairs"] = [dict(pairs[1], key="t1")]
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    rows = list(label(str(tmp_path / "r.jsonl"), str(tmp_path), format="openai-chat"))
+    assert [r["tool"] for r in rows] == ["search_onestop_flight"] and rows[0]["needed_result"] is False
