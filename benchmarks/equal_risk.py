@@ -1,0 +1,123 @@
+"""Savings at equal realised risk: thresholds chosen on a calibration split (as `jev calibrate` chooses
+them) against keep-last-N, on sessions the thresholds never saw.
+
+The judge's scores come as in the yardstick (`quality.py`): out-of-fold within each dev set, or trained
+on one agent model and applied to the other. Per resplit (instances halved at random, `--splits` times):
+`calibration.select_thresholds(alpha, delta, size_aware=True)` picks the thresholds on one half, and on
+the other half the compactor's rule is applied at every decision point (result score ≤ discard
+threshold, never a raw score ≥ keep threshold). Realised risk = the share of later-needed results let go
+(pooled over the half's points); savings = the share of candidate result characters let go. Keep-last-N
+lets go of every candidate but the newest N at each point; its savings at the judge's realised risk are
+read off its (risk, savings) curve over N (linear between neighbouring N). Ratio = judge / keep-last-N.
+Each proxy calibrates and is measured on its own labels. An instance is one certifying unit (its runs
+are not independent); where a set has several runs per instance the table also shows runs as units,
+which is optimistic.
+
+    python benchmarks/equal_risk.py [--alpha 0.1] [--delta 0.1] [--splits 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+from quality import PROXIES, SETS, calibrated_heads, out_of_fold, probabilities
+
+from calibration import select_thresholds
+from calibration.dataset import Rows, build_rows, group_of
+from calibration.thresholds import Rows as Labelled
+from calibration.thresholds import result_score
+
+
+def labelled(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Labelled:
+    """The rows as `jev label` would write them: one certifying unit per instance (the runs of one instance
+    are not independent), or per run when `by_run` (optimistic where an instance has several runs)."""
+    units = rows.sessions if by_run else np.asarray([group_of(s) for s in rows.sessions])
+    return Labelled(units, np.full(len(needed), "bash"), p_call, p_result, rows.result_chars, needed,
+                    rows.needed_call | needed)
+
+
+def keep_last_curve(rows: Rows, needed: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(risk, savings) of keep-last-N for N = 0, 1, ... over the rows at `index`."""
+    points: dict[tuple[str, int], list[int]] = {}
+    for i in index:
+        points.setdefault((rows.sessions[i], int(rows.points[i])), []).append(int(i))
+    # the age rank of each row within its point: 0 = the newest candidate
+    rank = np.empty(len(rows.sessions), dtype=int)
+    for ix in points.values():
+        ages = np.argsort([-int(str(rows.keys[i])[1:]) for i in ix], kind="stable")
+        rank[np.asarray(ix)[ages]] = np.arange(len(ix))
+    r, chars, need = rank[index], rows.result_chars[index].astype(float), needed[index]
+    top = int(r.max()) + 2 if len(r) else 1
+    risk = np.asarray([need[r >= n].sum() for n in range(top)]) / max(need.sum(), 1)
+    saved = np.asarray([chars[r >= n].sum() for n in range(top)]) / max(chars.sum(), 1.0)
+    return risk, saved
+
+
+def at_risk(risk: np.ndarray, saved: np.ndarray, target: float) -> float:
+    """Keep-last-N's savings at realised risk `target`, linear between neighbouring N (risk falls as N grows)."""
+    order = np.argsort(risk, kind="stable")
+    return float(np.interp(target, risk[order], saved[order]))
+
+
+def cell(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
+         splits: int, by_run: bool = False) -> list[tuple[float, float, float, float]]:
+    """(judge risk, judge savings, keep-last-N savings at that risk, ratio) per certified resplit; NaN where
+    nothing was certified. Halves are always drawn by instance."""
+    data = labelled(rows, p_result, p_call, needed, by_run)
+    instance = np.asarray([group_of(s) for s in rows.sessions])
+    groups = np.unique(instance)
+    out = []
+    for seed in range(splits):
+        calibrate = np.isin(instance, np.random.default_rng(seed).permutation(groups)[: len(groups) // 2])
+        chosen = select_thresholds(data.take(calibrate), alpha, delta, size_aware=True, seed=seed).overall
+        if not chosen.certified:
+            out.append((float("nan"),) * 4)
+            continue
+        test = np.flatnonzero(~calibrate)
+        held = data.take(~calibrate)
+        let_go = (result_score(held, True) <= chosen.discard_threshold) & (held.keep_result < chosen.keep_threshold)
+        chars = held.result_chars.astype(float)
+        risk = float(held.needed_result[let_go].sum() / max(held.needed_result.sum(), 1))
+        saved = float(chars[let_go].sum() / max(chars.sum(), 1.0))
+        baseline = at_risk(*keep_last_curve(rows, needed, test), risk)
+        out.append((risk, saved, baseline, saved / baseline if baseline > 0 else float("inf")))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--alpha", type=float, default=0.1)
+    parser.add_argument("--delta", type=float, default=0.1)
+    parser.add_argument("--splits", type=int, default=10, help="random halvings of the instances")
+    args = parser.parse_args()
+    started = time.monotonic()
+    rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
+    (a, ra), (b, rb) = rows.items()
+    cells = [(f"within {name} (5-fold CV)", r, *out_of_fold(r)) for name, r in rows.items()]
+    cells.append((f"train {a} → test {b}", rb, *probabilities(calibrated_heads(ra), rb.X)))
+    cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
+    print(f"alpha {args.alpha}, delta {args.delta}, {args.splits} resplits (calibrate on half the instances, "
+          "measure on the other half); medians over certified resplits [min, max]\n")
+    print("| cell | proxy | certified | judge risk | judge saves | keep-last-N saves at that risk | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    runs = [(title + " (runs as sessions)", r, pr, pc, True) for title, r, pr, pc in cells
+            if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
+    for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
+        for proxy, needed in zip(PROXIES, (r.needed_result, r.needed_result_alt), strict=True):
+            results = np.asarray(cell(r, p_result, p_call, needed, args.alpha, args.delta, args.splits, by_run))
+            ok = results[~np.isnan(results[:, 0])]
+
+            def f(k: int) -> str:
+                return (f"{np.median(ok[:, k]):.3f} [{ok[:, k].min():.3f}, {ok[:, k].max():.3f}]" if len(ok)
+                        else "—")
+            print(f"| {title} | {proxy} | {len(ok)}/{args.splits} | {f(0)} | {f(1)} | {f(2)} | "
+                  + (f"{np.median(ok[:, 3]):.2f}× [{ok[:, 3].min():.2f}, {ok[:, 3].max():.2f}]" if len(ok) else "—")
+                  + " |", flush=True)
+    print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
