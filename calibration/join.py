@@ -102,7 +102,7 @@ def _load(fs: Any, base: str, session: str, format: str) -> dict[str, Any] | Non
     for suffix in SUFFIXES:
         path = f"{base.rstrip('/')}/{session}{suffix}"
         if fs.exists(path):
-            messages = formats.load(orjson.loads(fs.cat_file(path)), format)
+            messages = formats.load(formats.parse(fs.cat_file(path)), format)
             transcript = analyze(messages)
             uses = pair_uses(transcript)
             by_call_id: dict[str, list[tuple[int, Any]]] = {}

@@ -20,7 +20,8 @@ RESULT_STATES = ("success", "error", "rejected", "incomplete", "pending")
 PINNED_METADATA_KEY = "jev.context.pinned"
 SOURCE_KEY = "jev.source"  # metadata key under which a converter keeps what the jev model has no field for
 FORMAT_KEY = "jev.format"  # metadata key naming the converter that wrote it: each reads back only its own
-BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY)  # a converter's, for the round trip: never what the model sees
+ENVELOPE_KEY = "jev.envelope"  # metadata key under which a request body's other fields ride (formats.request)
+BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY, ENVELOPE_KEY)  # a converter's, for the round trip: never model-visible
 
 
 @dataclass(frozen=True, slots=True)

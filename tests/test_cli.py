@@ -108,7 +108,7 @@ def test_judge_errors_exit_3(transcript: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("make, args, message", [
-    (lambda d: d.write_text("[{"), [], "is not valid JSON"),
+    (lambda d: d.write_text("[{"), [], "not valid JSON"),
     (lambda d: d.write_text('[{"id": "a", "role": "user", "content": [], "x": 1}]'), [], "unknown field 'x'"),
     (lambda d: d.write_text(""), [], "is empty"),
     (lambda d: d.write_text("[]"), ["--format", "yaml"], "unknown format 'yaml'"),

@@ -48,7 +48,8 @@ def test_unknown_and_planned_formats() -> None:
     with pytest.raises(FormatError, match="unknown format 'yaml'"):
         formats.load([], "yaml")
     with pytest.raises(FormatError, match="cannot detect"):
-        formats.detect({"messages": []})
+        formats.detect({"prompt": "a completion request has no messages"})
+    assert formats.detect({"messages": []}) == "openai-chat-request"  # a request body: loading it says why not
 
 
 @pytest.mark.parametrize("doc, message", [

@@ -14,7 +14,8 @@ from rich.console import Console
 from archive.scope import Scope
 
 from ..decision import Status
-from ..errors import ConfigError
+from ..errors import ConfigError, FormatError
+from ..formats import parse
 
 EXIT_OK, EXIT_USAGE, EXIT_ERROR = 0, 2, 3
 
@@ -32,9 +33,9 @@ def read_json(source: str, what: str = "INPUT") -> Any:
     if not data.strip():
         raise UsageError(f"{what} {source!r} is empty")
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"{what} {source!r} is not valid JSON: {exc}") from None
+        return parse(data)
+    except FormatError as exc:
+        raise UsageError(f"{what} {source!r}: {exc}") from None
 
 
 def _jsonable(value: Any) -> Any:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
+
 from ..errors import FormatError
 from ..transcript import ROLES, Message
-from . import agentscope, anthropic, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses
+from . import agentscope, anthropic, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses, request
 
 _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
     "jev": (jev_json.load, jev_json.dump),
@@ -24,6 +26,13 @@ _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Mes
     "langchain": (langchain.load, langchain.dump),
     "agentscope": (agentscope.load, agentscope.dump),
 }
+
+
+def _request_codec(form: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]:
+    return (lambda data: request.load(data, form, _codec)), (lambda messages: request.dump(messages, form, _codec))
+
+
+_FORMATS.update({form: _request_codec(form) for form in request.FORMS})
 FORMATS = tuple(_FORMATS)
 
 
@@ -33,9 +42,11 @@ def detect(data: Any) -> str:
         return "mini-swe-agent"
     if langchain._is_objects(data):
         return "langchain"
+    if isinstance(data, dict) and (form := request.detect(data, detect)) is not None:
+        return form
     if not isinstance(data, list):
-        raise FormatError(f"cannot detect the transcript format: expected a JSON array of messages "
-                          f"(got {type(data).__name__})")
+        raise FormatError(f"cannot detect the transcript format: expected a JSON array of messages or an API "
+                          f"request body with messages or input (got {type(data).__name__})")
     if not data:
         return "jev"
     if any(isinstance(m, dict) and m.get("role") == "exit" for m in data):
@@ -66,6 +77,26 @@ def detect(data: Any) -> str:
                 return "anthropic"
         return "openai-chat"
     raise FormatError("cannot detect the transcript format: pass --format / format= explicitly")
+
+
+def parse(data: bytes | str) -> Any:
+    """Parsed JSON, or JSON Lines (one value per non-blank line, as many agents write sessions) as a list;
+    a `FormatError` names the first line that is neither."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        whole = exc
+    lines = [line for line in (data.splitlines() if isinstance(data, (bytes, str)) else []) if line.strip()]
+    if len(lines) < 2:
+        raise FormatError(f"not valid JSON: {whole}") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError as exc:
+            raise FormatError(f"neither JSON nor JSON Lines: line {n} of the non-blank lines: {exc} "
+                              f"(as one JSON document: {whole})") from None
+    return out
 
 
 def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]:

@@ -1,0 +1,128 @@
+"""API request bodies (Anthropic Messages, OpenAI Chat Completions, Responses) and JSON Lines: detected,
+loaded, compacted and written back exactly — the system prompt goes back where it came from, every other
+field of the body (model, tools, cache_control, max_tokens, ...) rides along untouched and counts in no
+size."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from jev import Action, CompactionConfig, Compactor, ExecutionOptions, FormatError, Mode, Status, formats
+from jev.history import size
+from jev.judges import ReplayJudge
+from jev.transcript import analyze
+
+OUTPUT = "".join(f"line {n} of a long file\n" for n in range(200))
+
+
+def anthropic_body() -> dict:
+    """The shape of a Messages API request: system as cached text blocks, tools, tool_use/tool_result."""
+    return {
+        "model": "claude-sonnet-4-5", "max_tokens": 4096,
+        "system": [{"type": "text", "text": "You are a careful coding agent.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "read_file", "description": "Read a file.",
+                   "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}],
+        "messages": [
+            {"role": "user", "content": "Fix the failing test in app.py."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Reading app.py."},
+                                              {"type": "tool_use", "id": "toolu_01", "name": "read_file",
+                                               "input": {"path": "app.py"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": OUTPUT}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_02", "name": "read_file",
+                                               "input": {"path": "test_app.py"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_02", "content": "ok",
+                                          "cache_control": {"type": "ephemeral"}}]},
+            {"role": "user", "content": "Go on."},
+        ],
+        "temperature": 0,
+    }
+
+
+def chat_body() -> dict:
+    return {"model": "gpt-4o", "temperature": 0, "tool_choice": "auto",
+            "messages": [{"role": "system", "content": "You are a careful coding agent."},
+                         {"role": "user", "content": "Fix the failing test in app.py."},
+                         {"role": "assistant", "content": None, "tool_calls": [
+                             {"id": "call_1", "type": "function",
+                              "function": {"name": "read_file", "arguments": "{\"path\": \"app.py\"}"}}]},
+                         {"role": "tool", "tool_call_id": "call_1", "content": OUTPUT},
+                         {"role": "assistant", "content": "Found it."},
+                         {"role": "user", "content": "Go on."}],
+            "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]}
+
+
+def responses_body() -> dict:
+    return {"model": "gpt-5", "instructions": "You are a careful coding agent.", "store": False,
+            "input": [{"role": "user", "content": "Fix the failing test in app.py."},
+                      {"type": "function_call", "call_id": "call_1", "name": "read_file",
+                       "arguments": "{\"path\": \"app.py\"}"},
+                      {"type": "function_call_output", "call_id": "call_1", "output": OUTPUT},
+                      {"role": "user", "content": "Go on."}],
+            "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
+
+
+BODIES = {"anthropic-request": anthropic_body, "openai-chat-request": chat_body,
+          "openai-responses-request": responses_body}
+
+
+@pytest.mark.parametrize("form", list(BODIES))
+def test_detected_and_written_back_exactly_key_order_included(form: str) -> None:
+    body = BODIES[form]()
+    assert formats.detect(body) == form
+    messages = formats.load(copy.deepcopy(body))
+    back = formats.dump(messages, form)
+    assert back == body and list(back) == list(body)
+    assert messages[0].role == "system" and "careful coding agent" in messages[0].text
+    assert len(analyze(messages).pairs) >= 1
+
+
+def test_a_responses_body_with_text_input_round_trips() -> None:
+    body = {"model": "gpt-5", "instructions": "Be brief.", "input": "Hello"}
+    assert formats.dump(formats.load(body), "openai-responses-request") == body
+
+
+@pytest.mark.parametrize("form", list(BODIES))
+def test_compacted_body_keeps_the_envelope_and_drops_the_pair(form: str) -> None:
+    body = BODIES[form]()
+    config = CompactionConfig(eligible_tools=frozenset({"read_file"}), preserve_recent_messages=1, minimum_reduction=0.05)
+    judge = ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
+    decision = Compactor(judge, config, ExecutionOptions(Mode.SHADOW)).plan_sync(formats.load(copy.deepcopy(body)))
+    assert decision.status is Status.DECIDED and decision.plan.decisions["t1"] is Action.DROP_PAIR
+    out = formats.dump(list(decision.plan.messages), form)
+    assert {k: v for k, v in out.items() if k not in ("messages", "input")} == {
+        k: v for k, v in body.items() if k not in ("messages", "input")}  # model, tools, system ... untouched
+    assert OUTPUT not in json.dumps(out) and "Go on." in json.dumps(out)
+    assert formats.detect(out) == form and analyze(formats.load(out)).pairs is not None
+
+
+def test_the_envelope_counts_in_no_size() -> None:
+    body = anthropic_body()
+    bare = anthropic_body()
+    bare["tools"] = bare["tools"] * 50  # a body with much more besides its messages
+    assert [size(m) for m in formats.load(body)] == [size(m) for m in formats.load(bare)]
+
+
+def test_a_body_with_nothing_to_judge_is_refused_by_name() -> None:
+    with pytest.raises(FormatError, match="openai-chat-request.messages: holds no message"):
+        formats.load({"model": "gpt-4o", "messages": []}, "openai-chat-request")
+    with pytest.raises(FormatError, match="anthropic-request.system: must be a string or a list of text blocks"):
+        formats.load({"system": 5, "messages": []}, "anthropic-request")
+
+
+def test_json_lines_of_messages_and_the_cli_reads_them(tmp_path) -> None:
+    lines = "\n".join(json.dumps(m) for m in chat_body()["messages"]) + "\n\n"
+    assert formats.parse(lines.encode()) == chat_body()["messages"]
+    with pytest.raises(FormatError, match="line 2"):
+        formats.parse(b'{"role": "user"}\n{oops\n')
+    path = tmp_path / "session.jsonl"
+    path.write_text(lines)
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(path), "--eligible-tools",
+                           "read_file", "--out", str(tmp_path / "plan.json")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "plan.json").read_text())["status"] in ("DECIDED", "SKIPPED")
