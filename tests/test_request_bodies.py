@@ -126,3 +126,15 @@ def test_json_lines_of_messages_and_the_cli_reads_them(tmp_path) -> None:
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "plan.json").read_text())["status"] in ("DECIDED", "SKIPPED")
+
+
+def test_converted_to_another_apis_body_only_the_conversation_goes_over() -> None:
+    messages = formats.load(anthropic_body())
+    chat = formats.dump(messages, "openai-chat-request")
+    assert list(chat) == ["messages"] and chat["messages"][0] == {"role": "system",
+                                                                  "content": "You are a careful coding agent."}
+    assert formats.dump(formats.load(chat), "openai-chat-request") == chat
+    responses = formats.dump(formats.load(chat_body()), "openai-responses-request")
+    assert set(responses) == {"input"} and "model" not in responses
+    plain = formats.dump(messages, "openai-chat")  # a bare form never carries the body
+    assert all("jev.envelope" not in json.dumps(m) for m in plain)

@@ -5,7 +5,8 @@ The body's messages load with their form's own converter. The system prompt of a
 apart (`system`, `instructions`) becomes a leading system message (pinned, like every system message),
 and the rest of the body (model, tools, max_tokens, …) rides with the first message under
 `jev.envelope` — converter bookkeeping, counted in no size — so that `dump(load(body)) == body`, key
-order included, and the system prompt goes back where it came from.
+order included, and the system prompt goes back where it came from. Written as another API's body,
+only the messages (and the system prompt) go over: one API's model and tool schemas are not another's.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def load(data: Any, form: str, codec: Callable[[str], Codec]) -> list[Message]:
     if not isinstance(items, list):
         raise FormatError(f"{form}.{key}: must be a JSON array of messages")
     messages = codec(inner)[0](items)
-    envelope = {"keys": list(data), "rest": {k: v for k, v in data.items() if k not in (key, system_key)},
-                "text_input": text_input}
+    envelope = {"form": form, "keys": list(data),
+                "rest": {k: v for k, v in data.items() if k not in (key, system_key)}, "text_input": text_input}
     if system_key and system_key in data:
         envelope["system"] = data[system_key]
         text = _system_text(data[system_key], f"{form}.{system_key}")
@@ -72,18 +73,19 @@ def dump(messages: Sequence[Message], form: str, codec: Callable[[str], Codec]) 
     """A request body in `form`: the body the messages were loaded from, with the messages a plan kept."""
     inner, key, system_key = FORMS[form]
     messages = list(messages)
-    envelope = (messages[0].metadata or {}).get(ENVELOPE_KEY) if messages else None
-    envelope = envelope if isinstance(envelope, dict) else {"keys": [key], "rest": {}, "text_input": False}
+    found = (messages[0].metadata or {}).get(ENVELOPE_KEY) if messages else None
+    if messages and found is not None:  # bookkeeping never goes on to the messages' own converter
+        first = messages[0]
+        messages[0] = first.replace(metadata={k: v for k, v in first.metadata.items() if k != ENVELOPE_KEY} or None)
+    # another API's body fields (its model, its tool schemas) do not belong in this one
+    own = isinstance(found, dict) and found.get("form") == form
+    envelope = found if own else {"keys": [key], "rest": {}, "text_input": False}
     body: dict[str, Any] = dict(envelope["rest"])
     if messages and messages[0].id == SYSTEM_ID and messages[0].role == "system" and system_key:
         system, messages = messages[0], messages[1:]
         original = envelope.get("system")
         same = original is not None and _system_text(original, f"{form}.{system_key}") == system.text
         body[system_key] = original if same else system.text
-    elif messages and ENVELOPE_KEY in (messages[0].metadata or {}):
-        first = messages[0]
-        rest = {k: v for k, v in (first.metadata or {}).items() if k != ENVELOPE_KEY}
-        messages[0] = first.replace(metadata=rest or None)
     items = codec(inner)[1](messages)
     if envelope.get("text_input") and len(items) == 1 and isinstance(items[0].get("content"), str):
         items = items[0]["content"]
