@@ -205,3 +205,32 @@ def test_compact_in_budget_mode() -> None:
     assert out["result_share"] >= 0.5 or out["target_met"] is False
     bad = jev("compact", example, "--target-reduction", "2")
     assert bad.returncode == 2 and b"target_reduction must be in (0, 1)" in bad.stderr
+
+
+def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -> None:
+    import subprocess
+    import sys
+    doc = [{"role": "user", "content": "Fix it."},
+           {"role": "assistant", "content": None, "tool_calls": [
+               {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+           {"role": "tool", "tool_call_id": "c1", "content": "x" * 900},
+           *({"role": r, "content": f"turn {n}"} for n in range(4) for r in ("user", "assistant")),
+           {"role": "assistant", "content": None, "tool_calls": [
+               {"id": "c2", "type": "function", "function": {"name": "shell", "arguments": "{}"}}]},
+           {"role": "tool", "tool_call_id": "c2", "content": "done"},
+           {"role": "assistant", "content": None, "tool_calls": [
+               {"id": "c3", "type": "function", "function": {"name": "shell", "arguments": "{}"}}]}]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in doc))
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "inspect", str(path)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["format"] == "openai-chat" and out["pairs"] == 2 and out["pending_calls"] == ["c3"]
+    assert out["tools"]["read_file"] == {"pairs": 1, "result_chars": 900, "largest_result": 900, "judgeable": 1}
+    # the shell pair sits among the newest messages, which are never judged: shell could not be eligible yet
+    assert out["tools"]["shell"]["judgeable"] == 0 and out["could_be_eligible"] == ["read_file"]
+    assert "--eligible-tools read_file" in proc.stderr
+    bad = subprocess.run([sys.executable, "-m", "jev.cli.main", "inspect", str(tmp_path / "none.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cannot read INPUT" in bad.stderr

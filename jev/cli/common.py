@@ -15,7 +15,7 @@ from archive.scope import Scope
 
 from ..decision import Status
 from ..errors import ConfigError, FormatError
-from ..formats import parse
+from ..formats import detect, load, parse
 
 EXIT_OK, EXIT_USAGE, EXIT_ERROR = 0, 2, 3
 
@@ -36,6 +36,16 @@ def read_json(source: str, what: str = "INPUT") -> Any:
         return parse(data)
     except FormatError as exc:
         raise UsageError(f"{what} {source!r}: {exc}") from None
+
+
+def read_transcript(source: str, format: str) -> tuple[list[Any], str]:
+    """The messages of a transcript file (JSON or JSON Lines) and the form they were read in."""
+    data = read_json(source)
+    try:
+        form = detect(data) if format == "auto" else format
+        return load(data, form), form
+    except FormatError as exc:
+        raise UsageError(f"INPUT {source!r}: {exc}") from None
 
 
 def _jsonable(value: Any) -> Any:

@@ -11,12 +11,12 @@ from typing import Any
 from ..compactor import Compactor
 from ..decision import Decision, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError
-from ..formats import FORMATS, detect, dump, load
+from ..formats import FORMATS, dump
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
 from .common import (UsageError, add_archive_arguments, archive_from_args, console, exit_code, read_json,
-                     scope_from_args, write_json)
+                     read_transcript, scope_from_args, write_json)
 
 DEFAULT_BUDGET = 10.0
 
@@ -109,12 +109,7 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -
 
 def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
-    data = read_json(args.input)
-    try:
-        fmt = detect(data) if args.format == "auto" else args.format
-        messages = load(data, fmt)
-    except FormatError as exc:
-        raise UsageError(f"INPUT {args.input!r}: {exc}") from None
+    messages, fmt = read_transcript(args.input, args.format)
     config = _config(args)
     mode = Mode(args.mode.upper())
     scope = scope_from_args(args)
@@ -142,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 def _session_name(path: str) -> str:
     """A session id for records when none is given: the input file's name without its JSON suffix."""
     name = os.path.basename(path)
-    for suffix in (".traj.json", ".json"):
+    for suffix in (".traj.json", ".json", ".jsonl"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name

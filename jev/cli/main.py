@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import calibrate, compact, demo, label, restore
+from . import calibrate, compact, demo, inspect, label, restore
 from .common import EXIT_USAGE, UsageError
 
 
@@ -26,6 +26,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo.add_parser(sub, parent)
     compact.add_parser(sub, parent)
+    inspect.add_parser(sub, parent)
     restore.add_parser(sub, parent)
     label.add_parser(sub, parent)
     calibrate.add_parser(sub, parent)
