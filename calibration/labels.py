@@ -16,6 +16,7 @@ import re
 import string
 from dataclasses import dataclass
 
+from jev.apply import is_tombstone
 from jev.judges.features import command_text
 from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript
 
@@ -93,8 +94,8 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
                     call_words[pair.key] = own
                     if is_edit(block.name, command):
                         edits.add(pair.key)
-            elif isinstance(block, TextBlock) and message.role == "assistant":
-                said |= words(block.text)
+            elif isinstance(block, TextBlock) and message.role == "assistant" and not is_tombstone(block.text):
+                said |= words(block.text)  # a tombstone is the library's text, not the agent's
         if message.role != "assistant":
             continue
         for w in said - task - agent_said:
@@ -140,7 +141,8 @@ def later_reuse(transcript: Transcript) -> dict[str, int]:
     for k, message in enumerate(transcript.messages):
         if message.role == "assistant":
             hits: set[str] = set()
-            said = _lines(message.text)
+            said = _lines("\n".join(b.text for b in message.content
+                                     if isinstance(b, TextBlock) and not is_tombstone(b.text)))
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
                     command = command_text(block.input)

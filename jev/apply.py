@@ -1,31 +1,61 @@
-"""Actions to a new message list (SPEC §6): drop pairs together, cut long results, touch nothing else."""
+"""Actions to a new message list (SPEC §6): drop pairs together, cut long results, touch nothing else —
+but say what was let go: a dropped pair leaves a tombstone line, and a cut result's marker names its call
+and how to bring it back (never an archive path, scope or user id)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
-from .policy import Action
+from .policy import Action, CompactionConfig
 from .state import cut
-from .transcript import Block, Message, Pair, TextBlock, ToolResultBlock, ToolUseBlock, Transcript
+from .transcript import Block, Message, Pair, TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
 
 TRUNCATION_MARKER = ("[JEV archived the full result. Ask the host to restore the scoped snapshot; "
-                     "do not re-execute this tool for recovery.]")
+                     "do not re-execute this tool for recovery.]")  # SPEC §6's marker, read as one still
 SHORT_RESULT_SLACK = 160
+TOMBSTONE_PREFIX = "[JEV dropped call "
+_INPUT_HEAD = 60
+# the library's own text: a marker (SPEC §6's or one naming its call) ending a result, a tombstone line
+_MARKER = re.compile(r"\n\[JEV archived the full result[^\n]*do not re-execute this tool for recovery\.\]\Z")
+_TOMBSTONE = re.compile(r"\A\[JEV dropped call [^\n]*do not re-execute this tool for recovery\.\]\Z")
 
 
-def truncated_output(text: str, head_chars: int) -> tuple[TextBlock, ...] | None:
+def _how(call_id: str, config: CompactionConfig) -> str:
+    quoted = canonical_json(call_id).decode()
+    return (f"restore it with {config.restore_tool}(call_id={quoted})" if config.restore_tool
+            else f"ask the host to restore call {quoted}")
+
+
+def truncation_marker(call_id: str, config: CompactionConfig) -> str:
+    """The marker ending a cut result: it names the call and the way back."""
+    return f"[JEV archived the full result of call {canonical_json(call_id).decode()}; {_how(call_id, config)}; " \
+           "do not re-execute this tool for recovery.]"
+
+
+def tombstone(pair: Pair, config: CompactionConfig) -> str:
+    """The line a dropped pair leaves: its tool, the head of its input, its call id, the way back."""
+    head = cut(canonical_json(pair.call.input).decode(), _INPUT_HEAD)
+    return (f"{TOMBSTONE_PREFIX}{canonical_json(pair.call_id).decode()} ({pair.tool} {head}) and its result; "
+            f"{_how(pair.call_id, config)}; do not re-execute this tool for recovery.]")
+
+
+def truncated_output(pair: Pair, config: CompactionConfig) -> tuple[TextBlock, ...] | None:
     """The replacement output for a TRUNCATE_RESULT, or None when the result is short enough to keep."""
+    text, head_chars = pair.result.text, config.truncate_head_chars
     if len(text) <= head_chars + SHORT_RESULT_SLACK:
         return None
-    return (TextBlock(cut(text, head_chars) + "\n" + TRUNCATION_MARKER),)
+    return (TextBlock(cut(text, head_chars) + "\n" + truncation_marker(pair.call_id, config)),)
 
 
-def removed_chars(pair: Pair, action: Action, head_chars: int) -> int:
-    """Characters of the pair's result text that `action` removes, net of a kept head and the marker."""
+def removed_chars(pair: Pair, action: Action, config: CompactionConfig) -> int:
+    """Characters of the pair's result text that `action` removes, net of a kept head and the marker, or of
+    the tombstone a drop leaves."""
     if action is Action.DROP_PAIR:
-        return len(pair.result.text)
+        left = len(tombstone(pair, config)) if config.tombstones else 0
+        return max(0, len(pair.result.text) - left)
     if action is Action.TRUNCATE_RESULT:
-        output = truncated_output(pair.result.text, head_chars)
+        output = truncated_output(pair, config)
         return 0 if output is None else len(pair.result.text) - len(output[0].text)
     return 0
 
@@ -33,23 +63,35 @@ def removed_chars(pair: Pair, action: Action, head_chars: int) -> int:
 def is_truncated(result: ToolResultBlock) -> bool:
     """The result is what TRUNCATE_RESULT left (a head and the marker), not an original: after a host's
     format round trip too, where the one text block may have become a string."""
-    return result.text_only and result.text.endswith("\n" + TRUNCATION_MARKER)
+    return result.text_only and _MARKER.search(result.text) is not None
 
 
-def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], truncate_head_chars: int) -> list[Message]:
+def is_tombstone(text: str) -> bool:
+    """The text is a tombstone this library wrote, not something the agent said."""
+    return text.startswith(TOMBSTONE_PREFIX) and _TOMBSTONE.match(text) is not None
+
+
+def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig) -> list[Message]:
     """The compacted history. Unchanged messages are the same objects; changed ones keep every field
-    but their content; a message left with no blocks is removed."""
+    but their content; a message left with no blocks is removed. With `config.tombstones` each dropped
+    pair leaves its tombstone line as a message of its own right after where its call was (a message
+    made here, so every form writes it afresh; never a lone result)."""
     # blocks by place (is result, message index, id): a call id may be reused once its pair is complete
     dropped: set[tuple[bool, int, str]] = set()
     replaced: dict[tuple[bool, int, str], ToolResultBlock] = {}
+    tombstones: dict[int, list[Message]] = {}  # message index of a dropped call -> the lines it leaves
     touched: set[int] = set()
     for pair in transcript.pairs:
         action = decisions.get(pair.key, Action.KEEP)
         if action is Action.DROP_PAIR:
             dropped.update(((False, pair.call_message, pair.call_id), (True, pair.result_message, pair.call_id)))
             touched.update((pair.call_message, pair.result_message))
+            if config.tombstones:
+                holder = transcript.messages[pair.call_message]
+                tombstones.setdefault(pair.call_message, []).append(Message(
+                    f"{holder.id}~dropped~{pair.call_id}", "assistant", (TextBlock(tombstone(pair, config)),)))
         elif action is Action.TRUNCATE_RESULT:
-            output = truncated_output(pair.result.text, truncate_head_chars)
+            output = truncated_output(pair, config)
             if output is not None:
                 r = pair.result
                 replaced[(True, pair.result_message, pair.call_id)] = ToolResultBlock(r.id, r.name, output, r.state,
@@ -72,6 +114,7 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], trunc
             out.append(Message(message.id, message.role, tuple(blocks), message.name, message.metadata,
                                message.timestamp) if type(message) is Message  # 3x cheaper than replace()
                        else message.replace(content=tuple(blocks)))
+        out.extend(tombstones.get(i, ()))  # where the call was: a message of its own, which every form writes
     _assert_results_have_calls(out)
     return out
 

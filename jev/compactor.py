@@ -143,7 +143,7 @@ class Compactor:
         record_pairs.extend(PairRecord(p.key, p.call_id, p.tool, scores[p.key].keep_call, scores[p.key].keep_result,
                                        decisions[p.key].value, scores[p.key].reason, len(p.result.text))
                             for p in judged)
-        compacted = apply_actions(transcript, decisions, config.truncate_head_chars)
+        compacted = apply_actions(transcript, decisions, config)
         before = judged_history.chars
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before
@@ -204,12 +204,13 @@ class Compactor:
                 ) -> tuple[dict[str, Action], dict[str, Scores], int, int | None]:
         """Actions and scores per pair, the result characters the actions remove, and the budget target
         (None on the threshold table)."""
-        config, head = self.config, self.config.truncate_head_chars
+        config = self.config
         answers = {p.key: (probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"]) for p in judged}
         target: int | None = None
         if config.target_reduction is not None:
             chosen, removed, target = budget(
-                [Judged(p.key, *answers[p.key], p.tool, len(p.result.text), removed_chars(p, Action.TRUNCATE_RESULT, head))
+                [Judged(p.key, *answers[p.key], p.tool, len(p.result.text),
+                        removed_chars(p, Action.TRUNCATE_RESULT, config), removed_chars(p, Action.DROP_PAIR, config))
                  for p in judged], config)
         else:
             chosen = {p.key: decide(*answers[p.key], config, p.tool, len(p.result.text)) for p in judged}
@@ -218,7 +219,7 @@ class Compactor:
         for pair in transcript.pairs:
             decisions[pair.key], scores[pair.key] = chosen.get(pair.key, (Action.KEEP, PINNED_SCORES))
         if target is None:
-            removed = sum(removed_chars(p, decisions[p.key], head) for p in judged)
+            removed = sum(removed_chars(p, decisions[p.key], config) for p in judged)
         return decisions, scores, removed, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:

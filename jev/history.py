@@ -137,11 +137,11 @@ def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
     before = {id(m) for m in judged.messages}
     replaced: dict[str, tuple[Message, int]] = {}
     removed = 0
-    for message, size in zip(judged.messages, judged.sizes, strict=True):
+    for message, measured in zip(judged.messages, judged.sizes, strict=True):
         if id(message) not in kept:
-            removed += size
+            removed += measured
             if isinstance(message, Message):
-                replaced[message.id] = (message, size)
+                replaced[message.id] = (message, measured)
     added = 0
     for message in compacted:
         if id(message) in before:
@@ -149,7 +149,7 @@ def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
         original = replaced.get(getattr(message, "id", None))
         if original is not None and _same_but_content(message, original[0]):
             added += original[1] - _content_chars(original[0].content) + _content_chars(message.content)
-        else:
+        else:  # a message the plan made (a tombstone) or rebuilt beyond its content
             added += size(message)
     commas = max(0, len(compacted) - 1) - max(0, len(judged.messages) - 1)
     return judged.chars - removed + added + commas

@@ -82,6 +82,8 @@ class CompactionConfig:
     size_reference_chars: int = 1000
     tool_thresholds: tuple[tuple[str, float, float], ...] = ()
     target_reduction: float | None = None  # budget mode: let go of this share of candidate result characters
+    tombstones: bool = True  # a dropped pair leaves one short line naming it and how to bring it back
+    restore_tool: str | None = None  # the restore tool's name, when the host installed it: markers name it
 
     def __post_init__(self) -> None:
         d = _number("discard_threshold", self.discard_threshold)
@@ -117,6 +119,11 @@ class CompactionConfig:
             if not 0 < t < 1:
                 raise ConfigError(f"target_reduction must be in (0, 1) (got {t})")
             object.__setattr__(self, "target_reduction", t)
+        if not isinstance(self.tombstones, bool):
+            raise ConfigError(f"tombstones must be true or false (got {self.tombstones!r})")
+        if self.restore_tool is not None and (not isinstance(self.restore_tool, str) or not self.restore_tool.strip()
+                                              or not self.restore_tool.isprintable()):
+            raise ConfigError(f"restore_tool must be a non-blank tool name or None (got {self.restore_tool!r})")
 
     def thresholds(self, tool: str) -> tuple[float, float]:
         """(discard, keep) for a tool: its own pair from `tool_thresholds`, else the global ones."""
@@ -212,8 +219,9 @@ def value_score(keep_result: float, result_chars: int, config: CompactionConfig)
 
 @dataclass(frozen=True, slots=True)
 class Judged:
-    """A judged candidate as budget mode sees it: its scores, tool, and the result characters a
-    DROP_PAIR or a TRUNCATE_RESULT would remove (net of the kept head and the marker)."""
+    """A judged candidate as budget mode sees it: its scores, tool, its result's characters, and what a
+    TRUNCATE_RESULT (net of the kept head and the marker) or a DROP_PAIR (net of its tombstone; the whole
+    result when None) would remove."""
 
     key: str
     keep_call: float | None
@@ -221,6 +229,7 @@ class Judged:
     tool: str
     result_chars: int
     truncate_saves: int
+    drop_saves: int | None = None
 
 
 def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, tuple[Action, Scores]], int, int]:
@@ -242,7 +251,7 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
         else:
             truncate = j.keep_call >= config.thresholds(j.tool)[1]
             action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
-            saves = j.truncate_saves if truncate else j.result_chars
+            saves = j.truncate_saves if truncate else j.result_chars if j.drop_saves is None else j.drop_saves
             order.append((value_score(j.keep_result, saves, config), position, j, action, saves))
     removed = 0
     for _value, _position, j, action, saves in sorted(order, key=lambda item: item[:2]):

@@ -30,6 +30,11 @@ def result(id: str, output: Any = None, name: str = "read", state: str = "succes
     return ToolResultBlock(id, name, f"evidence-{id} " * 500 if output is None else output, state, metadata)
 
 
+def plain(head: int = 300) -> CompactionConfig:
+    """A config that applies SPEC §6 as written: no tombstones, a `head`-character cut."""
+    return CompactionConfig(truncate_head_chars=head, tombstones=False)
+
+
 def reference_messages() -> list[Message]:
     """The Java suite's fixture: first, three read pairs (old, preview, needed), last."""
     out = [msg("first", "user", text("Never edit generated files. Keep the count test green."))]
@@ -44,7 +49,7 @@ def reference_config(recent: int = 1, questions: int = 128, state: int = 25_000,
     base = dict(discard_threshold=0.2, keep_threshold=0.8, preserve_recent_messages=recent, max_state_tokens=state,
                 max_request_tokens=state + 5000, max_questions=questions, truncate_head_chars=30,
                 minimum_reduction=0.01, max_transcript_chars=1_000_000, eligible_tools=frozenset({"read"}),
-                size_exponent=0.0)  # the reference's plain SPEC §6 table
+                size_exponent=0.0, tombstones=False)  # the reference: SPEC §6's plain table, no tombstones
     base.update(kw)
     return CompactionConfig(**base)
 

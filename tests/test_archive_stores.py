@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import SCOPE, call, msg, reference_messages, result, text
+from conftest import plain, SCOPE, call, msg, reference_messages, result, text
 from seaweed import SeaweedFS
 
 from archive import MemoryStore, ObjectStoreArchive, Scope, SqliteStore, StoreArchive, open_archive, restore_tool
@@ -262,9 +262,10 @@ def test_restore_latest_looks_past_a_later_snapshot_that_holds_only_the_truncate
     references = [(SCOPE, first.plan.archive_reference), (SCOPE, second.plan.archive_reference)]
 
     newest_only = asyncio.run(restore_tool(archive, SCOPE, references[1][1]).call(call_id="old"))
-    assert newest_only.endswith(TRUNCATION_MARKER)  # what the later snapshot holds: the cut head
+    assert newest_only.endswith('result of call "old"; ask the host to restore call "old"; do not re-execute '
+                                'this tool for recovery.]')  # what the later snapshot holds: the cut head
     restored = asyncio.run(restore_latest(archive, references, "old"))
-    assert "evidence-old " * 500 in restored and TRUNCATION_MARKER not in restored
+    assert "evidence-old " * 500 in restored and "JEV archived" not in restored
     assert "evidence-new " * 500 in asyncio.run(restore_latest(archive, references, "new"))  # only in B, in full
     # with no older snapshot, the remnant is still better than nothing; an unknown id says so
     assert asyncio.run(restore_latest(archive, references[1:], "old")) == newest_only
@@ -278,7 +279,7 @@ def test_a_truncated_result_is_recognised_after_a_format_round_trip() -> None:
     from jev.transcript import analyze
 
     messages = reference_messages()
-    cut = apply_actions(analyze(messages), {"t1": Action.TRUNCATE_RESULT}, 30)
+    cut = apply_actions(analyze(messages), {"t1": Action.TRUNCATE_RESULT}, plain(30))
     for form in ("jev", "langchain", "openai-chat", "anthropic"):
         back = formats.load(formats.dump(cut, form), form)
         results = [b for m in back for b in m.content if isinstance(b, ToolResultBlock)]

@@ -64,7 +64,9 @@ def test_compact_shadow_then_enforce_then_restore(transcript: Path, replay: Path
                   "--session", "s", "--records", str(records))
     assert enforce.returncode == 0, enforce.stderr.decode()
     out = json.loads(enforce.stdout)
-    assert out["reason"] == "ARCHIVED_PROPOSAL" and len(out["messages"]) == 6 and out["reduction"] > 0.3
+    assert out["reason"] == "ARCHIVED_PROPOSAL" and len(out["messages"]) == 7 and out["reduction"] > 0.3
+    stone = out["messages"][1]  # the dropped pair's two messages gave way to one line naming it
+    assert stone["id"] == "c-old~dropped~old" and stone["content"][0]["text"].startswith('[JEV dropped call "old" (read')
     record = json.loads(records.read_text().splitlines()[0])
     assert record["recommendation"]["archive_reference"] == out["archive_reference"]
 

@@ -13,7 +13,7 @@ from conftest import (SCOPE, CountingArchive, ScriptedJudge, call, compactor, ms
 from archive import FileArchive, Scope
 from jev import (Action, ArchiveError, Compactor, ConfigError, ExecutionOptions, Mode, Reason,
                  Status, canonical_json)
-from jev.apply import TRUNCATION_MARKER
+from jev.apply import truncation_marker
 from jev.judges import Answers, ReplayJudge
 
 
@@ -348,7 +348,7 @@ def test_truncated_result_keeps_identity_fields() -> None:
     block = kept.content[0]
     assert (kept.name, kept.timestamp, kept.metadata) == ("reader", "2026-11-29T10:00:00Z", {"k": 1})
     assert (block.id, block.name, block.state, block.metadata) == ("preview", "read", "success", {"source": "disk"})
-    assert block.text == ("evidence-preview " * 2)[:29] + "\u2026\n" + TRUNCATION_MARKER
+    assert block.text == ("evidence-preview " * 2)[:29] + "\u2026\n" + truncation_marker("preview", reference_config())
 
 
 def test_mutation_into_unserializable_content_is_a_change(archive: CountingArchive) -> None:

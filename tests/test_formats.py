@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+
 import orjson
 import pytest
+from conftest import plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +41,7 @@ def test_openai_chat_dump_after_dropping_one_of_two_calls() -> None:
     from jev import Action
     from jev.apply import apply_actions
     messages = formats.load(CHAT, "openai-chat")
-    out = formats.dump(apply_actions(analyze(messages), {"t2": Action.DROP_PAIR}, 300), "openai-chat")
+    out = formats.dump(apply_actions(analyze(messages), {"t2": Action.DROP_PAIR}, plain(300)), "openai-chat")
     assert [c["id"] for c in out[3]["tool_calls"]] == ["call_1"]
     assert all(m.get("tool_call_id") != "call_2" for m in out)
 
@@ -145,11 +147,11 @@ def test_anthropic_pairs_states_and_a_compacted_payload() -> None:
     messages = formats.load(ANTHROPIC, "anthropic")
     t = analyze(messages)
     assert [(p.call_id, p.result.state) for p in t.pairs] == [("tu_1", "success"), ("tu_2", "error")]
-    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "anthropic")
+    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, plain(300)), "anthropic")
     assert [b.get("id") for b in out[1]["content"] if b["type"] == "tool_use"] == ["tu_2"]
     assert [b["tool_use_id"] for b in out[2]["content"] if b["type"] == "tool_result"] == ["tu_2"]
     assert out[1]["content"][0] == ANTHROPIC[1]["content"][0]  # thinking and its signature untouched
-    cut = formats.dump(apply_actions(analyze(formats.load(ANTHROPIC, "anthropic")), {"t1": Action.TRUNCATE_RESULT}, 0),
+    cut = formats.dump(apply_actions(analyze(formats.load(ANTHROPIC, "anthropic")), {"t1": Action.TRUNCATE_RESULT}, plain(0)),
                        "anthropic")
     assert cut[2]["content"][0]["content"] == "A" * 50  # short results stay as they are
 
@@ -230,7 +232,7 @@ def test_langchain_compacted_history_is_valid() -> None:
     from jev import Action
     from jev.apply import apply_actions
     loaded = formats.load(_lc_messages(), "langchain")
-    out = formats.dump(apply_actions(analyze(loaded), {"t1": Action.TRUNCATE_RESULT, "t2": Action.DROP_PAIR}, 10),
+    out = formats.dump(apply_actions(analyze(loaded), {"t1": Action.TRUNCATE_RESULT, "t2": Action.DROP_PAIR}, plain(10)),
                        "langchain")
     assert [c["id"] for c in out[2].tool_calls] == ["c1"] and [m.id for m in out] == ["s", "h1", "a1", "t1", "a2"]
     assert out[3].content.startswith("A" * 9 + "\u2026\n[JEV archived") and out[3].tool_call_id == "c1"
@@ -262,7 +264,7 @@ def test_agentscope_round_trip_split_and_merge() -> None:
     assert messages[4].content[0].input == {"path": "a.py"}
     from jev import Action
     from jev.apply import apply_actions
-    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "agentscope")
+    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, plain(300)), "agentscope")
     kinds = [(b["type"], b.get("id")) for b in out[1]["content"]]
     assert kinds == [("thinking", kinds[0][1]), ("text", kinds[1][1]), ("tool_call", "c2"), ("tool_result", "c2")]
     assert [Msg.model_validate(d).id for d in out] == [d["id"] for d in doc]  # still valid AgentScope messages
@@ -311,8 +313,8 @@ ALL_FORMATS = st.one_of(chat_transcripts().map(lambda d: ("openai-chat", d)),
 @settings(max_examples=200, deadline=None)
 @given(ALL_FORMATS, st.data())
 def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) -> None:
-    from jev import Action
-    from jev.apply import apply_actions
+    from jev import Action, CompactionConfig
+    from jev.apply import apply_actions, is_tombstone
     fmt, doc = case
     messages = formats.load(doc, fmt)
     assert formats.dump(messages, fmt) == doc
@@ -320,11 +322,15 @@ def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) ->
     calls = [b.id for m in messages for b in m.content if isinstance(b, ToolUseBlock)]
     assert sorted([p.call_id for p in t.pairs] + sorted(t.pending)) == sorted(calls)
     actions = {p.key: data.draw(st.sampled_from(list(Action))) for p in t.pairs}
-    compacted = formats.dump(apply_actions(t, actions, 5), fmt)
-    again = analyze(formats.load(compacted, fmt))  # no result without its call (analyze would refuse it)
     dropped = {p.call_id for p in t.pairs if actions[p.key] is Action.DROP_PAIR}
-    assert {p.call_id for p in again.pairs} == {p.call_id for p in t.pairs} - dropped
-    assert again.pending == t.pending  # no call loses its result; pending calls stay pending
+    for config in (plain(5), CompactionConfig(truncate_head_chars=5)):  # SPEC §6 as written, and tombstones
+        compacted = formats.dump(apply_actions(t, actions, config), fmt)
+        again = analyze(formats.load(compacted, fmt))  # no result without its call (analyze would refuse it)
+        assert {p.call_id for p in again.pairs} == {p.call_id for p in t.pairs} - dropped
+        assert again.pending == t.pending  # no call loses its result; pending calls stay pending
+        if config.tombstones:  # every dropped pair left its line, naming its call id
+            texts = [b.text for m in again.messages for b in m.content if isinstance(b, TextBlock)]
+            assert all(any(orjson.dumps(i).decode() in x and is_tombstone(x) for x in texts) for i in dropped)
 
 
 
@@ -339,7 +345,7 @@ def test_agentscope_msg_survives_dropping_its_first_block() -> None:
                {"type": "tool_call", "id": "c1", "name": "read", "input": "null"},
                {"type": "text", "text": "waiting"}]}]
     t = analyze(formats.load(doc, "agentscope"))
-    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, 300), "agentscope")
+    out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, plain(300)), "agentscope")
     assert [b.get("id") for b in out[1]["content"]] == ["c1", None] and out[1]["content"][1]["text"] == "waiting"
 
 
@@ -452,13 +458,13 @@ def test_responses_leaves_out_a_reasoning_item_whose_call_was_compacted_away() -
     one_by_one = [user, rs(1), fc("a"), out("a"), rs(2), fc("b"), out("b"), answer]
     messages = formats.load(one_by_one, "openai-responses")
     assert formats.dump(messages, "openai-responses") == one_by_one  # untouched: exactly as loaded
-    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, 300)
+    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, plain(300))
     assert any(m.id == "m1" for m in compacted)  # the plan keeps the pinned reasoning message...
     assert formats.dump(compacted, "openai-responses") == [user, rs(2), fc("b"), out("b"), answer]  # ...the wire not
 
     parallel = [user, rs(1), fc("a"), fc("b"), out("a"), out("b"), answer]
     messages = formats.load(parallel, "openai-responses")
-    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, 300)
+    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, plain(300))
     assert formats.dump(compacted, "openai-responses") == [user, rs(1), fc("b"), out("b"), answer]
     odd = [user, rs(1), user]  # as loaded, even where the API would object: written back as it came
     assert formats.dump(formats.load(odd, "openai-responses"), "openai-responses") == odd

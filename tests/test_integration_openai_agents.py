@@ -166,9 +166,12 @@ def test_a_token_target_sizes_the_session_compaction(tmp_path) -> None:
     session = JevSession(SQLiteSession("s-tokens"), c, trigger_items=5, scope=SCOPE, target_tokens=1_000)
     assert run(session, ScriptedModel()).final_output == "done"
     decided = [d for d in session.decisions if d.status.value == "DECIDED"]
-    assert decided and all(d.plan.target_met for d in decided)
-    for d in decided:  # each adopted history is under the target, by the counter the session was given
-        assert estimated_tokens(formats.dump(list(d.plan.messages), "openai-responses")) <= 1_000
+    assert decided
+    for d in decided:  # each adopted history is under the target, by the counter the session was given, or
+        # nothing more could go: every pair outside the pinned recent window was dropped
+        under = estimated_tokens(formats.dump(list(d.plan.messages), "openai-responses")) <= 1_000
+        assert under or all(d.plan.decisions[k].value == "DROP_PAIR" for k, s in d.plan.scores.items()
+                            if s.reason != "PINNED")
     assert len(stored_call_ids(session)) < 3
     with pytest.raises(Exception, match="target_tokens must be an integer >= 1"):
         input_filter(c, target_tokens=-1)

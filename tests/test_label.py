@@ -117,3 +117,24 @@ def test_labels_v2_reuse_credits_copied_lines_reruns_and_edits_of_files_read() -
                 msg("r5", "tool", result("c5", "", name="bash"))]
     used = later_reuse(analyze(messages))
     assert used == {"t1": 9, "t2": 7, "t3": -1, "t4": -1, "t5": -1}  # t1: copied line (7), then edited (9)
+
+
+def test_labels_ignore_tombstones_the_library_wrote() -> None:
+    from conftest import call, msg, result, text
+
+    from calibration.labels import pair_uses
+    from jev import CompactionConfig
+    from jev.apply import apply_actions, is_tombstone
+    from jev.policy import Action
+    from jev.transcript import analyze
+    messages = [msg("0", "user", text("Fix it.")),
+                msg("1", "assistant", call("a", "read", {"path": "src/module_alpha.py"})),
+                msg("2", "tool", result("a", "def handler_alpha_1(): pass")),
+                msg("3", "assistant", call("b", "grep", {"pattern": "handler_alpha_1"})),
+                msg("4", "tool", result("b", "src/module_alpha.py:1", name="grep")),
+                msg("5", "user", text("go on"))]
+    assert pair_uses(analyze(messages))["t1"].result_used == 3  # the grep used what t1 showed
+    compacted = apply_actions(analyze(messages), {"t2": Action.DROP_PAIR}, CompactionConfig())
+    stone = next(m for m in compacted if m.id == "3~dropped~b")
+    assert is_tombstone(stone.text) and "handler_alpha_1" in stone.text  # the tombstone names the input ...
+    assert pair_uses(analyze(compacted))["t1"].result_used == -1  # ... but is not the agent using t1's words

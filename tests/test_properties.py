@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from archive import FileArchive
 from jev import (Action, CompactionConfig, Message, Mode, Reason, Status, TextBlock, ToolResultBlock, ToolUseBlock,
                  canonical_json)
+from jev.apply import is_tombstone
 from jev.policy import pinned_message_indices
 from jev.transcript import analyze
 
@@ -83,7 +84,11 @@ def test_compaction_invariants(messages: list[Message], data: st.DataObject, rec
     for cid in transcript.pending:
         assert (ToolUseBlock, cid) in surviving
     texts = [b.text for m in messages for b in m.content if isinstance(b, TextBlock)]
-    assert texts == [b.text for m in out for b in m.content if isinstance(b, TextBlock)]
+    # every text survives, in order; the only new text is one tombstone per dropped pair, naming it
+    assert texts == [b.text for m in out for b in m.content if isinstance(b, TextBlock) and not is_tombstone(b.text)]
+    stones = [b.text for m in out for b in m.content if isinstance(b, TextBlock) and is_tombstone(b.text)]
+    gone = [p.call_id for p in transcript.pairs if decision.plan.decisions[p.key] is Action.DROP_PAIR]
+    assert len(stones) == len(gone) and all(f'call "{cid}"' in s for cid, s in zip(gone, stones, strict=True))
 
 
 @settings(max_examples=60, deadline=None)

@@ -79,7 +79,11 @@ def test_enforce_drops_one_occurrence_and_restores_it_by_occurrence(tmp_path) ->
     decision = compactor.plan_sync(formats.load(copy.deepcopy(doc)), scope=SCOPE)
     assert decision.status is Status.DECIDED, decision.detail
     assert decision.plan.decisions == {"t1": Action.DROP_PAIR, "t2": Action.KEEP}
-    assert formats.dump(list(decision.plan.messages), "openai-chat") == doc[:2] + doc[4:]  # only the first pair left
+    compacted = formats.dump(list(decision.plan.messages), "openai-chat")
+    stone = {"role": "assistant", "content": f'[JEV dropped call "{REUSED}" (search_direct_flight {{"date":"2024-05-20",'
+             f'"destination":"SEA","origin":"JFK"}}) and its result; ask the host to restore call "{REUSED}"; do not '
+             're-execute this tool for recovery.]'}
+    assert compacted == doc[:2] + [stone] + doc[4:]  # only the first pair left, and it says so where it was
     ref = decision.plan.archive_reference
     assert formats.dump(archive.restore(SCOPE, ref), "openai-chat") == doc  # byte-exact, both occurrences
     latest = archive.restore_pair(SCOPE, ref, REUSED)

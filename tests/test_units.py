@@ -8,11 +8,11 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import call, msg, reference_config, reference_messages, result, text
+from conftest import plain, call, msg, reference_config, reference_messages, result, text
 
 from jev import (Action, CompactionConfig, ConfigError, FormatError, Message, OtherBlock, ThinkingBlock,
                  TranscriptError, canonical_json, estimate_tokens)
-from jev.apply import TRUNCATION_MARKER, apply_actions
+from jev.apply import TRUNCATION_MARKER, apply_actions, is_truncated
 from jev.errors import StateBudgetError
 from jev.policy import candidates, decide, pinned_message_indices
 from jev.questions import batches, questions_map
@@ -250,16 +250,25 @@ def test_a_pair_that_cannot_fit_alone_is_an_error() -> None:
 
 def _truncate_one(output: str, head: int) -> str:
     messages = [msg("0", "user", text("t")), msg("c", "assistant", call("x")), msg("r", "tool", result("x", output))]
-    out = apply_actions(analyze(messages), {"t1": Action.TRUNCATE_RESULT}, head)
+    out = apply_actions(analyze(messages), {"t1": Action.TRUNCATE_RESULT}, plain(head))
     return out[2].content[0].text, out[2] is messages[2]
 
 
 def test_truncation_rules() -> None:
     assert _truncate_one("a" * 460, 300) == ("a" * 460, True)  # exactly head + 160: kept as is
     body, same = _truncate_one("a" * 461, 300)
-    assert not same and body == "a" * 299 + "\u2026\n" + TRUNCATION_MARKER
+    marker = '[JEV archived the full result of call "x"; ask the host to restore call "x"; do not re-execute ' \
+             'this tool for recovery.]'  # it names the call and the way back
+    assert not same and body == "a" * 299 + "\u2026\n" + marker
     body, _ = _truncate_one("b" * 200, 0)
-    assert body == "\n" + TRUNCATION_MARKER
+    assert body == "\n" + marker
+    named = apply_actions(analyze([msg("0", "user", text("t")), msg("c", "assistant", call("x")),
+                                   msg("r", "tool", result("x", "b" * 200))]), {"t1": Action.TRUNCATE_RESULT},
+                          CompactionConfig(truncate_head_chars=0, restore_tool="restore_archived_result"))
+    assert named[2].content[0].text.endswith('restore it with restore_archived_result(call_id="x"); do not '
+                                             're-execute this tool for recovery.]')
+    # SPEC §6's own marker is still recognised as a cut result (snapshots written before)
+    assert is_truncated(result("x", "head\n" + TRUNCATION_MARKER)) and not is_truncated(result("x", "head"))
 
 
 def test_drop_pair_removes_exactly_its_two_blocks() -> None:
@@ -267,7 +276,7 @@ def test_drop_pair_removes_exactly_its_two_blocks() -> None:
                 msg("c", "assistant", text("two reads"), call("x"), call("y")),
                 msg("r", "tool", result("x"), result("y")),
                 msg("c2", "assistant", call("z")), msg("r2", "tool", result("z"))]
-    out = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR, "t3": Action.DROP_PAIR}, 300)
+    out = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR, "t3": Action.DROP_PAIR}, plain(300))
     assert [m.id for m in out] == ["0", "c", "r"]
     assert [getattr(b, "id", None) for b in out[1].content] == [None, "y"]
     assert [b.id for b in out[2].content] == ["y"]
@@ -279,7 +288,7 @@ def test_reduction_sizes_match_a_full_serialization() -> None:
     messages = reference_messages()
     messages.insert(1, msg("u", "user", text("ünïcödé text")))
     t = analyze(messages)
-    out = apply_actions(t, {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT}, 30)
+    out = apply_actions(t, {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT}, plain(30))
     judged = take(messages)
     assert judged.chars == len(canonical_json(messages).decode())
     assert chars_after(out, judged) == len(canonical_json(out).decode())
