@@ -374,3 +374,27 @@ def test_plan_works_from_inside_a_running_loop() -> None:
     async def host() -> object:
         return compactor(ScriptedJudge(dual), mode=Mode.SHADOW).plan_sync(reference_messages())
     assert asyncio.run(host()).status is Status.DECIDED
+
+
+def test_repeated_compaction_keeps_earlier_tombstones_and_markers_and_restores_each_snapshot(tmp_path) -> None:
+    from archive import FileArchive
+    from jev import ToolResultBlock
+    from jev.apply import is_tombstone, is_truncated
+    archive = FileArchive(tmp_path)
+    config = reference_config(tombstones=True, restore_tool="restore_archived_result")
+    judge = ScriptedJudge(lambda q: 0.99 if q.startswith("call_") or q == "result_t3" else 0.01)
+    first = compactor(judge, config, archive=archive).plan_sync(reference_messages(), scope=SCOPE)
+    assert first.status is Status.DECIDED
+    history = [*first.plan.messages, msg("c-more", "assistant", call("more")),
+               msg("r-more", "tool", result("more", "evidence-more " * 200)), msg("last2", "user", text("go on"))]
+    second = compactor(ScriptedJudge(lambda q: 0.01), config, archive=archive).plan_sync(history, scope=SCOPE)
+    assert second.status is Status.DECIDED
+    out = second.plan.messages
+    stones = [m.text for m in out if is_tombstone(m.text)]
+    # the first plan's lines are still there, and the new drops added theirs; none was judged as a pair
+    assert len(stones) == len(set(stones)) >= 2 and all("restore_archived_result(call_id=" in s for s in stones)
+    assert all(m in out for m in first.plan.messages if is_tombstone(m.text))  # the same objects, untouched
+    cut = [b for m in first.plan.messages for b in m.content if isinstance(b, ToolResultBlock) and is_truncated(b)]
+    assert cut and all(f'call "{b.id}"' in b.text for b in cut)  # the first plan's markers name their calls
+    for decision, original in ((first, reference_messages()), (second, history)):
+        assert archive.restore(SCOPE, decision.plan.archive_reference) == list(original)  # each snapshot, exact
