@@ -58,8 +58,13 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
         report.records += 1
         if progress is not None:
             progress()
+        if not isinstance(record, dict) or not isinstance(record.get("pairs", []), list):
+            raise ValueError(f"{records_url}: record {report.records} is not a decision record (a JSON object "
+                             "whose pairs is a list)")
         pairs, session = record.get("pairs") or [], record.get("session_id") or ""
         point = record.get("history_messages")
+        if any(not isinstance(p, dict) for p in pairs):
+            raise ValueError(f"{records_url}: record {report.records}: every pair must be a JSON object")
         if not pairs:
             report.skipped["no judged pairs"] += 1
             continue

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import msg, text
 
 from calibration.labels import pair_uses
@@ -138,3 +139,45 @@ def test_labels_ignore_tombstones_the_library_wrote() -> None:
     stone = next(m for m in compacted if m.id == "3~dropped~b")
     assert is_tombstone(stone.text) and "handler_alpha_1" in stone.text  # the tombstone names the input ...
     assert pair_uses(analyze(compacted))["t1"].result_used == -1  # ... but is not the agent using t1's words
+
+
+def _label(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jev.cli.main", "label", *args], cwd=ROOT, capture_output=True,
+                          timeout=60)
+
+
+def test_jev_label_refuses_what_it_cannot_join_and_never_leaves_a_partial_out(tmp_path: Path) -> None:
+    transcripts = tmp_path / "t"
+    transcripts.mkdir()
+    good = {"session_id": "s1", "history_messages": 3, "pairs": [{"key": "t1", "call_id": "a", "tool": "read"}]}
+    records = tmp_path / "r.jsonl"
+    records.write_text(json.dumps(good) + "\n")
+    proc = _label(str(records), "--transcripts", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and b"--transcripts" in proc.stderr and b"no such directory" in proc.stderr
+    proc = _label(str(records), "--transcripts", str(transcripts))
+    assert proc.returncode == 2 and b"holds no transcript file" in proc.stderr
+    (transcripts / "other.json").write_text("[]")
+    out = tmp_path / "labels.jsonl"
+    proc = _label(str(records), "--transcripts", str(transcripts), "--out", str(out))
+    assert proc.returncode == 3 and b"nothing labelled" in proc.stderr  # a run that joined nothing is no success
+    out.unlink()
+    records.write_text(json.dumps(good) + "\n" + json.dumps([1, 2]) + "\n")  # a wrong-shaped record mid-file
+    proc = _label(str(records), "--transcripts", str(transcripts), "--out", str(out))
+    assert proc.returncode == 2 and b"record 2 is not a decision record" in proc.stderr
+    assert not out.exists() and not list(tmp_path.glob(".labels.jsonl*"))  # whole or not at all
+    proc = _label("-", "--transcripts", str(transcripts))
+    assert proc.returncode == 2 and b"RECORDS must be a file or URL" in proc.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--uncertain-rate", "-0.5"], "--uncertain-rate must be in [0, 1]"),
+    (["--uncertain-rate", "5"], "--uncertain-rate must be in [0, 1]"),
+    (["--alpha", "-1"], "--alpha must be in (0, 1)"),
+    (["--delta", "1"], "--delta must be in (0, 1)"),
+])
+def test_jev_calibrate_blames_the_flag_not_the_file(tmp_path: Path, flags: list, message: str) -> None:
+    labelled = tmp_path / "l.jsonl"
+    labelled.write_text("")
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(labelled), *flags, "--out",
+                           str(tmp_path / "o")], cwd=ROOT, capture_output=True, timeout=60)
+    assert proc.returncode == 2 and message.encode() in proc.stderr and b"LABELLED" not in proc.stderr

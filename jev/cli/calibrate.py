@@ -34,6 +34,11 @@ def run(args: argparse.Namespace) -> int:
     from calibration.report import guarantee
 
     out = console(args.quiet)
+    for flag, value in (("--alpha", args.alpha), ("--delta", args.delta)):
+        if not 0 < value < 1:
+            raise UsageError(f"{flag} must be in (0, 1) (got {value})")
+    if not 0 <= args.uncertain_rate <= 1:
+        raise UsageError(f"--uncertain-rate must be in [0, 1] (got {args.uncertain_rate})")
     try:
         with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
             task = progress.add_task("reading labelled rows", total=None)

@@ -126,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     compactor = Compactor(judge, config, options, archive)
     with out.status(f"judging {len(messages)} messages…") if out.is_terminal else nullcontext():
-        session = args.session or ("stdin" if args.input == "-" else _session_name(args.input))
-        decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session})
+        # a record names its session so that `jev label` can join it; stdin names none, so records of a plan
+        # read from stdin carry no session unless --session gives one (label reports them, never mis-joins)
+        session = args.session or (None if args.input == "-" else _session_name(args.input))
+        decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session} if session else None)
     result = result_json(decision, mode, messages, fmt)
     write_json(result, args.out)
     _summary(out, result, os.fspath(args.input))

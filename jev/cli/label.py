@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
 from rich.progress import Progress
 
-from ..errors import FormatError
-from ..errors import TranscriptError
-from .common import EXIT_OK, UsageError, console
+from ..errors import FormatError, TranscriptError
+from .common import EXIT_ERROR, EXIT_OK, UsageError, console
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -23,28 +24,64 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
+def _check_records(url: str) -> None:
+    """RECORDS names at least one readable file (a glob may name several)."""
+    import fsspec
+    files = fsspec.open_files(url, "rb")
+    if not files:
+        raise UsageError(f"no decision records match {url!r}")
+    missing = [f.path for f in files if not f.fs.exists(f.path)]
+    if missing:
+        raise UsageError(f"cannot read {missing[0]!r}: no such file")
+
+
+def _check_transcripts(url: str) -> None:
+    """The transcripts folder exists and holds at least one file: else every record would be skipped."""
+    import fsspec
+    fs, _, (base,) = fsspec.get_fs_token_paths(url)
+    if not fs.isdir(base):
+        raise UsageError(f"--transcripts {url!r}: no such directory")
+    if not any(fs.isfile(p) for p in fs.ls(base, detail=False)):
+        raise UsageError(f"--transcripts {url!r}: the directory holds no transcript file")
+
+
 def run(args: argparse.Namespace) -> int:
     from calibration.join import LabelReport, label  # pulls scikit-learn only when labelling
 
     out = console(args.quiet)
+    if args.records == "-":
+        raise UsageError("RECORDS must be a file or URL: records read from stdin name no file to report against")
+    _check_records(args.records)
+    _check_transcripts(args.transcripts)
     report = LabelReport()
-    target = open(args.out, "wb") if args.out else sys.stdout.buffer  # noqa: SIM115 - closed below
+    # --out is written whole or not at all: a temporary file beside it, renamed on success
+    tmp = Path(args.out).resolve().with_name(f".{Path(args.out).name}.partial") if args.out else None
+    target = open(tmp, "wb") if tmp else sys.stdout.buffer  # noqa: SIM115 - closed below
+    done = False
     try:
         with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
             task = progress.add_task("labelling records", total=None)
             for row in label(args.records, args.transcripts, format=args.format, report=report,
                              progress=lambda: progress.advance(task)):
                 target.write(orjson.dumps(row) + b"\n")
+        done = True
     except FileNotFoundError as exc:
         raise UsageError(f"cannot read {exc.filename!r}: no such file" if exc.filename else str(exc)) from None
     except (ValueError, FormatError, TranscriptError) as exc:
         raise UsageError(str(exc)) from None
     finally:
-        if args.out:
+        if tmp:
             target.close()
+            if done:
+                os.replace(tmp, Path(args.out).resolve())
+            elif tmp.exists():
+                tmp.unlink()
         else:
             target.flush()
     out.print(f"labelled {report.rows} pairs from {report.records} records")
     for why, count in report.skipped.most_common():
         out.print(f"  skipped {count}: {why}")
+    if not report.rows:
+        out.print("[bold red]nothing labelled[/]: no record joined a transcript (see the reasons above)")
+        return EXIT_ERROR
     return EXIT_OK
