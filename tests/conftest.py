@@ -30,6 +30,14 @@ def result(id: str, output: Any = None, name: str = "read", state: str = "succes
     return ToolResultBlock(id, name, f"evidence-{id} " * 500 if output is None else output, state, metadata)
 
 
+def sized_history(sizes: list[int]) -> list[Message]:
+    """A task, one `read` pair per size (a result of that many characters), and a closing user turn."""
+    out = [msg("task", "user", text("Fix the bug."))]
+    for k, n in enumerate(sizes):
+        out += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"o{k}", "tool", result(f"r{k}", "x" * n))]
+    return out + [msg("end", "user", text("go on"))]
+
+
 def plain(head: int = 300) -> CompactionConfig:
     """A config that applies SPEC §6 as written: no tombstones, a `head`-character cut."""
     return CompactionConfig(truncate_head_chars=head, tombstones=False)

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from conftest import ScriptedJudge, call, compactor, msg, result, text
+from conftest import ScriptedJudge, compactor, sized_history
 
 from jev import Action, CompactionConfig, ConfigError, Mode, Status, service
 from jev.policy import Judged, budget
@@ -57,15 +57,10 @@ def test_target_reduction_is_range_checked(bad) -> None:
         CompactionConfig(target_reduction=bad)
 
 
-def history(sizes: list[int]) -> list:
-    out = [msg("task", "user", text("Fix the bug."))]
-    for k, size in enumerate(sizes):
-        out += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"o{k}", "tool", result(f"r{k}", "x" * size))]
-    return out + [msg("end", "user", text("go on"))]
 
 
 def test_a_plan_in_budget_mode_reaches_its_target_or_says_it_stopped_short() -> None:
-    messages = history([4_000, 6_000, 2_000, 8_000, 3_000])
+    messages = sized_history([4_000, 6_000, 2_000, 8_000, 3_000])
     config = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=1, target_reduction=0.5,
                               minimum_reduction=0.0)
     decision = compactor(ScriptedJudge(lambda q: 0.3 if q.startswith("result") else 0.1), config,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import call, msg, result, text
+from conftest import msg, result, sized_history
 
 from jev import Action, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Status
 from jev.history import size
@@ -13,15 +13,10 @@ from jev.token_target import MAX_REDUCTION, check_target_tokens, reduction_for_t
 CONFIG = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=1, minimum_reduction=0.0)
 
 
-def history(sizes: list[int]) -> list:
-    out = [msg("task", "user", text("Fix the bug."))]
-    for k, n in enumerate(sizes):
-        out += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"o{k}", "tool", result(f"r{k}", "x" * n))]
-    return out + [msg("end", "user", text("go on"))]
 
 
 def test_the_excess_becomes_a_share_of_the_candidate_results() -> None:
-    messages = history([4_000, 6_000, 2_000])
+    messages = sized_history([4_000, 6_000, 2_000])
     total = sum(size(m) for m in messages)
     tokens = total // 4  # a host counting 4 characters a token
     r = reduction_for_tokens(messages, tokens, tokens - 1_000, CONFIG)
@@ -30,7 +25,7 @@ def test_the_excess_becomes_a_share_of_the_candidate_results() -> None:
 
 
 def test_no_target_needed_no_candidates_or_no_transcript_gives_none() -> None:
-    messages = history([4_000])
+    messages = sized_history([4_000])
     assert reduction_for_tokens(messages, 500, 500, CONFIG) is None  # already under
     assert reduction_for_tokens(messages, 5_000, 10, CompactionConfig(eligible_tools=frozenset())) is None
     broken = [msg("a", "tool", result("nope", "x"))]  # a result without its call: the plan says why
@@ -38,7 +33,7 @@ def test_no_target_needed_no_candidates_or_no_transcript_gives_none() -> None:
 
 
 def test_an_unreachable_target_is_capped_and_the_plan_says_where_it_fell_short() -> None:
-    messages = history([4_000, 6_000])
+    messages = sized_history([4_000, 6_000])
     assert reduction_for_tokens(messages, 10_000, 1, CONFIG) == MAX_REDUCTION
     # the judge is sure t2's result is needed, so not even the capped share can be let go
     compactor = Compactor(ReplayJudge({"result_t2": 0.95}, default=0.3), CONFIG, ExecutionOptions(Mode.SHADOW))
