@@ -184,3 +184,14 @@ def test_a_1000_pair_history_is_judged_in_windows_through_the_openai_client() ->
     for body in server.requests:
         assert estimate_tokens(body["input"]) <= config.max_state_tokens
         assert "line 7" not in body["input"]
+
+
+def test_the_sdk_is_imported_when_the_judge_is_made_not_inside_the_first_plan() -> None:
+    import subprocess
+    import sys
+    code = ("import os, sys; os.environ['OPENAI_API_KEY'] = 'sk-test'; from jev.judges import OpenAIDecisionsJudge; "
+            "assert 'openai' not in sys.modules, 'imported too early'; OpenAIDecisionsJudge(); "
+            "assert 'openai' in sys.modules, 'not imported by the constructor'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"})
+    assert proc.returncode == 0, proc.stderr

@@ -82,6 +82,8 @@ class OpenAIDecisionsJudge:
         self.model = model
         self.timeout = float(timeout)
         self.retry = retry
+        import openai  # noqa: F401 - here, not in the first plan: the SDK takes ~0.5 s to import, which a
+        # plan budget of a fraction of a second cannot absorb
         # Our timeout and retries replace the SDK's (600 s, 2 retries), so the plan budget rules.
         client_args = {"api_key": key, "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
                        "timeout": self.timeout, "max_retries": 0}
@@ -145,7 +147,7 @@ class OpenAIDecisionsJudge:
 
 
 def _sdk_client(args: dict[str, Any]) -> openai.AsyncOpenAI:
-    import openai  # imported on first use: the SDK takes ~0.5 s to import
+    import openai  # already imported by the judge's constructor
 
     return openai.AsyncOpenAI(**args, http_client=async_client())
 
