@@ -17,16 +17,20 @@ from archive.scope import Scope
 
 from .aio import run_sync
 from .apply import apply_actions, removed_chars
-from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
+from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
 from .judges.base import Judge, JudgeRequest, receives_state, validate_answers
 from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide,
-                     no_candidates_detail)
+                     no_candidates_detail, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .history import chars_after, take, unchanged
 from .token_target import reduction_for_tokens
-from .transcript import Message, Pair, Transcript, analyze
+from .state import cut
+from .transcript import Message, Pair, Transcript, analyze, canonical_json
 from .windows import JudgeCall, plan_requests
+
+
+INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 
 
 def _error(exc: BaseException) -> Decision:
@@ -148,7 +152,11 @@ class Compactor:
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
-        common = dict(decisions=decisions, scores=scores, pairs=pair_table, requests=len(requests.calls),
+        pinned = why_pinned(transcript, config)
+        views = tuple(PairView(p.key, p.call_id, p.tool, cut(canonical_json(p.call.input).decode(), INPUT_HEAD),
+                               len(p.result.text), scores[p.key].keep_call, scores[p.key].keep_result, decisions[p.key],
+                               scores[p.key].reason, pinned.get(p.key, "")) for p in transcript.pairs)
+        common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=views, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=removed / max(1, sum(len(p.result.text) for p in judged)),

@@ -66,9 +66,36 @@ class Plan:
     request_tokens: int = 0
     result_share: float = 0.0
     target_met: bool | None = None
+    views: tuple[PairView, ...] = field(default=(), repr=False)
 
     def count(self, action: Action) -> int:
         return sum(1 for a in self.decisions.values() if a is action)
+
+    def pairs_table(self) -> tuple[PairView, ...]:
+        """Every pair of the judged history, in key order, with its facts, scores, action and reason."""
+        return self.views
+
+
+@dataclass(frozen=True, slots=True)
+class PairView:
+    """One pair of a plan, all its facts in one place: what it was (tool, the head of its input, result
+    size), what the judge said, what the plan does and why — for a pinned pair, the rule that pinned it."""
+
+    key: str
+    call_id: str
+    tool: str
+    input_head: str
+    result_chars: int
+    keep_call: float | None
+    keep_result: float | None
+    action: Action
+    reason: str
+    pinned: str = ""  # why the pair was never judged ("" for a judged one)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "call_id": self.call_id, "tool": self.tool, "input_head": self.input_head,
+                "result_chars": self.result_chars, "keep_call": self.keep_call, "keep_result": self.keep_result,
+                "action": self.action.value, "reason": self.reason, "pinned": self.pinned}
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,6 +185,34 @@ def _pair_rule_pins(pair: Pair, config: CompactionConfig) -> bool:
             or any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS) or not result.text_only)
 
 
+def why_pinned(transcript: Transcript, config: CompactionConfig) -> dict[str, str]:
+    """For every pair that is not a candidate, the first rule that pins it (SPEC §3), in words."""
+    n = len(transcript.messages)
+    recent = set(range(max(0, n - config.preserve_recent_messages), n))
+    out: dict[str, str] = {}
+    for pair in transcript.pairs:
+        why = ""
+        for i in (pair.call_message, pair.result_message):
+            message = transcript.messages[i]
+            why = ("the first message" if i == 0 else "in the recent window" if i in recent
+                   else "a system message" if message.role == "system"
+                   else "a pinned message id" if message.id in config.pinned_message_ids
+                   else "pinned by its metadata" if message.pinned_by_metadata
+                   else "its message holds thinking" if any(isinstance(b, ThinkingBlock) for b in message.content)
+                   else "")
+            if why:
+                break
+        if not why:
+            result, meta = pair.result, pair.result.metadata or {}
+            why = ("its tool is not eligible" if pair.tool not in config.eligible_tools
+                   else f"its result state is {result.state}" if result.state != "success"
+                   else "its result is suspended or pending" if any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)
+                   else "its result holds a non-text block" if not result.text_only else "")
+        if why:
+            out[pair.key] = why
+    return out
+
+
 def candidates(transcript: Transcript, config: CompactionConfig) -> list[Pair]:
     """Pairs that may be judged, in key order: neither message pinned and no pair rule holds."""
     pinned = pinned_message_indices(transcript, config)

@@ -236,3 +236,18 @@ def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -
     bad = subprocess.run([sys.executable, "-m", "jev.cli.main", "inspect", str(tmp_path / "none.json")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read INPUT" in bad.stderr
+
+
+def test_compact_show_lists_every_pair_as_json_and_a_table() -> None:
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact",
+                           "examples/data/django__django-11163.traj.json", "--eligible-tools", "bash", "--show"],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1],
+                          env={**__import__("os").environ, "COLUMNS": "160"})
+    assert proc.returncode == 0, proc.stderr
+    table = json.loads(proc.stdout)["table"]
+    assert len(table) == 13 and [row["key"] for row in table] == [f"t{k}" for k in range(1, 14)]
+    pinned = [row for row in table if row["pinned"]]
+    assert pinned and all(row["reason"] == "PINNED" and row["pinned"] == "in the recent window" for row in pinned)
+    assert "input_head" in table[0] and "PINNED: in the recent window" in proc.stderr

@@ -398,3 +398,25 @@ def test_repeated_compaction_keeps_earlier_tombstones_and_markers_and_restores_e
     assert cut and all(f'call "{b.id}"' in b.text for b in cut)  # the first plan's markers name their calls
     for decision, original in ((first, reference_messages()), (second, history)):
         assert archive.restore(SCOPE, decision.plan.archive_reference) == list(original)  # each snapshot, exact
+
+
+def test_the_pairs_table_joins_every_fact_and_says_why_a_pair_was_pinned() -> None:
+    from jev.transcript import analyze
+    messages = reference_messages()
+    messages.insert(5, msg("c-other", "assistant", call("other", "write", {"path": "out.txt", "text": "x" * 200})))
+    messages.insert(6, msg("r-other", "tool", result("other", "ok", name="write")))
+    decision = compactor(ScriptedJudge(lambda q: 0.01 if q.endswith("t1") else 0.5),
+                         reference_config(recent=2), mode=Mode.SHADOW).plan_sync(messages)
+    table = {v.key: v for v in decision.plan.pairs_table()}
+    assert list(table) == [p.key for p in analyze(messages).pairs]  # every pair, in key order
+    old = table["t1"]
+    assert (old.call_id, old.tool, old.action, old.reason, old.pinned) == ("old", "read", Action.DROP_PAIR,
+                                                                           "DROP_PAIR", "")
+    assert old.result_chars == len(analyze(messages).pairs[0].result.text) and old.keep_result == 0.01
+    other = next(v for v in table.values() if v.call_id == "other")
+    assert other.pinned == "its tool is not eligible" and other.reason == "PINNED"
+    assert other.input_head.startswith('{"path":"out.txt","text":"xxx') and len(other.input_head) <= 80
+    last = next(v for v in table.values() if v.call_id == "needed")
+    assert last.pinned == "in the recent window"
+    assert set(old.as_dict()) == {"key", "call_id", "tool", "input_head", "result_chars", "keep_call", "keep_result",
+                                  "action", "reason", "pinned"}

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from ..compactor import Compactor
-from ..decision import Decision, ExecutionOptions, Mode, Status
+from ..decision import Decision, ExecutionOptions, Mode, Plan, Status
 from ..errors import ConfigError, FormatError
 from ..formats import FORMATS, dump
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
@@ -43,6 +43,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--agent")
     p.add_argument("--session")
     p.add_argument("--records", help="append decision records (JSON Lines) to this path or fsspec URL")
+    p.add_argument("--show", action="store_true", help="also show every pair: tool, input head, size, both "
+                   "scores, action and reason (why pinned, too) — a table on stderr, a `table` list in the JSON")
     p.add_argument("--out", help="write the JSON result here instead of stdout")
     p.set_defaults(run=run)
 
@@ -107,6 +109,21 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -
     return out
 
 
+def show_table(out: Any, plan: Plan) -> None:
+    """The plan's pairs as a table for a reader."""
+    from rich.table import Table
+    table = Table(title="pairs", show_lines=False)
+    for column in ("key", "tool", "input", "result chars", "keep_call", "keep_result", "action", "reason"):
+        table.add_column(column, justify="right" if column in ("result chars", "keep_call", "keep_result") else "left",
+                         no_wrap=True, overflow="ellipsis", max_width=36 if column == "input" else None)
+    for v in plan.pairs_table():
+        score = lambda p: "—" if p is None else f"{p:.3f}"  # noqa: E731
+        table.add_row(v.key, v.tool, v.input_head, f"{v.result_chars:,}", score(v.keep_call) if not v.pinned else "",
+                      score(v.keep_result) if not v.pinned else "", v.action.value,
+                      f"PINNED: {v.pinned}" if v.pinned else v.reason)
+    out.print(table)
+
+
 def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
     messages, fmt = read_transcript(args.input, args.format)
@@ -131,7 +148,11 @@ def run(args: argparse.Namespace) -> int:
         session = args.session or (None if args.input == "-" else _session_name(args.input))
         decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session} if session else None)
     result = result_json(decision, mode, messages, fmt)
+    if args.show:
+        result["table"] = [v.as_dict() for v in decision.plan.pairs_table()] if decision.plan else []
     write_json(result, args.out)
+    if args.show and decision.plan is not None:
+        show_table(out, decision.plan)
     _summary(out, result, os.fspath(args.input))
     return exit_code(decision.status)
 
