@@ -204,9 +204,10 @@ def why_pinned(transcript: Transcript, config: CompactionConfig) -> dict[str, st
                 break
         if not why:
             result, meta = pair.result, pair.result.metadata or {}
+            suspended = any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)
             why = ("its tool is not eligible" if pair.tool not in config.eligible_tools
                    else f"its result state is {result.state}" if result.state != "success"
-                   else "its result is suspended or pending" if any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)
+                   else "its result is suspended or pending" if suspended
                    else "its result holds a non-text block" if not result.text_only else "")
         if why:
             out[pair.key] = why
