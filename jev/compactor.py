@@ -21,7 +21,7 @@ from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, 
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
 from .judges.base import Judge, JudgeRequest, receives_state, validate_answers
 from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide,
-                     no_candidates_detail, why_pinned)
+                     no_candidates_detail, pinned_message_indices, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .history import chars_after, take, unchanged
 from .token_target import reduction_for_tokens
@@ -133,7 +133,8 @@ class Compactor:
             raise TranscriptError(f"transcript limit: canonical JSON exceeds max_transcript_chars "
                                   f"{config.max_transcript_chars}")
         transcript = analyze(messages)
-        judged = candidates(transcript, config)
+        pinned_messages = pinned_message_indices(transcript, config)
+        judged = candidates(transcript, config, pinned_messages)
         if not judged:
             return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=no_candidates_detail(transcript, config))
         requests = plan_requests(transcript, judged, config, receives_state(self.judge))
@@ -152,7 +153,7 @@ class Compactor:
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
-        pinned = why_pinned(transcript, config)
+        pinned = why_pinned(transcript, config, pinned_messages)
         views = tuple(PairView(p.key, p.call_id, p.tool, cut(canonical_json(p.call.input).decode(), INPUT_HEAD),
                                len(p.result.text), scores[p.key].keep_call, scores[p.key].keep_result, decisions[p.key],
                                scores[p.key].reason, pinned.get(p.key, "")) for p in transcript.pairs)

@@ -185,38 +185,36 @@ def _pair_rule_pins(pair: Pair, config: CompactionConfig) -> bool:
             or any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS) or not result.text_only)
 
 
-def why_pinned(transcript: Transcript, config: CompactionConfig) -> dict[str, str]:
-    """For every pair that is not a candidate, the first rule that pins it (SPEC §3), in words."""
+def why_pinned(transcript: Transcript, config: CompactionConfig, pinned: set[int] | None = None) -> dict[str, str]:
+    """For every pair that is not a candidate, the first rule that pins it (SPEC §3), in words. `pinned`:
+    the pinned message indices when the caller has them already."""
     n = len(transcript.messages)
-    recent = set(range(max(0, n - config.preserve_recent_messages), n))
+    pinned = pinned_message_indices(transcript, config) if pinned is None else pinned
     out: dict[str, str] = {}
     for pair in transcript.pairs:
-        why = ""
-        for i in (pair.call_message, pair.result_message):
+        if pair.call_message in pinned or pair.result_message in pinned:
+            i = pair.call_message if pair.call_message in pinned else pair.result_message
             message = transcript.messages[i]
-            why = ("the first message" if i == 0 else "in the recent window" if i in recent
-                   else "a system message" if message.role == "system"
-                   else "a pinned message id" if message.id in config.pinned_message_ids
-                   else "pinned by its metadata" if message.pinned_by_metadata
-                   else "its message holds thinking" if any(isinstance(b, ThinkingBlock) for b in message.content)
-                   else "")
-            if why:
-                break
-        if not why:
+            out[pair.key] = ("the first message" if i == 0
+                             else "in the recent window" if i >= n - config.preserve_recent_messages
+                             else "a system message" if message.role == "system"
+                             else "a pinned message id" if message.id in config.pinned_message_ids
+                             else "pinned by its metadata" if message.pinned_by_metadata
+                             else "its message holds thinking")
+        elif _pair_rule_pins(pair, config):
             result, meta = pair.result, pair.result.metadata or {}
             suspended = any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)
-            why = ("its tool is not eligible" if pair.tool not in config.eligible_tools
-                   else f"its result state is {result.state}" if result.state != "success"
-                   else "its result is suspended or pending" if suspended
-                   else "its result holds a non-text block" if not result.text_only else "")
-        if why:
-            out[pair.key] = why
+            out[pair.key] = ("its tool is not eligible" if pair.tool not in config.eligible_tools
+                             else f"its result state is {result.state}" if result.state != "success"
+                             else "its result is suspended or pending" if suspended
+                             else "its result holds a non-text block")
     return out
 
 
-def candidates(transcript: Transcript, config: CompactionConfig) -> list[Pair]:
-    """Pairs that may be judged, in key order: neither message pinned and no pair rule holds."""
-    pinned = pinned_message_indices(transcript, config)
+def candidates(transcript: Transcript, config: CompactionConfig, pinned: set[int] | None = None) -> list[Pair]:
+    """Pairs that may be judged, in key order: neither message pinned and no pair rule holds. `pinned`:
+    the pinned message indices when the caller has them already."""
+    pinned = pinned_message_indices(transcript, config) if pinned is None else pinned
     return [p for p in transcript.pairs
             if p.call_message not in pinned and p.result_message not in pinned and not _pair_rule_pins(p, config)]
 
