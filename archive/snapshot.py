@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 
 from jev.errors import ArchiveError, FormatError
-from jev.transcript import Message, ToolResultBlock, ToolUseBlock, canonical_json, messages_from_dicts
+from jev.transcript import (Message, ToolResultBlock, ToolUseBlock, canonical_json, messages_from_dicts,
+                            non_finite_path)
 
 from .scope import Scope
 
@@ -21,6 +22,11 @@ _REFERENCE = re.compile(r"[a-f0-9]{64}")
 def encode(scope: Scope, messages: Sequence[Message]) -> tuple[str, bytes]:
     """The snapshot's reference (SHA-256 hex of its bytes) and its canonical JSON bytes."""
     data = canonical_json({"version": VERSION, "scope": scope.to_dict(), "messages": list(messages)})
+    # NaN and infinities become `null` in JSON: refuse them rather than archive a different history. Only a
+    # document holding a null can hide one, so the walk runs only then.
+    if b"null" in data and (where := non_finite_path(list(messages))) is not None:
+        raise ArchiveError(f"cannot archive messages{where}: NaN and infinities have no JSON form (they would "
+                           "be written as null, a different history)")
     return hashlib.sha256(data).hexdigest(), data
 
 

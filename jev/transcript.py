@@ -7,6 +7,7 @@ messages can be passed back as the very same objects.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
@@ -273,6 +274,26 @@ _CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON (SPEC §1): orjson with sorted keys, UTF-8; messages and blocks in their `jev` form."""
     return orjson.dumps(value, default=_default, option=_CANONICAL)
+
+
+def non_finite_path(value: Any, path: str = "") -> str | None:
+    """Where a NaN or an infinity sits in a JSON-like value (messages and blocks in their `jev` form), or
+    None. JSON cannot carry them — orjson writes `null` — so two different histories would encode alike."""
+    if isinstance(value, float):
+        return path or "value" if not math.isfinite(value) else None
+    if isinstance(value, (str, int, bool)) or value is None:
+        return None
+    if isinstance(value, Mapping):
+        items = ((str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"[{i}]", v) for i, v in enumerate(value))
+    else:  # a message or a block (its fields), a set (sorted)
+        return non_finite_path(_default(value), path)
+    for key, item in items:
+        where = non_finite_path(item, f"{path}{key}" if key.startswith("[") else f"{path}.{key}" if path else key)
+        if where is not None:
+            return where
+    return None
 
 
 def canonical_chars(value: Any) -> int:

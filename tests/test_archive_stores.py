@@ -90,6 +90,30 @@ def test_size_limit(kind) -> None:
         archive.save(SCOPE, reference_messages())
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_numbers_are_refused_never_archived_as_null(kind, bad: float) -> None:
+    _, build, _ = kind
+    archive = build()
+    messages = [msg("0", "user", text("task")), msg("c", "assistant", call("x", "read", {"limit": [1, bad]})),
+                msg("r", "tool", result("x", "out")), msg("e", "user", text("end"))]
+    with pytest.raises(ArchiveError, match=r"messages\[1\]\.content\[0\]\.input\.limit\[1\]: NaN and infinities"):
+        archive.save(SCOPE, messages)
+    as_null = [*messages[:1], msg("c", "assistant", call("x", "read", {"limit": [1, None]})), *messages[2:]]
+    assert archive.restore(SCOPE, archive.save(SCOPE, as_null)) == as_null  # a real null is fine
+
+
+def test_enforce_with_a_non_finite_number_adopts_nothing(tmp_path: Path) -> None:
+    from conftest import ScriptedJudge, reference_config
+    from jev import Compactor, ExecutionOptions, Mode, Status
+    messages = reference_messages()
+    messages[0] = msg("first", "user", text("task"), metadata={"weight": float("nan")})
+    compactor = Compactor(ScriptedJudge(lambda q: 0.01), reference_config(),
+                          ExecutionOptions(Mode.ENFORCE, 5.0), open_archive(tmp_path))
+    decision = compactor.plan_sync(messages, scope=SCOPE)
+    assert decision.status is Status.ERROR and "NaN and infinities" in decision.detail
+    assert compactor.compact_sync(messages, scope=SCOPE) == messages  # the original history, untouched
+
+
 def test_restore_pair_in_the_middle_of_parallel_calls(kind) -> None:
     _, build, _ = kind
     messages = [msg("0", "user", text("task")),
