@@ -40,7 +40,7 @@ from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of  # noqa: E402
 from calibration.train_local import calibrated, fit_heads  # noqa: E402
-from jev.apply import SHORT_RESULT_SLACK, TRUNCATION_MARKER  # noqa: E402
+from jev.apply import SHORT_RESULT_SLACK, truncation_marker  # noqa: E402
 from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -99,8 +99,10 @@ def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, s
     pick; else the other policies drop whole results."""
     ix = point.rows
     chars = rows.result_chars[ix].astype(int)
-    head = CompactionConfig().truncate_head_chars
-    cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + len(TRUNCATION_MARKER)), 0)
+    default = CompactionConfig()
+    head = default.truncate_head_chars
+    marker = np.asarray([len(truncation_marker(str(c), default)) for c in rows.call_ids[ix]])  # as the product cuts
+    cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + marker), 0)
     keys = rows.keys[ix]
     config = CompactionConfig(target_reduction=share)
     chosen, removed, _ = budget([Judged(str(k), float(c), float(r), "bash", int(n), int(t))

@@ -92,6 +92,7 @@ class Rows:
     result_chars: np.ndarray
     needed_result_alt: np.ndarray | None = None  # labels-v2-reuse, the second proxy
     call_chars: np.ndarray | None = None  # characters of the call's input (canonical JSON)
+    call_ids: np.ndarray | None = None  # the pair's call id (its truncation marker names it)
 
     @classmethod
     def concat(cls, parts: list[Rows]) -> Rows:
@@ -105,7 +106,7 @@ class Rows:
 
 def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3) -> list[tuple]:
     """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars,
-    needed_result_alt, call_chars)."""
+    needed_result_alt, call_chars, call_id)."""
     full = analyze(messages)
     uses = pair_uses(full)
     reuse = later_reuse(full)
@@ -117,7 +118,8 @@ def session_rows(session: str, messages: list[Message], every: int = 8, protect:
         for pair in prefix.pairs[: max(0, n - protect)]:
             use = uses[pair.key]
             rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,
-                         len(pair.result.text), reuse[pair.key] > s, len(canonical_json(pair.call.input))))
+                         len(pair.result.text), reuse[pair.key] > s, len(canonical_json(pair.call.input)),
+                         pair.call_id))
     return rows
 
 
@@ -137,8 +139,8 @@ def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=No
             if progress is not None:
                 progress(part[0][3] if part else "")
     if not rows:
-        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(8)))
+        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(9)))
     cols = list(zip(*rows, strict=True))
     return Rows(np.asarray(cols[0], dtype=float), np.asarray(cols[1], dtype=bool), np.asarray(cols[2], dtype=bool),
                 np.asarray(cols[3]), np.asarray(cols[4]), np.asarray(cols[5]), np.asarray(cols[6]),
-                np.asarray(cols[7], dtype=bool), np.asarray(cols[8]))
+                np.asarray(cols[7], dtype=bool), np.asarray(cols[8]), np.asarray(cols[9]))

@@ -271,7 +271,6 @@ def test_restore_latest_looks_past_a_later_snapshot_that_holds_only_the_truncate
     from archive import restore_latest
     from conftest import ScriptedJudge, reference_config
     from jev import Compactor, ExecutionOptions, Mode, Status
-    from jev.apply import TRUNCATION_MARKER
 
     archive = open_archive(tmp_path)
     options = ExecutionOptions(Mode.ENFORCE, 30, "v1")
