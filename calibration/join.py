@@ -85,8 +85,9 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
                 continue
             report.rows += 1
             yield {"session_id": session, "decision_point": s, "version": record.get("version", ""),
+                   "judge": record.get("judge", ""),
                    **{k: pair.get(k) for k in ("key", "call_id", "tool", "keep_call", "keep_result", "action",
-                                               "reason", "result_chars")},
+                                               "reason", "result_chars", "truncate_saves", "drop_saves")},
                    "needed_result": use.needed_result(s), "needed_call": use.needed_call(s),
                    "label_version": LABEL_VERSION}
 

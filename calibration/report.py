@@ -3,6 +3,7 @@ curve with the bound, a per-tool table — Markdown plus PNG figures (matplotlib
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,31 +14,47 @@ from .risk import sessions_needed
 from .thresholds import Calibration, Selection, result_score
 
 
-def guarantee(selection: Selection, label: str = "labels-v1") -> str:
-    """The guarantee, in one sentence (or why there is none)."""
-    if not selection.certified:
-        return selection.message
-    return (f"With probability >= {1 - selection.delta:.0%} over the {selection.n_sessions} certifying sessions, "
-            f"the expected share of later-needed pairs that lose something needed (result dropped or truncated, "
-            f"or a needed call dropped) in a new session like these is <= {selection.alpha:.1%}, when results "
-            f"scored <= {selection.discard_threshold:.4g} are let go. Labels: the hindsight proxy {label}; the "
-            "guarantee covers this judge version and sessions from the same distribution only.")
+def guarantee(result: Calibration | Selection, label: str = "") -> str:
+    """The guarantee, in one or two sentences (or why there is none), naming both risks."""
+    selection = result.overall if isinstance(result, Calibration) else result
+    label = label or (result.test_rows.label_version if isinstance(result, Calibration) else "labels-v1")
+    tail = (f" Labels: the hindsight proxy {label}; the guarantee covers this judge version and sessions from "
+            "the same distribution only.")
+    sentences = []
+    if selection.certified:
+        sentences.append(
+            f"With probability >= {1 - selection.delta:.0%} over the {selection.n_sessions} certifying sessions, "
+            f"in a new session like these, when results scored <= {selection.discard_threshold:.4g} are let go: "
+            f"the expected share of later-needed results let go (dropped or truncated), R_result, is "
+            f"<= {selection.alpha:.1%}, and the expected share of later-needed calls dropped, R_call, is "
+            f"<= {selection.alpha:.1%}.")
+    else:
+        sentences.append(selection.message)
+    target = result.target if isinstance(result, Calibration) else None
+    if target is not None:
+        sentences.append(
+            f"Budget mode: with probability >= {1 - target.delta:.0%} over the same sessions, "
+            f"target_reduction = {target.target_reduction:.0%} keeps R_result and R_call each <= {target.alpha:.1%}."
+            if target.certified else target.message)
+    return " ".join(sentences) + (tail if selection.certified or (target is not None and target.certified) else "")
 
 
 def _reliability(ax: Any, scores: np.ndarray, labels: np.ndarray, calibrator: Any, title: str) -> None:
-    bins = np.linspace(0, 1, 11)
-    for values, name in ((scores, "raw"), (calibrator.predict(scores), "calibrated")):
-        idx = np.clip(np.digitize(values, bins) - 1, 0, 9)
-        xs = [values[idx == b].mean() for b in range(10) if (idx == b).any()]
-        ys = [labels[idx == b].mean() for b in range(10) if (idx == b).any()]
-        ax.plot(xs, ys, marker="o", label=name)
+    from sklearn.calibration import calibration_curve
+
+    for values, name in ((np.clip(scores, 0, 1), "raw"), (calibrator.predict(scores), "calibrated")):
+        if len(set(labels.tolist())) < 2:
+            break
+        observed, predicted = calibration_curve(labels, values, n_bins=10, strategy="uniform")
+        ax.plot(predicted, observed, marker="o", label=name)
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":")
     ax.set(title=title, xlabel="predicted P(needed)", ylabel="observed share needed", xlim=(0, 1), ylim=(0, 1))
     ax.legend()
 
 
 def figures(result: Calibration, out: Path) -> list[str]:
-    """Write the PNG figures; returns their file names (none when matplotlib is not installed)."""
+    """Write the PNG figures; returns their file names (none when matplotlib is not installed). Every bound
+    drawn is the one the certification used (`risk.upper_bound` of the same test)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -48,100 +65,137 @@ def figures(result: Calibration, out: Path) -> list[str]:
     names = []
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
     _reliability(axes[0], result_score(rows, result.size_aware), rows.needed_result, result.result_calibrator,
-                 "keep_result, size-scaled score (certifying split)" if result.size_aware
-                 else "keep_result (certifying split)")
-    _reliability(axes[1], rows.keep_call, rows.needed_call, result.call_calibrator, "keep_call (certifying split)")
+                 "keep_result, size-scaled score" if result.size_aware else "keep_result")
+    _reliability(axes[1], rows.keep_call, rows.needed_call, result.call_calibrator, "keep_call")
     fig.tight_layout()
     fig.savefig(out / "reliability.png", dpi=110)
     plt.close(fig)
     names.append("reliability.png")
 
     s = result.overall
-    curve = [c for c in s.curve if c["raw"] >= 0]
-    if curve:
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
-        n = max(s.n_sessions, 1)
-        bound = [_upper_bound(c["risk"], n, s.delta) for c in curve]
-        ax.plot([c["chars_discarded"] for c in curve], [c["risk"] for c in curve], label="empirical risk (characters)")
-        ax.plot([c["pairs_discarded"] for c in curve], [c["risk"] for c in curve], label="empirical risk (pairs)",
-                alpha=0.6)
-        ax.plot([c["chars_discarded"] for c in curve], bound, linestyle="--", label=f"{1 - s.delta:.0%} upper bound")
-        ax.axhline(s.alpha, color="red", linestyle=":", label=f"alpha = {s.alpha}")
-        if s.certified:
-            ax.axvline(s.chars_discarded, color="green", linestyle=":", label="selected threshold")
-        ax.set(xlabel="share of candidate results discarded", ylabel="needed-pair loss rate per session",
-               title="Risk–coverage", xlim=(0, 1), ylim=(0, max(0.2, s.alpha * 3)))
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out / "risk_coverage.png", dpi=110)
-        plt.close(fig)
-        names.append("risk_coverage.png")
+    panels = [("threshold", [c for c in s.curve if c["raw"] >= 0], s)]
+    if result.target is not None:
+        panels.append(("budget mode", result.target.curve, result.target))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    for ax, (title, curve, chosen) in zip(axes[0], panels, strict=True):
+        x = [c["chars_discarded"] for c in curve]
+        ax.plot(x, [c["risk_result"] for c in curve], color="C0", label="R_result, empirical")
+        ax.plot(x, [c["risk_call"] for c in curve], color="C1", label="R_call, empirical")
+        for key, color, name in (("upper_result", "C0", "R_result"), ("upper_call", "C1", "R_call")):
+            bounded = [(c["chars_discarded"], c[key]) for c in curve if c.get(key) is not None]
+            if bounded:
+                ax.plot(*zip(*bounded, strict=True), color=color, linestyle="--", marker=".",
+                        label=f"{name}, certified {1 - chosen.delta:.0%} upper bound ({chosen.bound})")
+        ax.axhline(chosen.alpha, color="red", linestyle=":", label=f"alpha = {chosen.alpha}")
+        if chosen.certified:
+            ax.axvline(chosen.chars_discarded, color="green", linestyle=":", label="selected")
+        ax.set(xlabel="share of candidate result characters let go",
+               ylabel="risk: mean per-session share of later-needed items lost",
+               title=f"Risk–coverage, {title}", xlim=(0, 1), ylim=(0, max(0.2, chosen.alpha * 3)))
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "risk_coverage.png", dpi=110)
+    plt.close(fig)
+    names.append("risk_coverage.png")
     return names
-
-
-def _upper_bound(risk: float, n: int, delta: float) -> float:
-    """A Hoeffding upper confidence bound on the mean session loss (for the figure only)."""
-    return min(1.0, risk + float(np.sqrt(np.log(1 / delta) / (2 * n))))
 
 
 def markdown(result: Calibration, images: list[str]) -> str:
     s = result.overall
-    lines = ["# Threshold calibration", "", "## Guarantee", "", guarantee(s), "",
-             "## Thresholds", "",
-             f"- discard_threshold = **{s.discard_threshold:.6g}** (calibrated P(needed) <= {s.calibrated_discard:.4g})"
-             if s.certified else "- discard_threshold: **none certified**",
+    lines = ["# Threshold calibration", "", "## Guarantee", "", guarantee(result), "",
+             f"Certified for: {orjson.dumps(result.stamp()).decode()}", "", "## Thresholds", "",
+             f"- discard_threshold = **{s.discard_threshold:.6g}** (calibrated P(needed) <= {s.calibrated_discard:.4g},"
+             " descriptive)" if s.certified else "- discard_threshold: **none certified**",
              f"- keep_threshold = **{s.keep_threshold:.4g}**: a cost setting. Among results at or below the discard "
              "threshold it separates calls confidently still needed (TRUNCATE_RESULT: the call stays, the result "
              "is cut) from unclear ones (KEEP everything). The guarantee counts every result at or below the "
-             f"discard threshold as lost, so it holds for any keep_threshold; here the UNCERTAIN band holds "
+             f"discard threshold as let go, so it holds for any keep_threshold; here the UNCERTAIN band holds "
              f"{s.uncertain_rate:.1%} of those results.",
              f"- size-aware scoring: {'on (result score scaled by (1000 / result_chars))' if result.size_aware else 'off'}",
-             "", "## Expected effect (certifying split)", "",
+             f"- bound: {s.bound} ({'Waudby-Smith–Ramdas betting' if s.bound == 'wsr' else 'Hoeffding–Bentkus'}); "
+             f"sessions spent on fitting: {len(set(result.fit_rows.sessions.tolist()))}",
+             "", "## Expected effect (certifying sessions)", "",
              f"- candidate pairs let go: {s.pairs_discarded:.1%}; candidate result characters let go: {s.chars_discarded:.1%}",
-             f"- empirical loss rate: {s.risk:.4f} (p-value {s.pvalue:.3g}); sessions: {s.n_sessions}, pairs: {s.n_rows}",
-             f"- fewest sessions that could certify alpha={s.alpha}, delta={s.delta}: {sessions_needed(s.alpha, s.delta)}",
-             "", "## What this does not promise", "",
-             "- Labels are a lexical hindsight proxy: influence on reasoning without copying is not seen.",
-             "- Sessions from other agents, models, tool mixes or judge versions are a different distribution: "
-             "re-run SHADOW and recalibrate for each.", ""]
+             f"- empirical R_result {s.risk_result:.4f} (upper bound {s.upper_result:.4f}), R_call {s.risk_call:.4f} "
+             f"(upper bound {s.upper_call:.4f}); p-value {s.pvalue:.3g}; sessions: {s.n_sessions}, pairs: {s.n_rows}",
+             f"- fewest sessions that could certify alpha={s.alpha}, delta={s.delta}: {sessions_needed(s.alpha, s.delta)}"
+             + (f"; sessions like these that would certify the next threshold: about {s.more_sessions}"
+                if s.more_sessions else "")]
+    if s.recency is not None:
+        lines.append(f"- recency on the same sessions: keep-last-{int(s.recency['keep_last'])} reaches R_result "
+                     f"{s.recency['risk_result']:.4f} (<= the judge's) letting go of "
+                     f"{s.recency['chars_discarded']:.1%} of candidate result characters, against the judge's "
+                     f"{s.chars_discarded:.1%}")
+    t = result.target
+    if t is not None:
+        lines += ["", "## Budget mode", "",
+                  f"- target_reduction = **{t.target_reduction:.0%}** (keep_threshold {result.keep_threshold:.4g}): "
+                  f"R_result {t.risk_result:.4f} (upper bound {t.upper_result:.4f}), R_call {t.risk_call:.4f} "
+                  f"(upper bound {t.upper_call:.4f}), {t.chars_discarded:.1%} of candidate result characters removed "
+                  f"over {t.n_points} decision points" if t.certified else f"- {t.message}",
+                  "", "| target | R_result | R_call | p-value | characters removed |", "|---|---|---|---|---|"]
+        for c in t.curve:
+            p = "not tested" if c["pvalue"] is None else f"{c['pvalue']:.3g}"
+            lines.append(f"| {c['target_reduction']:.0%} | {c['risk_result']:.4f} | {c['risk_call']:.4f} | {p} | "
+                         f"{c['chars_discarded']:.1%} |")
+    lines += ["", "## What this does not promise", "",
+              "- Labels are a lexical hindsight proxy: influence on reasoning without copying is not seen.",
+              "- Sessions from other agents, models, tool mixes or judge versions are a different distribution: "
+              "re-run SHADOW and recalibrate for each (a compactor refuses thresholds stamped for another judge).", ""]
     if result.per_tool:
-        lines += ["## Per tool", "", "| tool | sessions | pairs | certified | discard | keep | loss | results let go |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for t in result.per_tool:
-            lines.append(f"| {t.group} | {t.n_sessions} | {t.n_rows} | {'yes' if t.certified else 'no'} | "
-                         f"{t.discard_threshold:.4g} | {t.keep_threshold:.4g} | {t.risk:.4f} | {t.chars_discarded:.1%} |")
+        lines += ["## Per tool", "", "| tool | sessions | pairs | certified | discard | keep | R_result | R_call "
+                  "| results let go |", "|---|---|---|---|---|---|---|---|---|"]
+        for g in result.per_tool:
+            lines.append(f"| {g.group} | {g.n_sessions} | {g.n_rows} | {'yes' if g.certified else 'no'} | "
+                         f"{g.discard_threshold:.4g} | {g.keep_threshold:.4g} | {g.risk_result:.4f} | "
+                         f"{g.risk_call:.4f} | {g.chars_discarded:.1%} |")
         lines.append("")
-    lines += ["## Calibration curve (selected points)", "", "| calibrated d | raw d | loss | p-value | pairs | chars |",
-              "|---|---|---|---|---|---|"]
+    lines += ["## Calibration curve (selected points)", "",
+              "| calibrated d | raw d | R_result | R_call | p-value | pairs | chars |", "|---|---|---|---|---|---|---|"]
     for c in s.curve[:: max(1, len(s.curve) // 12)]:
         p = "not tested" if c["pvalue"] is None else f"{c['pvalue']:.3g}"
-        lines.append(f"| {c['calibrated']:.4g} | {c['raw']:.4g} | {c['risk']:.4f} | {p} | {c['pairs_discarded']:.1%} "
-                     f"| {c['chars_discarded']:.1%} |")
+        lines.append(f"| {c['calibrated']:.4g} | {c['raw']:.4g} | {c['risk_result']:.4f} | {c['risk_call']:.4f} | {p} "
+                     f"| {c['pairs_discarded']:.1%} | {c['chars_discarded']:.1%} |")
     lines.append("")
     lines += [f"![{name}]({name})" for name in images]
     return "\n".join(lines) + "\n"
 
 
 def report(result: Calibration, out_dir: str | Path) -> dict[str, Any]:
-    """Write `thresholds.json` (only when certified), `calibration.json`, `report.md` and the figures."""
+    """Write `thresholds.json` (only when something was certified), `calibration.json`, `report.md` and the
+    figures; each file is written whole or not at all."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     images = figures(result, out)
-    (out / "report.md").write_text(markdown(result, images))
-    summary = {"certified": result.overall.certified, "guarantee": guarantee(result.overall),
-               "config": result.config() if result.overall.certified else None,
+    _write(out / "report.md", markdown(result, images).encode())
+    summary = {"certified": result.certified, "guarantee": guarantee(result),
+               "risks": {"R_result": "per session, the share of later-needed results let go (dropped or truncated)",
+                         "R_call": "per session, the share of later-needed calls dropped"},
+               "calibrated_for": result.stamp(),
+               "config": result.config() if result.certified else None,
                "overall": _selection_json(result.overall), "per_tool": [_selection_json(t) for t in result.per_tool],
+               "target": None if result.target is None else {
+                   k: getattr(result.target, k) for k in ("certified", "target_reduction", "risk_result", "risk_call",
+                                                          "pvalue", "upper_result", "upper_call", "chars_discarded",
+                                                          "n_sessions", "n_points", "message")},
                "figures": images}
-    (out / "calibration.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-    if result.overall.certified:
-        (out / "thresholds.json").write_bytes(orjson.dumps(result.config(), option=orjson.OPT_INDENT_2))
+    _write(out / "calibration.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    if result.certified:
+        _write(out / "thresholds.json", orjson.dumps(result.config(), option=orjson.OPT_INDENT_2))
     elif (out / "thresholds.json").exists():
         (out / "thresholds.json").unlink()  # never leave an older, uncertified threshold behind
     return summary
 
 
+def _write(path: Path, data: bytes) -> None:
+    part = path.with_name(f".{path.name}.part")
+    part.write_bytes(data)
+    os.replace(part, path)
+
+
 def _selection_json(s: Selection) -> dict[str, Any]:
-    return {k: getattr(s, k) for k in ("group", "alpha", "delta", "n_sessions", "n_rows", "certified",
-                                       "discard_threshold", "keep_threshold", "calibrated_discard", "risk", "pvalue",
-                                       "pairs_discarded", "chars_discarded", "uncertain_rate", "sessions_needed",
-                                       "message")}
+    return {k: getattr(s, k) for k in ("group", "alpha", "delta", "bound", "n_sessions", "n_rows", "certified",
+                                       "discard_threshold", "keep_threshold", "calibrated_discard", "risk_result",
+                                       "risk_call", "pvalue", "upper_result", "upper_call", "pairs_discarded",
+                                       "chars_discarded", "uncertain_rate", "sessions_needed", "more_sessions",
+                                       "recency", "message")}

@@ -1,42 +1,54 @@
 """From labelled shadow rows to thresholds with a guarantee (SPEC §11, calibration-eval §2.7).
 
-1. Split sessions: a *fit* part (a third) calibrates the raw scores; the *test* part (the rest) certifies.
-2. Grid: thresholds on the raw result score at quantiles of the fit split (fixed before the certifying
-   data is looked at), safest first, each reported with its calibrated P(needed); the rule a compactor
-   applies ("result score <= discard_threshold") is exactly what was certified.
-3. Learn-then-Test with Hoeffding–Bentkus p-values, fixed sequence from the safest point, loss = the
-   per-session share of needed pairs that lost something needed: a needed result scored <= d (dropped or
-   truncated) or a needed call dropped with it. Sessions are the unit.
-4. `keep_threshold` is a cost setting: among results at or below d, it decides whether the call is
-   confidently needed (TRUNCATE_RESULT: the call stays) or unclear (KEEP). The guarantee counts every
-   result at or below d as lost, so it holds for any keep_threshold.
+Two risks, per session over its decision points as SHADOW replayed them (sessions are the unit):
+- R_result: the share of later-needed results let go (dropped or truncated), 0 with none needed;
+- R_call: the share of later-needed calls dropped, 0 with none needed.
+A setting is certified when both are <= alpha (`risk.learn_then_test`: one fixed sequence from the safest
+setting, on the larger of the two p-values).
 
-`size_aware=True` ranks by expected loss per character saved: the result score is scaled by
-`(size_reference_chars / result_chars) ** size_exponent` before thresholding (the same rule
-`CompactionConfig` applies when its `size_exponent` is set).
+Settings certified: a discard threshold on the result score (the rule a compactor applies, "result score
+<= discard_threshold": every such result counts as let go, whatever keep_threshold then makes of it), or
+with `target=True` a budget-mode `target_reduction`, walked in the product's own order
+(`jev.policy.budget_order`).
+
+By default nothing is fitted before certifying: the threshold grid is fixed in advance, so every session
+certifies (certifying at alpha with probability >= 1 - delta needs at least log delta / log(1 - alpha)
+sessions, and a split would spend a third of them). `fit_share` > 0 spends that share of the sessions on
+a grid at their score quantiles instead. The calibrated P(needed) reported beside a threshold is
+descriptive (a monotone map fitted on the fit sessions, or all of them); it is not part of the guarantee.
+
+`size_aware=True` thresholds the result score the compactor ranks by by default: `jev.policy.value_score`
+(P(needed) per `size_reference_chars` characters of result).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 from sklearn.model_selection import GroupShuffleSplit
 
-from .fit import ScoreCalibrator
-from .risk import learn_then_test, session_losses, sessions_needed
+from jev.policy import CompactionConfig, Judged, budget_order, budget_target, value_score
 
-GRID_POINTS = 200
-SIZE_EXPONENT = 1.0
-SIZE_REFERENCE_CHARS = 1000
+from .fit import ScoreCalibrator
+from .labels import LABEL_VERSION
+from .risk import BOUNDS, Certified, learn_then_test, pvalue, session_losses, sessions_needed, upper_bound
+
+SIZE_RULE = CompactionConfig()  # the compactor's default size scaling: what size-aware calibration applies
+GRID = np.concatenate([[-1.0], np.geomspace(1e-5, 0.99, 300)])  # fixed before any data is seen
+QUANTILE_POINTS = 200  # grid points at the fit sessions' score quantiles, when fit_share > 0
+TARGETS = tuple(round(0.05 * i, 2) for i in range(1, 20))  # budget-mode targets, safest first
+LOSS = "R_result (later-needed results let go) and R_call (later-needed calls dropped), per session"
 
 
 @dataclass(frozen=True, slots=True)
 class Rows:
-    """Labelled pairs as arrays (rows with a refused or missing score are left out by `rows_from`)."""
+    """Labelled pairs as arrays (rows with a refused or missing score are left out by `rows_from`).
+    `points`, `keys`, `truncate_saves` and `drop_saves` are None when the rows did not carry them."""
 
     sessions: np.ndarray
     tools: np.ndarray
@@ -45,54 +57,111 @@ class Rows:
     result_chars: np.ndarray
     needed_result: np.ndarray
     needed_call: np.ndarray
+    points: np.ndarray | None = None  # the decision point (index of the last message judged)
+    keys: np.ndarray | None = None  # the pair key ("t<n>", in history order)
+    truncate_saves: np.ndarray | None = None  # characters a TRUNCATE_RESULT would remove
+    drop_saves: np.ndarray | None = None  # characters a DROP_PAIR would remove
+    judge: str = ""
+    label_version: str = LABEL_VERSION
 
     def take(self, mask: np.ndarray) -> Rows:
-        return Rows(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
+        """The rows where `mask` holds (or at the indices it lists)."""
+        return Rows(*(v[mask] if isinstance(v, np.ndarray) else v
+                      for v in (getattr(self, f.name) for f in fields(self))))
+
+
+def _column(kept: list[Mapping[str, Any]], name: str) -> np.ndarray | None:
+    values = [r.get(name) for r in kept]
+    if not values or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+        return None
+    return np.asarray(values, dtype=np.int64)
+
+
+def _one(kept: list[Mapping[str, Any]], name: str, default: str) -> str:
+    found = sorted({str(r.get(name) or default) for r in kept})
+    if len(found) > 1:
+        raise ValueError(f"labelled rows come from several values of {name} ({', '.join(found)}): "
+                         "calibrate one at a time")
+    return found[0] if found else default
 
 
 def rows_from(records: Iterable[Mapping[str, Any]]) -> Rows:
-    """Rows from labelled JSON objects (`jev label` output)."""
+    """Rows from labelled JSON objects (`jev label` output): one judge and one label version only."""
     kept = [r for r in records if isinstance(r.get("keep_call"), (int, float)) and
             isinstance(r.get("keep_result"), (int, float)) and r.get("reason") != "PINNED"]
+    points = [r.get("decision_point") for r in kept]
     return Rows(np.asarray([str(r["session_id"]) for r in kept]), np.asarray([str(r.get("tool", "")) for r in kept]),
                 np.asarray([float(r["keep_call"]) for r in kept]), np.asarray([float(r["keep_result"]) for r in kept]),
                 np.asarray([int(r.get("result_chars") or 0) for r in kept]),
-                np.asarray([bool(r["needed_result"]) for r in kept]), np.asarray([bool(r["needed_call"]) for r in kept]))
+                np.asarray([bool(r["needed_result"]) for r in kept]), np.asarray([bool(r["needed_call"]) for r in kept]),
+                np.asarray(points) if kept and all(isinstance(p, int) for p in points) else None,
+                np.asarray([str(r.get("key", "")) for r in kept]) if kept else None,
+                _column(kept, "truncate_saves"), _column(kept, "drop_saves"),
+                _one(kept, "judge", ""), _one(kept, "label_version", LABEL_VERSION))
 
 
 def result_score(rows: Rows, size_aware: bool) -> np.ndarray:
-    """The score a threshold applies to: the raw result probability, size-scaled when asked."""
+    """The score a threshold applies to: the raw result probability, or the compactor's size-scaled one."""
     if not size_aware:
         return rows.keep_result
-    return rows.keep_result * (SIZE_REFERENCE_CHARS / np.maximum(rows.result_chars, 1)) ** SIZE_EXPONENT
+    return np.fromiter((value_score(float(p), int(c), SIZE_RULE) for p, c in zip(rows.keep_result, rows.result_chars,
+                                                                                   strict=True)),
+                       float, len(rows.keep_result))
 
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """The outcome for one group of rows (all tools, or one tool)."""
+    """The certified threshold (or why there is none) for one group of rows: all tools, or one tool."""
 
     group: str
     alpha: float
     delta: float
+    bound: str
     n_sessions: int
     n_rows: int
     certified: bool
     discard_threshold: float  # raw scale, what CompactionConfig applies
     keep_threshold: float
-    calibrated_discard: float  # the same threshold as a calibrated probability
-    risk: float  # empirical risk at the selected point on the certifying split
-    pvalue: float
+    calibrated_discard: float  # the same threshold as a calibrated probability (descriptive)
+    risk_result: float  # empirical mean R_result at the selected point
+    risk_call: float  # empirical mean R_call at the selected point
+    pvalue: float  # the larger of the two p-values there
+    upper_result: float  # the (1 - delta) upper bounds the test implies there
+    upper_call: float
     pairs_discarded: float  # share of candidate pairs at or below the threshold
     chars_discarded: float  # share of candidate result characters at or below it
     uncertain_rate: float
     sessions_needed: int
-    curve: list[dict[str, float]] = field(default_factory=list)
+    more_sessions: int | None = None  # sessions like these that would certify the next setting, when known
+    recency: dict[str, float] | None = None  # keep-last-N at the same realised R_result, same sessions
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSelection:
+    """The largest certified budget-mode `target_reduction` (or why there is none)."""
+
+    alpha: float
+    delta: float
+    bound: str
+    n_sessions: int
+    n_points: int
+    certified: bool
+    target_reduction: float
+    risk_result: float
+    risk_call: float
+    pvalue: float
+    upper_result: float
+    upper_call: float
+    chars_discarded: float  # share of candidate result characters removed at that target
+    curve: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
-    """Everything `jev calibrate` reports: overall selection, optional per-tool selections, calibrators."""
+    """Everything `jev calibrate` reports: overall selection, optional per-tool and budget-mode ones."""
 
     overall: Selection
     per_tool: tuple[Selection, ...]
@@ -101,28 +170,51 @@ class Calibration:
     call_calibrator: ScoreCalibrator
     fit_rows: Rows
     test_rows: Rows
+    target: TargetSelection | None = None
+    keep_threshold: float = SIZE_RULE.keep_threshold  # what budget mode was certified with
+
+    def stamp(self) -> dict[str, Any]:
+        """What the thresholds were certified for: a compactor refuses them for another judge."""
+        return {"judge": self.test_rows.judge, "ranking": "size-aware" if self.size_aware else "plain",
+                "loss": LOSS, "label_version": self.test_rows.label_version, "bound": self.overall.bound,
+                "alpha": self.overall.alpha, "delta": self.overall.delta, "sessions": self.overall.n_sessions}
 
     def config(self) -> dict[str, Any]:
-        """`CompactionConfig` fields (by Python name) that apply what was certified."""
-        out: dict[str, Any] = {"discard_threshold": self.overall.discard_threshold,
-                               "keep_threshold": self.overall.keep_threshold}
+        """`CompactionConfig` fields (by Python name) that apply what was certified: the threshold when one
+        was, budget mode's target with the keep threshold it was certified with when asked and certified."""
+        out: dict[str, Any] = {}
+        if self.overall.certified:
+            out.update(discard_threshold=self.overall.discard_threshold, keep_threshold=self.overall.keep_threshold)
+        if self.target is not None and self.target.certified:
+            out["target_reduction"] = self.target.target_reduction
+            out["keep_threshold"] = self.keep_threshold
+            out.setdefault("discard_threshold", 0.0)
         # always said: the compactor's default is size-aware, and plain thresholds must stay plain
-        out.update(size_exponent=SIZE_EXPONENT if self.size_aware else 0.0, size_reference_chars=SIZE_REFERENCE_CHARS)
+        out.update(size_exponent=SIZE_RULE.size_exponent if self.size_aware else 0.0,
+                   size_reference_chars=SIZE_RULE.size_reference_chars)
         tools = {s.group: [s.discard_threshold, s.keep_threshold] for s in self.per_tool if s.certified}
-        if tools:
+        if tools and self.overall.certified:
             out["tool_thresholds"] = tools
+        out["calibrated_for"] = self.stamp()
         return out
 
+    @property
+    def certified(self) -> bool:
+        """Whether anything was certified: the threshold, or budget mode's target when asked."""
+        return self.overall.certified or (self.target is not None and self.target.certified)
 
-def split(rows: Rows, seed: int = 0) -> tuple[Rows, Rows]:
-    """Sessions split in two: a third to fit the calibrators, the rest to certify. A session's pairs never
-    fall into both."""
-    if len(np.unique(rows.sessions)) < 3:
+
+def split(rows: Rows, seed: int = 0, fit_share: float = 1 / 3) -> tuple[Rows, Rows]:
+    """Sessions split in two: `fit_share` of them to fit, the rest to certify. A session's pairs never fall
+    into both; with `fit_share` 0 (or fewer than three sessions) every session certifies."""
+    n = len(np.unique(rows.sessions))
+    n_fit = round(n * fit_share)
+    if n_fit < 1 or n < 3:
         return rows.take(np.zeros(len(rows.sessions), bool)), rows
-    fit_idx, test_idx = next(GroupShuffleSplit(1, test_size=2 / 3, random_state=seed).split(
+    fit_idx, _test_idx = next(GroupShuffleSplit(1, test_size=n - n_fit, random_state=seed).split(
         rows.keep_result, groups=rows.sessions))
-    index = np.arange(len(rows.sessions))
-    return rows.take(np.isin(index, fit_idx)), rows.take(np.isin(index, test_idx))
+    mask = np.isin(np.arange(len(rows.sessions)), fit_idx)
+    return rows.take(mask), rows.take(~mask)
 
 
 def fit(rows: Rows, size_aware: bool = False) -> tuple[ScoreCalibrator, ScoreCalibrator]:
@@ -131,41 +223,243 @@ def fit(rows: Rows, size_aware: bool = False) -> tuple[ScoreCalibrator, ScoreCal
             ScoreCalibrator().fit(rows.keep_call, rows.needed_call))
 
 
-def _select(group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator, alpha: float, delta: float,
-            size_aware: bool, uncertain_target: float) -> Selection:
-    need = sessions_needed(alpha, delta)
-    n_sessions = len(np.unique(test.sessions))
-    fit_score = result_score(fit_rows if len(fit_rows.sessions) else test, size_aware)
-    raw = np.concatenate([[-1.0], np.unique(np.quantile(fit_score, np.linspace(0, 0.98, GRID_POINTS)))])
-    calibrated = calibrator.predict(np.maximum(raw, 0.0))
-    score = result_score(test, size_aware)
-    below = score[None, :] <= raw[:, None]  # (grid, rows): result discarded or truncated
-    call_dropped = below & (test.keep_call[None, :] <= raw[:, None])
-    lost = (below & test.needed_result[None, :]) | (call_dropped & test.needed_call[None, :])
-    needed = test.needed_result | test.needed_call
-    certified = learn_then_test(session_losses(lost, needed, test.sessions), alpha, delta)
-    chars = np.maximum(test.result_chars, 0).astype(float)
-    curve = [{"calibrated": float(calibrated[j]), "raw": float(raw[j]), "risk": float(certified.risks[j]),
-              "pvalue": float(certified.pvalues[j]) if not math.isnan(certified.pvalues[j]) else None,
-              "pairs_discarded": float(below[j].mean()) if len(score) else 0.0,
-              "chars_discarded": float((below[j] * chars).sum() / max(chars.sum(), 1.0))}
-             for j in range(len(raw))]
-    j = certified.index
-    if j <= 0 or raw[j] < 0:
-        message = (f"nothing certified for {group}: {n_sessions} sessions on the certifying split"
-                   + (f"; at least {need} sessions with no observed loss are needed for alpha={alpha}, "
-                      f"delta={delta}, and realistically several times that" if n_sessions < 3 * need else
-                      "; the judge's scores do not separate needed pairs well enough at this alpha"))
-        return Selection(group, alpha, delta, n_sessions, len(score), False, 0.0, 1.0, 0.0,
-                         float(certified.risks[0]) if len(certified.risks) else 0.0, 1.0, 0.0, 0.0, 0.0, need,
-                         curve, message)
-    d = float(raw[j])
-    k = _keep_threshold(d, test, score, uncertain_target)
-    low = score <= d
-    uncertain = float(((test.keep_call > d) & (test.keep_call < k) & low).sum() / max(low.sum(), 1))
-    return Selection(group, alpha, delta, n_sessions, len(score), True, d, k, float(calibrated[j]),
-                     float(certified.risks[j]), float(certified.pvalues[j]), curve[j]["pairs_discarded"],
-                     curve[j]["chars_discarded"], uncertain, need, curve, "")
+def _losses(rows: Rows, result_lost: np.ndarray, call_lost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-session R_result and R_call, (settings, sessions) each."""
+    return (session_losses(result_lost, rows.needed_result, rows.sessions),
+            session_losses(call_lost, rows.needed_call, rows.sessions))
+
+
+def _bounds(r: np.ndarray, c: np.ndarray, delta: float, bound: str) -> tuple[float, float]:
+    return upper_bound(r, delta, bound), upper_bound(c, delta, bound)
+
+
+def _more_sessions(r: np.ndarray, c: np.ndarray, alpha: float, delta: float, bound: str) -> int | None:
+    """How many sessions like these (the observed losses repeated) would certify a setting, up to 50×;
+    None when its empirical risk is already above alpha (more sessions cannot help)."""
+    n = len(r)
+    if n == 0 or r.mean() >= alpha or c.mean() >= alpha:
+        return None
+    for times in range(1, 51):
+        if max(pvalue(np.tile(r, times), alpha, bound), pvalue(np.tile(c, times), alpha, bound)) <= delta:
+            return n * times
+    return None
+
+
+def _recency(rows: Rows, score_risk: float) -> dict[str, float] | None:
+    """Keep-last-N on the same rows: at each decision point let go of every candidate but the newest N
+    (whole results); the most it lets go of with mean R_result <= the judge's. None without keys/points."""
+    if rows.points is None or rows.keys is None or not len(rows.sessions):
+        return None
+    if not all(re.fullmatch(r"t\d+", k) for k in rows.keys.tolist()):
+        return None
+    number = np.asarray([int(k[1:]) for k in rows.keys.tolist()])
+    _groups, group = np.unique(np.char.add(rows.sessions.astype(str), np.char.add("\0", rows.points.astype(str))),
+                               return_inverse=True)
+    # newest-first rank of each row within its decision point
+    order = np.lexsort((-number, group))
+    rank = np.empty(len(order), int)
+    starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]
+    for a, b in zip(starts, np.r_[starts[1:], len(order)], strict=True):
+        rank[order[a:b]] = np.arange(b - a)
+    chars = rows.result_chars.astype(float)
+    best: dict[str, float] | None = None
+    for n in range(int(rank.max()) + 2):
+        let_go = rank >= n
+        risk = float(session_losses(let_go[None], rows.needed_result, rows.sessions).mean())
+        if risk <= score_risk + 1e-12:
+            best = {"keep_last": float(n), "risk_result": risk,
+                    "chars_discarded": float((let_go * chars).sum() / max(chars.sum(), 1.0))}
+            break
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    certified: Certified
+    r: np.ndarray
+    c: np.ndarray
+
+
+def _test(rows: Rows, let_go: np.ndarray, drops: np.ndarray, alpha: float, delta: float, bound: str) -> _Outcome:
+    r, c = _losses(rows, let_go, drops)
+    return _Outcome(learn_then_test([r, c], alpha, delta, bound), r, c)
+
+
+def _curve_point(o: _Outcome, j: int, delta: float, bound: str, with_bounds: bool) -> dict[str, Any]:
+    p = o.certified.pvalue[j]
+    ur, uc = _bounds(o.r[j], o.c[j], delta, bound) if with_bounds else (None, None)
+    return {"risk_result": float(o.certified.risks[0, j]), "risk_call": float(o.certified.risks[1, j]),
+            "pvalue": None if math.isnan(p) else float(p), "upper_result": ur, "upper_call": uc}
+
+
+class ThresholdSelector:
+    """Certifies thresholds (and, with `target=True`, a budget-mode target) from labelled rows.
+
+    scikit-learn conventions: parameters are stored as given and validated in `fit`; learned attributes
+    end in `_` (`overall_`, `per_tool_`, `target_`, `result_calibrator_`, `call_calibrator_`,
+    `calibration_`, the whole outcome as one frozen value)."""
+
+    def __init__(self, alpha: float = 0.05, delta: float = 0.1, *, per_tool: bool = False, size_aware: bool = True,
+                 uncertain_rate: float = 0.1, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
+                 keep_threshold: float = SIZE_RULE.keep_threshold, curve_bounds: bool = False, seed: int = 0) -> None:
+        self.alpha = alpha
+        self.delta = delta
+        self.per_tool = per_tool
+        self.size_aware = size_aware
+        self.uncertain_rate = uncertain_rate
+        self.bound = bound
+        self.fit_share = fit_share
+        self.target = target
+        self.keep_threshold = keep_threshold
+        self.curve_bounds = curve_bounds
+        self.seed = seed
+
+    def _validate(self, rows: Rows) -> None:
+        for name in ("alpha", "delta"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0 < value < 1:
+                raise ValueError(f"{name} must be in (0, 1) (got {value!r})")
+        if not isinstance(self.uncertain_rate, (int, float)) or not 0 <= self.uncertain_rate <= 1:
+            raise ValueError(f"uncertain_rate must be in [0, 1] (got {self.uncertain_rate!r})")
+        if not isinstance(self.fit_share, (int, float)) or not 0 <= self.fit_share < 1:
+            raise ValueError(f"fit_share must be in [0, 1) (got {self.fit_share!r})")
+        if not isinstance(self.keep_threshold, (int, float)) or not 0 < self.keep_threshold <= 1:
+            raise ValueError(f"keep_threshold must be in (0, 1] (got {self.keep_threshold!r})")
+        if self.bound not in BOUNDS:
+            raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {self.bound!r})")
+        if len(rows.sessions) == 0:
+            raise ValueError("no labelled pairs with scores: run SHADOW with records, then jev label")
+        if self.target and (rows.points is None or rows.truncate_saves is None or rows.drop_saves is None):
+            raise ValueError("budget mode needs decision_point, truncate_saves and drop_saves on every row: "
+                             "record SHADOW with this version, then jev label")
+
+    def fit(self, rows: Rows) -> ThresholdSelector:
+        """Certify on `rows`; returns self."""
+        self._validate(rows)
+        fit_rows, test_rows = split(rows, self.seed, self.fit_share)
+        self.result_calibrator_, self.call_calibrator_ = fit(fit_rows if len(fit_rows.sessions) else test_rows,
+                                                             self.size_aware)
+        self.overall_ = self._select("all tools", fit_rows, test_rows, self.result_calibrator_)
+        per: list[Selection] = []
+        if self.per_tool:
+            for tool in sorted(set(rows.tools.tolist())):
+                f, t = fit_rows.take(fit_rows.tools == tool), test_rows.take(test_rows.tools == tool)
+                cal = fit(f, self.size_aware)[0] if len(f.sessions) else self.result_calibrator_
+                per.append(self._select(tool, f, t, cal))
+        self.per_tool_ = tuple(per)
+        self.target_ = self._select_target(test_rows) if self.target else None
+        self.calibration_ = Calibration(self.overall_, self.per_tool_, self.size_aware, self.result_calibrator_,
+                                        self.call_calibrator_, fit_rows, test_rows, self.target_,
+                                        float(self.keep_threshold))
+        return self
+
+    def _grid(self, fit_rows: Rows) -> np.ndarray:
+        if not len(fit_rows.sessions):
+            return GRID
+        score = result_score(fit_rows, self.size_aware)
+        return np.concatenate([[-1.0], np.unique(np.quantile(score, np.linspace(0, 0.98, QUANTILE_POINTS)))])
+
+    def _select(self, group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator) -> Selection:
+        alpha, delta, bound = self.alpha, self.delta, self.bound
+        need = sessions_needed(alpha, delta)
+        n_sessions = len(np.unique(test.sessions))
+        raw = self._grid(fit_rows)
+        calibrated = calibrator.predict(np.maximum(raw, 0.0))
+        score = result_score(test, self.size_aware)
+        below = score[None, :] <= raw[:, None]  # (grid, rows): result let go (dropped or truncated)
+        dropped = below & (test.keep_call[None, :] <= raw[:, None])  # ... with its call
+        outcome = _test(test, below, dropped, alpha, delta, bound)
+        chars = np.maximum(test.result_chars, 0).astype(float)
+        curve = [{"calibrated": float(calibrated[j]), "raw": float(raw[j]),
+                  **_curve_point(outcome, j, delta, bound, self.curve_bounds and j % 10 == 0),
+                  "pairs_discarded": float(below[j].mean()) if len(score) else 0.0,
+                  "chars_discarded": float((below[j] * chars).sum() / max(chars.sum(), 1.0))}
+                 for j in range(len(raw))]
+        j = outcome.certified.index
+        nxt = max(j + 1, 1)
+        more = _more_sessions(outcome.r[nxt], outcome.c[nxt], alpha, delta, bound) if nxt < len(raw) else None
+        if j <= 0 or raw[j] < 0 or not below[j].any():  # a threshold that lets nothing go certifies nothing
+            first = outcome.certified.risks[:, min(nxt, len(raw) - 1)]
+            above = " and ".join(n for n, v in (("R_result", first[0]), ("R_call", first[1])) if v >= alpha)
+            if n_sessions < need:
+                why = f"at least {need} sessions with no observed loss are needed for alpha={alpha}, delta={delta}"
+            elif more:
+                why = f"about {more} sessions like these would certify the first threshold that lets go more"
+            else:
+                why = ("the judge's scores do not separate needed pairs well enough at this alpha"
+                       + (f" ({above} above alpha at the first threshold that lets go more)" if above else ""))
+            return Selection(group, alpha, delta, bound, n_sessions, len(score), False, 0.0, 1.0, 0.0,
+                             float(first[0]), float(first[1]), 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, need, more, None, curve,
+                             f"nothing certified for {group} ({n_sessions} sessions): {why}")
+        d = float(raw[j])
+        k = _keep_threshold(d, test, score, self.uncertain_rate)
+        low = score <= d
+        uncertain = float(((test.keep_call > d) & (test.keep_call < k) & low).sum() / max(low.sum(), 1))
+        ur, uc = _bounds(outcome.r[j], outcome.c[j], delta, bound)
+        risk_result = float(outcome.certified.risks[0, j])
+        curve[j].update(upper_result=ur, upper_call=uc)
+        return Selection(group, alpha, delta, bound, n_sessions, len(score), True, d, k, float(calibrated[j]),
+                         risk_result, float(outcome.certified.risks[1, j]), float(outcome.certified.pvalue[j]), ur, uc,
+                         curve[j]["pairs_discarded"], curve[j]["chars_discarded"], uncertain, need, more,
+                         _recency(test, risk_result), curve, "")
+
+    def _select_target(self, rows: Rows) -> TargetSelection:
+        alpha, delta, bound = self.alpha, self.delta, self.bound
+        let_go, drops, removed = budget_let_go(rows, TARGETS, self.size_aware, self.keep_threshold)
+        outcome = _test(rows, let_go, drops, alpha, delta, bound)
+        total = max(float(rows.result_chars.sum()), 1.0)
+        curve = [{"target_reduction": t, **_curve_point(outcome, j, delta, bound, self.curve_bounds),
+                  "chars_discarded": float(removed[j] / total)} for j, t in enumerate(TARGETS)]
+        n_points = len(np.unique(np.char.add(rows.sessions.astype(str), rows.points.astype(str))))  # type: ignore[union-attr]
+        n_sessions = len(np.unique(rows.sessions))
+        j = outcome.certified.index
+        if j < 0:
+            message = (f"no budget-mode target certified: at the smallest, {TARGETS[0]:.0%}, R_result is "
+                       f"{outcome.certified.risks[0, 0]:.4f} and R_call {outcome.certified.risks[1, 0]:.4f} over "
+                       f"{n_sessions} sessions (alpha={alpha}, delta={delta})")
+            return TargetSelection(alpha, delta, bound, n_sessions, n_points, False, 0.0,
+                                   float(outcome.certified.risks[0, 0]), float(outcome.certified.risks[1, 0]), 1.0,
+                                   1.0, 1.0, 0.0, curve, message)
+        ur, uc = _bounds(outcome.r[j], outcome.c[j], delta, bound)
+        curve[j].update(upper_result=ur, upper_call=uc)
+        return TargetSelection(alpha, delta, bound, n_sessions, n_points, True, TARGETS[j],
+                               float(outcome.certified.risks[0, j]), float(outcome.certified.risks[1, j]),
+                               float(outcome.certified.pvalue[j]), ur, uc, curve[j]["chars_discarded"], curve, "")
+
+
+def budget_let_go(rows: Rows, targets: tuple[float, ...], size_aware: bool, keep_threshold: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What budget mode lets go of at each target, per row, replaying each decision point in the product's
+    order (`budget_order`, then the cut `budget` makes): (targets, rows) let go, (targets, rows) dropped
+    with the call, and the characters removed per target."""
+    assert rows.points is not None and rows.truncate_saves is not None and rows.drop_saves is not None
+    config = CompactionConfig(discard_threshold=0.0, keep_threshold=keep_threshold,
+                              size_exponent=SIZE_RULE.size_exponent if size_aware else 0.0,
+                              size_reference_chars=SIZE_RULE.size_reference_chars)
+    goal = np.asarray(targets, float)
+    let_go = np.zeros((len(goal), len(rows.sessions)), bool)
+    drops = np.zeros_like(let_go)
+    removed = np.zeros(len(goal))
+    _keys, group = np.unique(np.char.add(rows.sessions.astype(str), np.char.add("\0", rows.points.astype(str))),
+                             return_inverse=True)
+    for members in np.split(np.argsort(group, kind="stable"), np.flatnonzero(np.diff(np.sort(group))) + 1):
+        judged = [Judged(str(i), float(rows.keep_call[i]), float(rows.keep_result[i]), str(rows.tools[i]),
+                         int(rows.result_chars[i]), int(rows.truncate_saves[i]), int(rows.drop_saves[i]))
+                  for i in members]
+        _fixed, order = budget_order(judged, config)
+        walk = [(int(j.key), action.value == "DROP_PAIR", saves) for j, action, saves in order if saves > 0]
+        if not walk:
+            continue
+        index = np.asarray([w[0] for w in walk])
+        is_drop = np.asarray([w[1] for w in walk])
+        saves = np.asarray([w[2] for w in walk], float)
+        before = np.cumsum(saves) - saves  # removed before each let-go: it happens while below the target
+        need = np.asarray([budget_target(judged, t) for t in targets], float)
+        chosen = before[None, :] < need[:, None]
+        let_go[:, index] = chosen
+        drops[:, index] = chosen & is_drop[None, :]
+        removed += (chosen * saves[None, :]).sum(axis=1)
+    return let_go, drops, removed
 
 
 def _keep_threshold(d: float, rows: Rows, score: np.ndarray, target: float) -> float:
@@ -182,20 +476,8 @@ def _keep_threshold(d: float, rows: Rows, score: np.ndarray, target: float) -> f
     return 1.0
 
 
-def select_thresholds(rows: Rows, alpha: float, delta: float, *, per_tool: bool = False, size_aware: bool = False,
-                      uncertain_rate: float = 0.1, seed: int = 0) -> Calibration:
-    """Calibrate both heads, then certify the discard threshold (overall, and per tool when asked)."""
-    if not 0 < alpha < 1 or not 0 < delta < 1:
-        raise ValueError(f"alpha and delta must be in (0, 1) (got alpha={alpha}, delta={delta})")
-    if len(rows.sessions) == 0:
-        raise ValueError("no labelled pairs with scores: run SHADOW with records, then jev label")
-    fit_rows, test_rows = split(rows, seed)
-    result_cal, call_cal = fit(fit_rows if len(fit_rows.sessions) else test_rows, size_aware)
-    overall = _select("all tools", fit_rows, test_rows, result_cal, alpha, delta, size_aware, uncertain_rate)
-    per: list[Selection] = []
-    if per_tool:
-        for tool in sorted(set(rows.tools.tolist())):
-            f, t = fit_rows.take(fit_rows.tools == tool), test_rows.take(test_rows.tools == tool)
-            cal = fit(f, size_aware)[0] if len(f.sessions) else result_cal
-            per.append(_select(tool, f, t, cal, alpha, delta, size_aware, uncertain_rate))
-    return Calibration(overall, tuple(per), size_aware, result_cal, call_cal, fit_rows, test_rows)
+def select_thresholds(rows: Rows, alpha: float, delta: float, **params: Any) -> Calibration:
+    """`ThresholdSelector(alpha, delta, **params).fit(rows).calibration_`: the whole outcome as one value."""
+    return ThresholdSelector(alpha, delta, **params).fit(rows).calibration_
+
+

@@ -19,7 +19,7 @@ from .aio import run_sync
 from .apply import apply_actions, removed_chars
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
-from .judges.base import Judge, JudgeRequest, receives_state, validate_answers
+from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
 from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide,
                      no_candidates_detail, pinned_message_indices, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
@@ -54,6 +54,10 @@ class Compactor:
             raise ConfigError("ENFORCE requires durable archive")
         if not callable(getattr(judge, "ask", None)):
             raise ConfigError("judge must have an async ask(request) method")
+        stamped, name = self.config.calibrated_for, judge_name(judge)
+        if stamped is not None and stamped != name:
+            raise ConfigError(f"calibrated_for: these thresholds were certified for judge {stamped!r}, not {name!r}; "
+                              "shadow, label and calibrate again with this judge")
         self.archive = archive
 
     # --- public API -----------------------------------------------------------------------------
@@ -144,9 +148,11 @@ class Compactor:
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged")
 
-        decisions, scores, removed, target = self._decide(transcript, judged, probabilities)
+        saves = {p.key: (removed_chars(p, Action.TRUNCATE_RESULT, config), removed_chars(p, Action.DROP_PAIR, config))
+                 for p in judged}
+        decisions, scores, removed, target = self._decide(transcript, judged, probabilities, saves)
         record_pairs.extend(PairRecord(p.key, p.call_id, p.tool, scores[p.key].keep_call, scores[p.key].keep_result,
-                                       decisions[p.key].value, scores[p.key].reason, len(p.result.text))
+                                       decisions[p.key].value, scores[p.key].reason, len(p.result.text), *saves[p.key])
                             for p in judged)
         compacted = apply_actions(transcript, decisions, config)
         before = judged_history.chars
@@ -209,18 +215,16 @@ class Compactor:
             merged.update(checked)
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
-    def _decide(self, transcript: Transcript, judged: Sequence[Pair], probabilities: dict[str, float | None]
-                ) -> tuple[dict[str, Action], dict[str, Scores], int, int | None]:
+    def _decide(self, transcript: Transcript, judged: Sequence[Pair], probabilities: dict[str, float | None],
+                saves: dict[str, tuple[int, int]]) -> tuple[dict[str, Action], dict[str, Scores], int, int | None]:
         """Actions and scores per pair, the result characters the actions remove, and the budget target
-        (None on the threshold table)."""
+        (None on the threshold table). `saves`: what a truncation and a drop of each pair would remove."""
         config = self.config
         answers = {p.key: (probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"]) for p in judged}
         target: int | None = None
         if config.target_reduction is not None:
             chosen, removed, target = budget(
-                [Judged(p.key, *answers[p.key], p.tool, len(p.result.text),
-                        removed_chars(p, Action.TRUNCATE_RESULT, config), removed_chars(p, Action.DROP_PAIR, config))
-                 for p in judged], config)
+                [Judged(p.key, *answers[p.key], p.tool, len(p.result.text), *saves[p.key]) for p in judged], config)
         else:
             chosen = {p.key: decide(*answers[p.key], config, p.tool, len(p.result.text)) for p in judged}
         decisions: dict[str, Action] = {}
@@ -228,7 +232,8 @@ class Compactor:
         for pair in transcript.pairs:
             decisions[pair.key], scores[pair.key] = chosen.get(pair.key, (Action.KEEP, PINNED_SCORES))
         if target is None:
-            removed = sum(removed_chars(p, decisions[p.key], config) for p in judged)
+            removed = sum(saves[p.key][0 if decisions[p.key] is Action.TRUNCATE_RESULT else 1] for p in judged
+                          if decisions[p.key] is not Action.KEEP)
         return decisions, scores, removed, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
@@ -249,5 +254,5 @@ class Compactor:
         size = len(messages) if isinstance(messages, Sequence) else 0
         record = build_record(decision, version=self.options.version, mode=self.options.mode.value,
                               elapsed_ms=elapsed_ms, pairs=pairs, session_id=session_of(scope, context),
-                              history_messages=size)
+                              history_messages=size, judge=judge_name(self.judge))
         deliver(self.options.observer, context, record)

@@ -84,6 +84,7 @@ class CompactionConfig:
     target_reduction: float | None = None  # budget mode: let go of this share of candidate result characters
     tombstones: bool = True  # a dropped pair leaves one short line naming it and how to bring it back
     restore_tool: str | None = None  # the restore tool's name, when the host installed it: markers name it
+    calibrated_for: str | None = None  # the judge these thresholds were certified for: another is refused
 
     def __post_init__(self) -> None:
         d = _number("discard_threshold", self.discard_threshold)
@@ -124,6 +125,9 @@ class CompactionConfig:
         if self.restore_tool is not None and (not isinstance(self.restore_tool, str) or not self.restore_tool.strip()
                                               or not self.restore_tool.isprintable()):
             raise ConfigError(f"restore_tool must be a non-blank tool name or None (got {self.restore_tool!r})")
+        if self.calibrated_for is not None and (not isinstance(self.calibrated_for, str)
+                                                or not self.calibrated_for.strip()):
+            raise ConfigError(f"calibrated_for must be a non-blank judge name or None (got {self.calibrated_for!r})")
 
     def thresholds(self, tool: str) -> tuple[float, float]:
         """(discard, keep) for a tool: its own pair from `tool_thresholds`, else the global ones."""
@@ -142,6 +146,12 @@ class CompactionConfig:
             if key not in known:
                 raise ConfigError(f"{where}: unknown CompactionConfig field {key!r}")
         values = dict(values)
+        stamp = values.get("calibrated_for")
+        if isinstance(stamp, dict):  # `jev calibrate` stamps thresholds.json with what it certified for
+            judge = stamp.get("judge")
+            if judge is not None and not isinstance(judge, str):
+                raise ConfigError(f"{where}: calibrated_for.judge must be a judge name (got {judge!r})")
+            values["calibrated_for"] = judge or None
         for key in ("eligible_tools", "pinned_message_ids"):
             if isinstance(values.get(key), list):
                 values[key] = frozenset(values[key])
@@ -259,29 +269,41 @@ class Judged:
     drop_saves: int | None = None
 
 
-def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, tuple[Action, Scores]], int, int]:
-    """Budget mode (`target_reduction` = R): let go of the lowest-value results first — P(needed) per
-    character the let-go would remove — until the result characters removed reach R × the candidates'
-    result characters. Never let go of a refused pair or a result whose raw `keep_result` ≥
-    `keep_threshold`; a let-go result is TRUNCATE_RESULT when its call's `keep_call` ≥ `keep_threshold`
-    (a truncation that would remove nothing is not a let-go), else DROP_PAIR. Returns the actions, the
-    characters removed and the target."""
-    assert config.target_reduction is not None
-    target = math.ceil(config.target_reduction * sum(j.result_chars for j in judged))
-    out: dict[str, tuple[Action, Scores]] = {}
+def budget_order(judged: Sequence[Judged], config: CompactionConfig
+                 ) -> tuple[dict[str, tuple[Action, Scores]], list[tuple[Judged, Action, int]]]:
+    """Budget mode's ranking, before any cut: the pairs it never lets go (a refusal, a raw `keep_result` ≥
+    `keep_threshold`) with their reasons, and the others lowest value first — P(needed) per character the
+    let-go would remove — each with its action (TRUNCATE_RESULT when `keep_call` ≥ `keep_threshold`, else
+    DROP_PAIR) and what it removes. Calibration certifies targets along this same order."""
+    fixed: dict[str, tuple[Action, Scores]] = {}
     order: list[tuple[float, int, Judged, Action, int]] = []
     for position, j in enumerate(judged):
         if j.keep_call is None or j.keep_result is None:
-            out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "REFUSED")
+            fixed[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "REFUSED")
         elif j.keep_result >= config.thresholds(j.tool)[1]:
-            out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "NEEDED_RESULT")
+            fixed[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "NEEDED_RESULT")
         else:
             truncate = j.keep_call >= config.thresholds(j.tool)[1]
             action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
             saves = j.truncate_saves if truncate else j.result_chars if j.drop_saves is None else j.drop_saves
             order.append((value_score(j.keep_result, saves, config), position, j, action, saves))
+    return fixed, [(j, action, saves) for _v, _p, j, action, saves in sorted(order, key=lambda item: item[:2])]
+
+
+def budget_target(judged: Sequence[Judged], target_reduction: float) -> int:
+    """The characters budget mode must remove: R × the candidates' result characters, rounded up."""
+    return math.ceil(target_reduction * sum(j.result_chars for j in judged))
+
+
+def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, tuple[Action, Scores]], int, int]:
+    """Budget mode (`target_reduction` = R): walk `budget_order` and let go until the result characters
+    removed reach R × the candidates' result characters (a let-go that would remove nothing is not one).
+    Returns the actions, the characters removed and the target."""
+    assert config.target_reduction is not None
+    target = budget_target(judged, config.target_reduction)
+    out, order = budget_order(judged, config)
     removed = 0
-    for _value, _position, j, action, saves in sorted(order, key=lambda item: item[:2]):
+    for j, action, saves in order:
         if removed >= target or saves <= 0:
             out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "WITHIN_BUDGET")
             continue

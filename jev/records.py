@@ -37,6 +37,8 @@ class PairRecord:
     action: str
     reason: str
     result_chars: int
+    truncate_saves: int = 0  # characters a TRUNCATE_RESULT of this pair would remove (budget calibration)
+    drop_saves: int = 0  # characters a DROP_PAIR would remove, net of its tombstone
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +56,22 @@ class Record:
     error: str = ""
     session_id: str = ""
     history_messages: int = 0
+    judge: str = ""  # the judge's model name: thresholds are calibrated for one judge
 
     def to_dict(self) -> dict[str, Any]:
         d = {"purpose": self.purpose, "version": self.version, "mode": self.mode, "status": self.status,
              "reason": self.reason, "elapsed_ms": self.elapsed_ms, "recommendation": dict(self.recommendation),
              "pairs": [{"key": p.key, "call_id": p.call_id, "tool": p.tool, "keep_call": p.keep_call,
                         "keep_result": p.keep_result, "action": p.action, "reason": p.reason,
-                        "result_chars": p.result_chars} for p in self.pairs]}
+                        "result_chars": p.result_chars, "truncate_saves": p.truncate_saves,
+                        "drop_saves": p.drop_saves} for p in self.pairs]}
         if self.error:
             d["error"] = self.error
         if self.session_id:
             d["session_id"] = self.session_id
         d["history_messages"] = self.history_messages
+        if self.judge:
+            d["judge"] = self.judge
         return d
 
     def to_json(self) -> bytes:
@@ -97,9 +103,10 @@ def session_of(scope: Any, context: Any) -> str:
 
 
 def build_record(decision: Decision, *, version: str, mode: str, elapsed_ms: int,
-                 pairs: tuple[PairRecord, ...] = (), session_id: str = "", history_messages: int = 0) -> Record:
+                 pairs: tuple[PairRecord, ...] = (), session_id: str = "", history_messages: int = 0,
+                 judge: str = "") -> Record:
     return Record(PURPOSE, version, mode, decision.status.value, decision.reason.value, elapsed_ms,
-                  dict(decision.recommendation), pairs, decision.error_kind, session_id, history_messages)
+                  dict(decision.recommendation), pairs, decision.error_kind, session_id, history_messages, judge)
 
 
 def deliver(observer: Callable[[Any, Record], None] | None, context: Any, record: Record) -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration import Rows, ScoreCalibrator, select_thresholds
-from calibration.risk import hb_pvalue, learn_then_test, sessions_needed
-from calibration.thresholds import split
-from jev import Action, CompactionConfig, ConfigError
-from jev.policy import decide
+from calibration import Rows, ScoreCalibrator, report, rows_from, select_thresholds
+from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_pvalue
+from calibration.thresholds import budget_let_go, split
+from jev import Action, CompactionConfig, Compactor, ConfigError
+from jev.judges.replay import ReplayJudge
+from jev.policy import Judged, budget, decide
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,24 +39,32 @@ def synthetic(n_sessions: int, judge: str, rng: np.random.Generator, pairs: int 
     return Rows(sessions, np.full(len(p), "bash"), call, p, rng.integers(100, 5000, len(p)), needed, needed.copy())
 
 
-def realised_risk(rows: Rows, d: float) -> float:
-    """Mean per-session share of needed pairs whose result would be let go at threshold d."""
-    risks = []
+def realised_risks(rows: Rows, d: float) -> tuple[float, float]:
+    """Mean per-session R_result (needed results scored <= d) and R_call (needed calls dropped with them)."""
+    result, call = [], []
     for s in np.unique(rows.sessions):
         m = rows.sessions == s
-        need = rows.needed_result[m] | rows.needed_call[m]
-        lost = (rows.keep_result[m] <= d) & need
-        risks.append(lost.sum() / need.sum() if need.sum() else 0.0)
-    return float(np.mean(risks))
+        let_go = rows.keep_result[m] <= d
+        dropped = let_go & (rows.keep_call[m] <= d)
+        need_r, need_c = rows.needed_result[m], rows.needed_call[m]
+        result.append((let_go & need_r).sum() / need_r.sum() if need_r.sum() else 0.0)
+        call.append((dropped & need_c).sum() / need_c.sum() if need_c.sum() else 0.0)
+    return float(np.mean(result)), float(np.mean(call))
 
 
-@pytest.mark.parametrize("judge", ["oracle-5", "beta", "overconfident"])
-def test_guarantee_holds_over_resplits(judge: str) -> None:
+def realised_risk(rows: Rows, d: float) -> float:
+    """The larger of the two realised risks: a certified threshold must hold both."""
+    return max(realised_risks(rows, d))
+
+
+@pytest.mark.parametrize(("judge", "bound"), [("oracle-5", "wsr"), ("beta", "wsr"), ("overconfident", "wsr"),
+                                             ("beta", "hb")])
+def test_guarantee_holds_over_resplits(judge: str, bound: str) -> None:
     alpha, delta, trials, violations, certified = 0.1, 0.2, 40, 0, 0
     rng = np.random.default_rng(7)
     for trial in range(trials):
         rows = synthetic(150, judge, rng)
-        result = select_thresholds(rows, alpha, delta, seed=trial)
+        result = select_thresholds(rows, alpha, delta, size_aware=False, bound=bound, seed=trial)
         if result.overall.certified:
             certified += 1
             fresh = synthetic(400, judge, rng)  # the population the guarantee speaks about
@@ -64,18 +73,48 @@ def test_guarantee_holds_over_resplits(judge: str) -> None:
     assert violations <= delta * trials  # ... and they are safe
 
 
+def test_the_betting_pvalue_is_valid_at_the_boundary_and_reaches_the_floor() -> None:
+    # risk exactly alpha: a valid p-value is <= delta in at most delta of the draws
+    rng = np.random.default_rng(12)
+    alpha, delta = 0.1, 0.1
+    rejections = sum(wsr_pvalue(np.where(rng.random(200) < 0.5, rng.random(200) * 4 * alpha, 0.0), alpha) <= delta
+                     for _ in range(400))
+    assert rejections <= delta * 400
+    # sessions with no loss: close to the floor no method escapes (45 at alpha 0.05, delta 0.1)
+    assert wsr_pvalue(np.zeros(50), 0.05) <= 0.1 < wsr_pvalue(np.zeros(44), 0.05)
+    # small but non-zero losses: betting certifies where Hoeffding–Bentkus, which sees only the mean, does not
+    small = np.where(np.arange(66) % 5 == 0, 0.04, 0.0)
+    assert wsr_pvalue(small, 0.05) <= 0.1 < hb_pvalue(float(small.mean()), 66, 0.05)
+    with pytest.raises(ValueError, match="bound must be one of"):
+        select_thresholds(synthetic(10, "beta", rng), 0.1, 0.1, bound="hoeffding")
+
+
 def test_an_oracle_wrong_too_often_for_alpha_certifies_nothing() -> None:
     # 15 % of needed pairs score like unneeded ones: letting any of them go loses > alpha = 10 %
     rng = np.random.default_rng(11)
-    result = select_thresholds(synthetic(150, "oracle-15", rng), 0.1, 0.1)
+    result = select_thresholds(synthetic(150, "oracle-15", rng), 0.1, 0.1, size_aware=False)
     assert not result.overall.certified and "do not separate" in result.overall.message
+    assert "(R_result above alpha" in result.overall.message  # calls have noise: about half are kept
+
+
+def test_a_needed_call_dropped_is_a_loss_of_its_own() -> None:
+    # the result head is perfect, but needed calls score like unneeded ones: R_result stays 0, R_call does not
+    rng = np.random.default_rng(13)
+    rows = synthetic(150, "oracle-0", rng)
+    needed_call = rows.needed_result | (rng.random(len(rows.sessions)) < 0.3)
+    rows = Rows(rows.sessions, rows.tools, np.minimum(rows.keep_call, 0.05), rows.keep_result, rows.result_chars,
+                rows.needed_result, needed_call)
+    result = select_thresholds(rows, 0.1, 0.1, size_aware=False)
+    assert realised_risks(rows, 0.05)[0] == 0 and realised_risks(rows, 0.05)[1] > 0.1
+    assert not result.overall.certified and "R_call above alpha" in result.overall.message
+    assert "R_result" not in result.overall.message.split("(")[-1]
 
 
 def test_a_random_judge_certifies_almost_nothing() -> None:
     rng = np.random.default_rng(3)
     chars = []
     for trial in range(10):
-        result = select_thresholds(synthetic(150, "random", rng), 0.05, 0.1, seed=trial)
+        result = select_thresholds(synthetic(150, "random", rng), 0.05, 0.1, size_aware=False, seed=trial)
         chars.append(result.overall.chars_discarded if result.overall.certified else 0.0)
     assert max(chars) < 0.1
 
@@ -86,20 +125,31 @@ def test_too_few_sessions_says_how_many_are_needed() -> None:
     assert not result.overall.certified
     assert f"at least {sessions_needed(0.02, 0.05)} sessions" in result.overall.message
     assert sessions_needed(0.1, 0.1) == 22 and sessions_needed(0.02, 0.05) == 149
+    # enough for the floor, too few for these losses: how many sessions like these would do
+    some = select_thresholds(synthetic(60, "oracle-5", np.random.default_rng(2)), 0.1, 0.1, size_aware=False)
+    if not some.overall.certified:
+        assert some.overall.more_sessions and f"about {some.overall.more_sessions} sessions" in some.overall.message
 
 
-def test_sessions_never_fall_into_two_splits() -> None:
+def test_no_session_is_spent_on_fitting_unless_asked_and_splits_never_straddle() -> None:
     rows = synthetic(60, "beta", np.random.default_rng(2))
+    result = select_thresholds(rows, 0.1, 0.1)
+    assert result.overall.n_sessions == 60 and len(result.fit_rows.sessions) == 0
     for seed in range(5):
         fit_rows, test_rows = split(rows, seed)
         assert not set(fit_rows.sessions) & set(test_rows.sessions)
         assert len(fit_rows.sessions) + len(test_rows.sessions) == len(rows.sessions)
+        assert len(set(fit_rows.sessions)) == 20
+    assert select_thresholds(rows, 0.1, 0.1, fit_share=1 / 3).overall.n_sessions == 40
 
 
-def test_ltt_stops_at_the_first_failure_and_is_monotone_in_alpha() -> None:
+def test_ltt_stops_at_the_first_failure_on_the_larger_pvalue_and_is_monotone_in_alpha() -> None:
     losses = np.array([[0.0] * 100, [0.01] * 100, [0.2] * 100, [0.0] * 100])  # the last point is never reached
     result = learn_then_test(losses, 0.05, 0.1)
-    assert result.index == 1 and np.isnan(result.pvalues[3])
+    assert result.index == 1 and np.isnan(result.pvalues[0, 3])
+    calls = np.array([[0.0] * 100, [0.3] * 100, [0.0] * 100, [0.0] * 100])  # R_call fails at point 1
+    both = learn_then_test([losses, calls], 0.05, 0.1)
+    assert both.index == 0 and both.pvalue[1] == both.pvalues[1, 1] > 0.1
     assert hb_pvalue(0.0, 50, 0.1) < hb_pvalue(0.05, 50, 0.1) <= 1.0
     rows = synthetic(150, "beta", np.random.default_rng(4))
     d = [select_thresholds(rows, a, 0.1).overall.discard_threshold for a in (0.02, 0.05, 0.1, 0.2)]
@@ -158,5 +208,87 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
     few.write_text("".join(line + "\n" for line in labelled.read_text().splitlines()[:150]))
     proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(few), "--alpha", "0.02",
                            "--delta", "0.05", "--out", str(out)], cwd=ROOT, capture_output=True, timeout=120)
-    assert proc.returncode == 3 and b"sessions with no observed loss are needed" in proc.stderr
+    assert proc.returncode == 3 and b"sessions with no observed loss are needed" in b" ".join(proc.stderr.split())
     assert not (out / "thresholds.json").exists()  # never a silent (or stale) threshold
+
+
+def budget_rows(n_sessions: int, rng: np.random.Generator, points: int = 4, pairs: int = 12) -> Rows:
+    """Sessions with several decision points each, pairs carrying what a truncation and a drop remove."""
+    cols: dict[str, list] = {k: [] for k in ("s", "call", "result", "chars", "nr", "nc", "point", "key", "ts", "ds")}
+    for i in range(n_sessions):
+        for point in range(points):
+            for k in range(pairs):
+                needed = rng.random() < 0.15
+                p = rng.beta(4, 2) if needed else rng.beta(1, 5)
+                chars = int(rng.integers(100, 8000))
+                for name, value in (("s", f"s{i}"), ("call", float(np.clip(p + rng.normal(0, 0.1), 0, 1))),
+                                    ("result", p), ("chars", chars), ("nr", needed), ("nc", needed or rng.random() < 0.1),
+                                    ("point", 10 * point + 9), ("key", f"t{k + 1}"), ("ts", max(0, chars - 400)),
+                                    ("ds", max(0, chars - 90))):
+                    cols[name].append(value)
+    a = {k: np.asarray(v) for k, v in cols.items()}
+    return Rows(a["s"], np.full(len(a["s"]), "bash"), a["call"], a["result"], a["chars"], a["nr"], a["nc"],
+                a["point"], a["key"], a["ts"], a["ds"], judge="jev-local")
+
+
+def test_budget_replay_lets_go_exactly_what_the_compactor_would() -> None:
+    rows = budget_rows(5, np.random.default_rng(21))
+    let_go, drops, removed = budget_let_go(rows, (0.1, 0.5, 0.9), True, 0.8)
+    for target_index, target in enumerate((0.1, 0.5, 0.9)):
+        config = CompactionConfig(discard_threshold=0.0, keep_threshold=0.8, target_reduction=target)
+        total = 0
+        for session, point in {(s, p) for s, p in zip(rows.sessions.tolist(), rows.points.tolist(), strict=True)}:
+            index = np.flatnonzero((rows.sessions == session) & (rows.points == point))
+            chosen, cut, _goal = budget([Judged(str(i), rows.keep_call[i], rows.keep_result[i], "bash",
+                                                int(rows.result_chars[i]), int(rows.truncate_saves[i]),
+                                                int(rows.drop_saves[i])) for i in index], config)
+            total += cut
+            for i in index:
+                action = chosen[str(i)][0]
+                assert let_go[target_index, i] == (action is not Action.KEEP)
+                assert drops[target_index, i] == (action is Action.DROP_PAIR)
+        assert removed[target_index] == total
+
+
+def test_budget_mode_certifies_the_largest_safe_target_and_writes_it() -> None:
+    rows = budget_rows(80, np.random.default_rng(22))
+    result = select_thresholds(rows, 0.1, 0.1, target=True)
+    t = result.target
+    assert t is not None and t.certified and 0 < t.target_reduction < 0.95
+    curve = {c["target_reduction"]: c for c in t.curve}
+    assert curve[t.target_reduction]["risk_result"] <= 0.1 and t.upper_result <= 0.1 and t.upper_call <= 0.1
+    nxt = round(t.target_reduction + 0.05, 2)
+    assert curve[nxt]["pvalue"] is None or curve[nxt]["pvalue"] > 0.1  # the sequence stopped at the next one
+    config = result.config()
+    assert config["target_reduction"] == t.target_reduction and config["keep_threshold"] == 0.8
+    assert CompactionConfig.from_mapping(config).target_reduction == t.target_reduction
+    stripped = Rows(*(getattr(rows, f) for f in ("sessions", "tools", "keep_call", "keep_result", "result_chars",
+                                                 "needed_result", "needed_call")))
+    with pytest.raises(ValueError, match="budget mode needs decision_point, truncate_saves and drop_saves"):
+        select_thresholds(stripped, 0.1, 0.1, target=True)
+
+
+def test_thresholds_are_stamped_and_refused_for_another_judge(tmp_path: Path) -> None:
+    rows = budget_rows(80, np.random.default_rng(23))
+    result = select_thresholds(rows, 0.1, 0.1, curve_bounds=True)
+    assert result.overall.certified
+    config = result.config()
+    stamp = config["calibrated_for"]
+    assert stamp["judge"] == "jev-local" and stamp["ranking"] == "size-aware" and stamp["label_version"] == "labels-v1"
+    assert "R_result" in stamp["loss"] and "R_call" in stamp["loss"]
+    applied = CompactionConfig.from_mapping(config)
+    assert applied.calibrated_for == "jev-local"
+    Compactor(ReplayJudge({}, model="jev-local"), applied)  # the judge it was certified for
+    with pytest.raises(ConfigError, match="certified for judge 'jev-local', not 'other'"):
+        Compactor(ReplayJudge({}, model="other"), applied)
+    with pytest.raises(ValueError, match="several values of judge"):
+        rows_from([{"session_id": "a", "keep_call": 0.1, "keep_result": 0.1, "needed_result": False,
+                    "needed_call": False, "judge": j} for j in ("x", "y")])
+    # the report draws the bound that certified: at the selected point it is <= alpha, both risks named
+    report(result, tmp_path)
+    summary = json.loads((tmp_path / "calibration.json").read_text())
+    assert summary["overall"]["upper_result"] <= 0.1 and summary["overall"]["upper_call"] <= 0.1
+    assert "R_result" in summary["guarantee"] and "R_call" in summary["guarantee"]
+    assert summary["overall"]["recency"] is not None  # keep-last-N at the same realised risk, same sessions
+    text = (tmp_path / "report.md").read_text()
+    assert "later-needed results let go" in text and "keep-last-" in text

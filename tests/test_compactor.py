@@ -322,7 +322,12 @@ def test_records_carry_metadata_only_and_per_pair_scores() -> None:
     assert record["purpose"] == "context_compaction" and record["version"] == "test"
     assert [p["key"] for p in record["pairs"]] == ["t1", "t2", "t3"]
     assert record["pairs"][0] == {"key": "t1", "call_id": "old", "tool": "read", "keep_call": 0.01, "keep_result": 0.01,
-                                  "action": "DROP_PAIR", "reason": "DROP_PAIR", "result_chars": len("evidence-old " * 500)}
+                                  "action": "DROP_PAIR", "reason": "DROP_PAIR", "result_chars": len("evidence-old " * 500),
+                                  # what each let-go would remove: the whole result (no tombstone in this config),
+                                  # or all but the 30-character head, a newline and the marker naming call "old"
+                                  "truncate_saves": 6500 - 30 - 1 - len(truncation_marker("old", reference_config())),
+                                  "drop_saves": 6500}
+    assert record["judge"] == "ScriptedJudge"
 
 
 def test_errors_name_the_culprit_and_records_only_the_kind() -> None:

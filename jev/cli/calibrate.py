@@ -11,9 +11,12 @@ from .common import EXIT_ERROR, EXIT_OK, UsageError, console, write_json
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("calibrate", parents=[parent], help="certify thresholds from labelled shadow rows")
+    p = sub.add_parser("calibrate", parents=[parent], help="certify thresholds from labelled shadow rows",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("labelled", metavar="LABELLED", help="labelled rows from `jev label` (JSON Lines, path or URL)")
-    p.add_argument("--alpha", type=float, default=0.05, help="tolerated share of needed pairs lost per session")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="tolerated R_result and R_call: per session, the share of later-needed results let go and "
+                        "of later-needed calls dropped")
     p.add_argument("--delta", type=float, default=0.1, help="tolerated probability that the guarantee fails")
     p.add_argument("--per-tool", action="store_true", help="also certify thresholds per tool")
     p.add_argument("--size-aware", action=argparse.BooleanOptionalAction, default=True,
@@ -21,46 +24,70 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
                         "(--no-size-aware: plain probabilities)")
     p.add_argument("--uncertain-rate", type=float, default=0.1,
                    help="largest share of let-go results left UNCERTAIN (sets keep_threshold)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the session split")
+    p.add_argument("--target", action="store_true",
+                   help="also certify the largest budget-mode target_reduction whose R_result and R_call are <= alpha")
+    p.add_argument("--keep-threshold", type=float, default=0.8,
+                   help="budget mode's keep_threshold (never let go a result scored at or above it) for --target")
+    p.add_argument("--bound", choices=("wsr", "hb"), default="wsr",
+                   help="wsr: Waudby-Smith–Ramdas betting; hb: Hoeffding–Bentkus")
+    p.add_argument("--fit-share", type=float, default=0.0,
+                   help="share of sessions spent on a score-quantile grid instead of certifying (0: a fixed grid, "
+                        "every session certifies)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the session split (with --fit-share)")
     p.add_argument("--out", required=True, help="directory for thresholds.json, calibration.json and the report")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     # imported here: scikit-learn and scipy take seconds to import, and only this command needs them
+    from calibration import ThresholdSelector, guarantee, rows_from
     from calibration import report as write_report
-    from calibration import rows_from, select_thresholds
     from calibration.join import read_records
-    from calibration.report import guarantee
 
     out = console(args.quiet)
     for flag, value in (("--alpha", args.alpha), ("--delta", args.delta)):
         if not 0 < value < 1:
             raise UsageError(f"{flag} must be in (0, 1) (got {value})")
-    if not 0 <= args.uncertain_rate <= 1:
-        raise UsageError(f"--uncertain-rate must be in [0, 1] (got {args.uncertain_rate})")
-    try:
-        with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
-            task = progress.add_task("reading labelled rows", total=None)
+    for flag, value, ok, rule in (("--uncertain-rate", args.uncertain_rate, 0 <= args.uncertain_rate <= 1, "[0, 1]"),
+                                  ("--fit-share", args.fit_share, 0 <= args.fit_share < 1, "[0, 1)"),
+                                  ("--keep-threshold", args.keep_threshold, 0 < args.keep_threshold <= 1, "(0, 1]")):
+        if not ok:
+            raise UsageError(f"{flag} must be in {rule} (got {value})")
+    with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+        task = progress.add_task("reading labelled rows", total=None)
+        try:
             records = []
             for row in read_records(args.labelled):
                 records.append(row)
                 progress.advance(task)
-            progress.update(task, description="calibrating and certifying")
             rows = rows_from(records)
-            result = select_thresholds(rows, args.alpha, args.delta, per_tool=args.per_tool,
-                                       size_aware=args.size_aware, uncertain_rate=args.uncertain_rate, seed=args.seed)
+        except FileNotFoundError as exc:
+            raise UsageError(f"cannot read {exc.filename or args.labelled!r}: no such file") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"LABELLED {args.labelled!r}: not labelled rows from jev label ({exc})") from None
+        progress.update(task, description="certifying")
+        selector = ThresholdSelector(args.alpha, args.delta, per_tool=args.per_tool, size_aware=args.size_aware,
+                                     uncertain_rate=args.uncertain_rate, bound=args.bound, fit_share=args.fit_share,
+                                     target=args.target, keep_threshold=args.keep_threshold, curve_bounds=True,
+                                     seed=args.seed)
+        try:
+            result = selector.fit(rows).calibration_
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        progress.update(task, description="writing the report")
+        try:
             summary = write_report(result, args.out)
-    except FileNotFoundError as exc:
-        raise UsageError(f"cannot read {exc.filename or args.labelled!r}: no such file") from None
-    except (ValueError, KeyError) as exc:
-        raise UsageError(f"LABELLED {args.labelled!r}: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"--out {args.out!r}: cannot write the report ({exc.strerror or exc})") from None
     write_json(summary, None)
     s = result.overall
     if s.certified:
         out.print(f"[bold]discard_threshold {s.discard_threshold:.6g}[/], keep_threshold {s.keep_threshold:.4g} "
                   f"-> {args.out}/thresholds.json (use with jev compact --config)")
-        out.print(f"expected: {s.chars_discarded:.1%} of candidate result characters let go, loss {s.risk:.4f}")
-    out.print(guarantee(s))
+        out.print(f"expected: {s.chars_discarded:.1%} of candidate result characters let go, R_result "
+                  f"{s.risk_result:.4f}, R_call {s.risk_call:.4f}")
+    if result.target is not None and result.target.certified:
+        out.print(f"[bold]target_reduction {result.target.target_reduction:.0%}[/] certified for budget mode")
+    out.print(guarantee(result))
     out.print(f"report: {args.out}/report.md")
-    return EXIT_OK if s.certified else EXIT_ERROR
+    return EXIT_OK if result.certified else EXIT_ERROR

@@ -64,6 +64,12 @@ def receives_state(judge: Any) -> bool:
     return getattr(judge, "receives_state", True) is not False
 
 
+def judge_name(judge: Any) -> str:
+    """The name records and calibrated thresholds carry for a judge: its `model`, else its class name."""
+    model = getattr(judge, "model", None)
+    return model if isinstance(model, str) and model.strip() else type(judge).__name__
+
+
 def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None]:
     """Probabilities by question id (None = refusal), or `JudgeError` for any invalid answer set."""
     if not isinstance(answers, Answers):
