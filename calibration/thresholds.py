@@ -41,7 +41,7 @@ from .risk import BOUNDS, Certified, learn_then_test, pvalue, session_losses, se
 SIZE_RULE = CompactionConfig()  # the compactor's default size scaling: what size-aware calibration applies
 GRID = np.concatenate([[-1.0], np.geomspace(1e-5, 0.99, 300)])  # fixed before any data is seen
 QUANTILE_POINTS = 200  # grid points at the fit sessions' score quantiles, when fit_share > 0
-TARGETS = tuple(round(0.05 * i, 2) for i in range(1, 20))  # budget-mode targets, safest first
+TARGETS = (0.01, 0.02, 0.03, *(round(0.05 * i, 2) for i in range(1, 20)))  # budget-mode targets, safest first
 LOSS = "R_result (later-needed results let go) and R_call (later-needed calls dropped), per session"
 
 
@@ -393,15 +393,20 @@ class ThresholdSelector:
                              f"nothing certified for {group} ({n_sessions} sessions): {why}")
         d = float(raw[j])
         k = _keep_threshold(d, test, score, self.uncertain_rate)
-        low = score <= d
-        uncertain = float(((test.keep_call > d) & (test.keep_call < k) & low).sum() / max(low.sum(), 1))
+        let_go, unsure = applied(d, k, test, score)
+        uncertain = float(unsure.sum() / max((score <= d).sum(), 1))
         ur, uc = _bounds(outcome.r[j], outcome.c[j], delta, bound)
-        risk_result = float(outcome.certified.risks[0, j])
         curve[j].update(upper_result=ur, upper_call=uc)
+        # what the compactor does at (d, k), beside the certified (conservative) count at d
+        applied_risk = float(session_losses(let_go[None], test.needed_result, test.sessions).mean())
+        recency = _recency(test, applied_risk)
+        if recency is not None:
+            recency["judge_risk_result"] = applied_risk
         return Selection(group, alpha, delta, bound, n_sessions, len(score), True, d, k, float(calibrated[j]),
-                         risk_result, float(outcome.certified.risks[1, j]), float(outcome.certified.pvalue[j]), ur, uc,
-                         curve[j]["pairs_discarded"], curve[j]["chars_discarded"], uncertain, need, more,
-                         _recency(test, risk_result), curve, "")
+                         float(outcome.certified.risks[0, j]), float(outcome.certified.risks[1, j]),
+                         float(outcome.certified.pvalue[j]), ur, uc, float(let_go.mean()),
+                         float((let_go * chars).sum() / max(chars.sum(), 1.0)), uncertain, need, more, recency,
+                         curve, "")
 
     def _select_target(self, rows: Rows) -> TargetSelection:
         alpha, delta, bound = self.alpha, self.delta, self.bound
@@ -462,18 +467,32 @@ def budget_let_go(rows: Rows, targets: tuple[float, ...], size_aware: bool, keep
     return let_go, drops, removed
 
 
+def applied(d: float, k: float, rows: Rows, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What the compactor does with thresholds (d, k) (`jev.policy.decide`): the rows let go (dropped or
+    truncated) and the rows left UNCERTAIN. A raw result score >= k is always kept."""
+    low = (score <= d) & (rows.keep_result < k)
+    drop = low & (rows.keep_call <= d)
+    truncate = low & (rows.keep_call >= k)
+    return drop | truncate, low & ~drop & ~truncate
+
+
 def _keep_threshold(d: float, rows: Rows, score: np.ndarray, target: float) -> float:
-    """The smallest keep threshold above d whose UNCERTAIN band holds at most `target` of the results at or
-    below d (lower means more truncations instead of keeping everything)."""
-    low = score <= d
-    candidates = np.unique(np.concatenate([np.round(np.linspace(min(d + 0.01, 1.0), 1.0, 100), 4), [1.0]]))
-    for k in candidates:
+    """The keep threshold above d that lets go of the most result characters at d, among those whose
+    UNCERTAIN band holds at most `target` of the results at or below d (else the smallest band). A lower k
+    truncates more calls but also keeps every result whose raw score reaches it; the guarantee counts every
+    result at or below d as let go, so it holds for any k."""
+    low = max(int((score <= d).sum()), 1)
+    chars = rows.result_chars.astype(float)
+    best: tuple[tuple[bool, float, float], float] | None = None
+    for k in np.unique(np.concatenate([np.round(np.linspace(min(d + 0.01, 1.0), 1.0, 100), 4), [1.0]])):
         if k <= d:
             continue
-        band = ((rows.keep_call > d) & (rows.keep_call < k) & low).sum() / max(low.sum(), 1)
-        if band <= target:
-            return float(k)
-    return 1.0
+        let_go, unsure = applied(d, float(k), rows, score)
+        band = unsure.sum() / low
+        key = (bool(band <= target), float(chars[let_go].sum()) if band <= target else -float(band), -float(k))
+        if best is None or key > best[0]:
+            best = key, float(k)
+    return best[1] if best is not None else 1.0
 
 
 def select_thresholds(rows: Rows, alpha: float, delta: float, **params: Any) -> Calibration:

@@ -13,43 +13,13 @@ import pytest
 
 from calibration import Rows, ScoreCalibrator, report, rows_from, select_thresholds
 from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_pvalue
-from calibration.thresholds import budget_let_go, split
+from calibration.synthetic import realised_risks, synthetic
+from calibration.thresholds import TARGETS, applied, budget_let_go, split
 from jev import Action, CompactionConfig, Compactor, ConfigError
 from jev.judges.replay import ReplayJudge
 from jev.policy import Judged, budget, decide
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def synthetic(n_sessions: int, judge: str, rng: np.random.Generator, pairs: int = 30) -> Rows:
-    """Sessions of pairs with a 15 % needed rate and a judge of known quality."""
-    sessions = np.repeat([f"s{i}" for i in range(n_sessions)], pairs)
-    needed = rng.random(len(sessions)) < 0.15
-    if judge.startswith("oracle-"):  # the truth, with a share of labels flipped
-        flips = int(judge.removeprefix("oracle-")) / 100
-        p = np.where(rng.random(len(needed)) < flips, ~needed, needed).astype(float) * 0.9 + 0.05
-    elif judge == "beta":  # AUROC ~0.85
-        p = np.where(needed, rng.beta(4, 2, len(needed)), rng.beta(2, 4, len(needed)))
-    elif judge == "overconfident":  # beta scores pushed to the extremes (p ** 3 style miscalibration)
-        base = np.where(needed, rng.beta(4, 2, len(needed)), rng.beta(2, 4, len(needed)))
-        p = base ** 3
-    else:  # random
-        p = rng.random(len(needed))
-    call = np.clip(p + rng.normal(0, 0.05, len(p)), 0, 1)
-    return Rows(sessions, np.full(len(p), "bash"), call, p, rng.integers(100, 5000, len(p)), needed, needed.copy())
-
-
-def realised_risks(rows: Rows, d: float) -> tuple[float, float]:
-    """Mean per-session R_result (needed results scored <= d) and R_call (needed calls dropped with them)."""
-    result, call = [], []
-    for s in np.unique(rows.sessions):
-        m = rows.sessions == s
-        let_go = rows.keep_result[m] <= d
-        dropped = let_go & (rows.keep_call[m] <= d)
-        need_r, need_c = rows.needed_result[m], rows.needed_call[m]
-        result.append((let_go & need_r).sum() / need_r.sum() if need_r.sum() else 0.0)
-        call.append((dropped & need_c).sum() / need_c.sum() if need_c.sum() else 0.0)
-    return float(np.mean(result)), float(np.mean(call))
 
 
 def realised_risk(rows: Rows, d: float) -> float:
@@ -257,7 +227,7 @@ def test_budget_mode_certifies_the_largest_safe_target_and_writes_it() -> None:
     assert t is not None and t.certified and 0 < t.target_reduction < 0.95
     curve = {c["target_reduction"]: c for c in t.curve}
     assert curve[t.target_reduction]["risk_result"] <= 0.1 and t.upper_result <= 0.1 and t.upper_call <= 0.1
-    nxt = round(t.target_reduction + 0.05, 2)
+    nxt = TARGETS[TARGETS.index(t.target_reduction) + 1]
     assert curve[nxt]["pvalue"] is None or curve[nxt]["pvalue"] > 0.1  # the sequence stopped at the next one
     config = result.config()
     assert config["target_reduction"] == t.target_reduction and config["keep_threshold"] == 0.8
@@ -292,3 +262,17 @@ def test_thresholds_are_stamped_and_refused_for_another_judge(tmp_path: Path) ->
     assert summary["overall"]["recency"] is not None  # keep-last-N at the same realised risk, same sessions
     text = (tmp_path / "report.md").read_text()
     assert "later-needed results let go" in text and "keep-last-" in text
+
+
+def test_the_reported_share_let_go_is_what_the_compactor_does_with_both_thresholds() -> None:
+    rows = budget_rows(60, np.random.default_rng(24))
+    s = select_thresholds(rows, 0.1, 0.1).overall
+    assert s.certified
+    from calibration.thresholds import result_score
+    let_go, _unsure = applied(s.discard_threshold, s.keep_threshold, rows, result_score(rows, True))
+    config = CompactionConfig(discard_threshold=s.discard_threshold, keep_threshold=s.keep_threshold)
+    decided = np.asarray([decide(c, r, config, "bash", int(n))[0] is not Action.KEEP
+                          for c, r, n in zip(rows.keep_call, rows.keep_result, rows.result_chars, strict=True)])
+    assert np.array_equal(let_go, decided)
+    chars = rows.result_chars.astype(float)
+    assert s.chars_discarded == pytest.approx((chars * decided).sum() / chars.sum())

@@ -26,17 +26,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("input", metavar="INPUT|-", help="transcript JSON file, or - for stdin")
     p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
     p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"])
-    p.add_argument("--judge", default="local", help="local | systemone | openai | replay:FILE")
-    p.add_argument("--judge-url", help="judge base URL (else JEV_BASE_URL for systemone, OPENAI_BASE_URL for openai)")
-    p.add_argument("--judge-model", help="model name sent to the judge")
-    p.add_argument("--config", help="JSON file of CompactionConfig fields by their Python names")
-    p.add_argument("--eligible-tools", help="comma-separated tools whose history may be judged")
-    p.add_argument("--keep-threshold", type=float)
-    p.add_argument("--discard-threshold", type=float)
-    p.add_argument("--preserve-recent", type=int)
-    p.add_argument("--target-reduction", type=float,
-                   help="budget mode: let go of the lowest-value results until this share (0..1) of the candidate "
-                        "result characters is removed (the thresholds still cap it)")
+    add_judge_arguments(p)
+    add_config_arguments(p)
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the whole plan")
     add_archive_arguments(p)
     p.add_argument("--user")
@@ -49,7 +40,30 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def _config(args: argparse.Namespace) -> CompactionConfig:
+def add_judge_arguments(p: argparse.ArgumentParser) -> None:
+    """--judge, --judge-url, --judge-model: which judge plans (credentials from the environment only)."""
+    p.add_argument("--judge", default="local", help="local | systemone | openai | replay:FILE")
+    p.add_argument("--judge-url", help="judge base URL (else JEV_BASE_URL for systemone, OPENAI_BASE_URL for openai)")
+    p.add_argument("--judge-model", help="model name sent to the judge")
+
+
+def add_config_arguments(p: argparse.ArgumentParser) -> None:
+    """--config and the CompactionConfig fields a command line overrides most often."""
+    p.add_argument("--config", help="JSON file of CompactionConfig fields by their Python names (thresholds.json "
+                                    "from jev calibrate is one)")
+    p.add_argument("--eligible-tools", help="comma-separated tools whose history may be judged (default: none; "
+                                            "`jev inspect FILE` lists the tools a history holds)")
+    p.add_argument("--keep-threshold", type=float, help="KEEP a result scored at or above this (default 0.8)")
+    p.add_argument("--discard-threshold", type=float,
+                   help="let go of a result whose (size-scaled) score is at or below this (default 0.2)")
+    p.add_argument("--preserve-recent", type=int, help="newest messages never judged (default 6)")
+    p.add_argument("--target-reduction", type=float,
+                   help="budget mode: let go of the lowest-value results until this share (0..1) of the candidate "
+                        "result characters is removed (the thresholds still cap it)")
+
+
+def config_from_args(args: argparse.Namespace) -> CompactionConfig:
+    """The CompactionConfig the arguments give: --config, then the flags over it."""
     try:
         config = CompactionConfig()
         if args.config:
@@ -127,7 +141,7 @@ def show_table(out: Any, plan: Plan) -> None:
 def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
     messages, fmt = read_transcript(args.input, args.format)
-    config = _config(args)
+    config = config_from_args(args)
     mode = Mode(args.mode.upper())
     scope = scope_from_args(args)
     archive = None
@@ -141,7 +155,10 @@ def run(args: argparse.Namespace) -> int:
         options = ExecutionOptions(mode, args.budget, "cli", observer)
     except (ConfigError, ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
-    compactor = Compactor(judge, config, options, archive)
+    try:
+        compactor = Compactor(judge, config, options, archive)
+    except ConfigError as exc:  # e.g. thresholds certified for another judge
+        raise UsageError(str(exc)) from None
     with out.status(f"judging {len(messages)} messages…") if out.is_terminal else nullcontext():
         # a record names its session so that `jev label` can join it; stdin names none, so records of a plan
         # read from stdin carry no session unless --session gives one (label reports them, never mis-joins)

@@ -41,7 +41,7 @@ def _check_transcripts(url: str) -> None:
     fs, _, (base,) = fsspec.get_fs_token_paths(url)
     if not fs.isdir(base):
         raise UsageError(f"--transcripts {url!r}: no such directory")
-    if not any(fs.isfile(p) for p in fs.ls(base, detail=False)):
+    if not fs.find(base, maxdepth=None):  # sessions may sit in sub-folders (one per run)
         raise UsageError(f"--transcripts {url!r}: the directory holds no transcript file")
 
 

@@ -10,7 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import calibrate, compact, demo, inspect, label, restore
+from . import calibrate, compact, demo, inspect, label, replay, restore
+from .. import __version__
 from .common import EXIT_USAGE, UsageError
 
 
@@ -23,11 +24,13 @@ def parser() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p = _Parser(prog="jev", description="Judged, reversible context compaction for LLM agents.")
+    p.add_argument("--version", action="version", version=f"jev-compaction {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo.add_parser(sub, parent)
     compact.add_parser(sub, parent)
     inspect.add_parser(sub, parent)
     restore.add_parser(sub, parent)
+    replay.add_parser(sub, parent)
     label.add_parser(sub, parent)
     calibrate.add_parser(sub, parent)
     return p

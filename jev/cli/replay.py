@@ -1,0 +1,206 @@
+"""`jev replay`: recorded sessions replayed in SHADOW, the first of the four rollout commands.
+
+Every transcript a folder, glob or fsspec URL names is judged at the decision points a host would have
+had — every k pairs, or wherever a token trigger would have fired — and one decision record per plan is
+written to one JSON Lines file, whole sessions at a time (an interrupted replay leaves whole sessions).
+Session ids are the transcripts' paths below the source without their suffix, which is what `jev label
+--transcripts SOURCE` looks up. Nothing is changed or archived: SHADOW decides and records only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob as globbing
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.progress import Progress
+
+from ..compactor import Compactor
+from ..decision import ExecutionOptions, Mode, Status
+from ..errors import ConfigError, FormatError, JevError
+from ..formats import FORMATS, detect, load, parse
+from ..policy import Action
+from ..state import estimate_tokens
+from ..transcript import Message, analyze, canonical_json, message_to_dict
+from .common import EXIT_ERROR, EXIT_OK, UsageError, console, write_json
+from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, config_from_args, judge_from
+
+SUFFIXES = (".traj.json", ".json", ".jsonl")
+
+
+def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("replay", parents=[parent], formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       help="replay recorded sessions in SHADOW and write decision records (rollout step 1)")
+    p.add_argument("source", metavar="SOURCE", help="folder, glob or fsspec URL of transcripts (.json, .jsonl)")
+    p.add_argument("--records", required=True, help="JSON Lines file to write the decision records to (must not "
+                                                     "exist: a replay never mixes with older records)")
+    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
+    points = p.add_mutually_exclusive_group()
+    points.add_argument("--every", type=int, default=8, help="a decision point after every N pairs")
+    points.add_argument("--trigger-tokens", type=int,
+                        help="instead: a decision point each time the history's estimated tokens pass another "
+                             "multiple of N (where a host's token trigger would fire)")
+    add_judge_arguments(p)
+    add_config_arguments(p)
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds per plan")
+    p.set_defaults(run=run)
+
+
+def sources(url: str) -> list[tuple[str, Any]]:
+    """(session id, fsspec file) for every transcript `url` names, in name order."""
+    import fsspec
+
+    fs, _token, paths = fsspec.get_fs_token_paths(url)
+    if globbing.has_magic(url):
+        stem = fsspec.core.strip_protocol(url)
+        magic = min(i for i, ch in enumerate(stem) if ch in "*?[")
+        base = stem[:magic].rsplit("/", 1)[0] if "/" in stem[:magic] else ""
+        found = paths
+    elif len(paths) == 1 and fs.isdir(paths[0]):
+        base = paths[0]
+        found = fs.find(base)
+    else:
+        base = str(Path(paths[0]).parent) if paths else ""
+        found = paths
+    out = []
+    for path in sorted(found):
+        if not path.endswith(SUFFIXES) or not fs.isfile(path):
+            continue
+        rel = path[len(base):].lstrip("/") if base and path.startswith(base) else Path(path).name
+        out.append((_session_id(rel), (fs, path)))
+    return out
+
+
+def _session_id(rel: str) -> str:
+    for suffix in SUFFIXES:
+        if rel.endswith(suffix):
+            return rel[: -len(suffix)]
+    return rel
+
+
+def decision_points(messages: list[Message], every: int | None, trigger_tokens: int | None) -> list[int]:
+    """The message counts at which a host would have planned: after every `every` pairs' results, or where
+    the history's estimated tokens first pass each multiple of `trigger_tokens` (at a pair's end)."""
+    pairs = analyze(messages).pairs
+    ends = [p.result_message + 1 for p in pairs]
+    if trigger_tokens is None:
+        step = every or 8
+        return [ends[n - 1] for n in range(step, len(ends) + 1, step)]
+    tokens, upto, crossed, out = 0, 0, 0, []
+    for end in ends:
+        for m in messages[upto:end]:
+            tokens += estimate_tokens(canonical_json(message_to_dict(m)).decode())
+        upto = end
+        if tokens // trigger_tokens > crossed:
+            crossed = tokens // trigger_tokens
+            out.append(end)
+    return out
+
+
+@dataclass
+class Summary:
+    """What a replay saw and would have done."""
+
+    sessions: int = 0
+    plans: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    reductions: list[float] = field(default_factory=list)
+    let_go: Counter[tuple[str, str]] = field(default_factory=Counter)  # (tool, action) -> pairs
+    let_go_chars: Counter[str] = field(default_factory=Counter)  # tool -> result characters
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        tools = sorted({t for t, _a in self.let_go})
+        return {"sessions": self.sessions, "plans": self.plans, "statuses": dict(self.statuses),
+                "mean_proposed_reduction": sum(self.reductions) / len(self.reductions) if self.reductions else 0.0,
+                "let_go_by_tool": {t: {"truncated": self.let_go[(t, "TRUNCATE_RESULT")],
+                                       "dropped": self.let_go[(t, "DROP_PAIR")],
+                                       "result_chars": self.let_go_chars[t]} for t in tools},
+                "skipped": dict(self.skipped)}
+
+
+def run(args: argparse.Namespace) -> int:
+    out = console(args.quiet)
+    if args.every is not None and args.every < 1:
+        raise UsageError(f"--every must be >= 1 (got {args.every})")
+    if args.trigger_tokens is not None and args.trigger_tokens < 1:
+        raise UsageError(f"--trigger-tokens must be >= 1 (got {args.trigger_tokens})")
+    records_path = Path(args.records)
+    if records_path.exists():
+        raise UsageError(f"--records {args.records!r} exists: a replay writes a fresh file (remove it or name another)")
+    if not records_path.resolve().parent.is_dir():
+        raise UsageError(f"--records {args.records!r}: no such directory {str(records_path.resolve().parent)!r}")
+    try:
+        found = sources(args.source)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"SOURCE {args.source!r}: {exc}") from None
+    if not found:
+        raise UsageError(f"SOURCE {args.source!r}: no transcript (.json, .traj.json, .jsonl) found")
+    config = config_from_args(args)
+    judge = judge_from(args.judge, args.judge_url, args.judge_model)
+    batch: list[bytes] = []
+    try:
+        options = ExecutionOptions(Mode.SHADOW, args.budget, "replay", lambda _ctx, record: batch.append(
+            record.to_json() + b"\n"))
+        compactor = Compactor(judge, config, options)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    summary = Summary()
+    partial = records_path.with_name(f".{records_path.name}.partial")
+    with open(partial, "wb") as sink, Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+        task = progress.add_task("replaying sessions", total=len(found))
+        try:
+            for session, (fs, path) in found:
+                progress.update(task, description=f"replaying {session}")
+                _replay(compactor, session, fs, path, args, summary, batch)
+                sink.write(b"".join(batch))  # whole sessions only
+                sink.flush()
+                batch.clear()
+                progress.advance(task)
+        except BaseException:
+            sink.close()
+            partial.replace(records_path)  # keep what was recorded: whole sessions
+            raise
+    partial.replace(records_path)
+    result = summary.as_dict()
+    write_json(result, None)
+    reduction = result["mean_proposed_reduction"]
+    out.print(f"[bold]replayed {summary.sessions} sessions[/]: {summary.plans} plans "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(summary.statuses.items()))}); mean proposed reduction "
+              f"{reduction:.1%}; records -> {args.records}")
+    for tool, facts in result["let_go_by_tool"].items():
+        out.print(f"  {tool}: would truncate {facts['truncated']}, drop {facts['dropped']} "
+                  f"({facts['result_chars']:,} result characters)")
+    for why, count in summary.skipped.most_common():
+        out.print(f"  skipped {count}: {why}")
+    return EXIT_OK if summary.plans else EXIT_ERROR
+
+
+def _replay(compactor: Compactor, session: str, fs: Any, path: str, args: argparse.Namespace, summary: Summary,
+            batch: list[bytes]) -> None:
+    try:
+        data = parse(fs.cat_file(path))
+        messages = load(data, detect(data) if args.format == "auto" else args.format)
+    except (FormatError, OSError) as exc:
+        summary.skipped[f"unreadable transcript ({type(exc).__name__})"] += 1
+        return
+    summary.sessions += 1
+    for end in decision_points(messages, args.every, args.trigger_tokens):
+        try:
+            decision = compactor.plan_sync(messages[:end], context={"session_id": session})
+        except JevError as exc:  # a plan never raises for its input; a bad config or judge setup does
+            raise UsageError(str(exc)) from None
+        summary.plans += 1
+        summary.statuses[decision.status.value] += 1
+        plan = decision.plan
+        if plan is None or decision.status is not Status.DECIDED:
+            continue
+        summary.reductions.append(plan.reduction)
+        for view in plan.pairs_table():
+            if view.action is not Action.KEEP:
+                summary.let_go[(view.tool, view.action.value)] += 1
+                summary.let_go_chars[view.tool] += view.result_chars
