@@ -6,6 +6,7 @@ on a real SeaweedFS S3 server, against raw write+fsync and read+SHA-256 of the s
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import sys
@@ -96,6 +97,7 @@ def s3(server: SeaweedFS) -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help, and nothing else
     with tempfile.TemporaryDirectory() as tmp:
         local(Path(tmp) / "local")
         with SeaweedFS(Path(tmp) / "seaweed") as server:

@@ -7,6 +7,7 @@ and 800 candidate pairs. Ratios are against baselines measured in the same run.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import os
 import sys
@@ -77,5 +78,6 @@ def local() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help, and nothing else
     remote()
     local()

@@ -11,6 +11,7 @@ pairs while a plan's grows with the pairs: the 16 000-pair row shows them drawin
 
 from __future__ import annotations
 
+import argparse
 import copy
 import gc
 import hashlib
@@ -123,4 +124,5 @@ def _once(fn) -> float:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help, and nothing else
     main()

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,34 @@ def test_compact_show_lists_every_pair_as_json_and_a_table() -> None:
     pinned = [row for row in table if row["pinned"]]
     assert pinned and all(row["reason"] == "PINNED" and row["pinned"] == "in the recent window" for row in pinned)
     assert "input_head" in table[0] and "PINNED: in the recent window" in proc.stderr
+
+
+@pytest.mark.slow
+def test_help_states_defaults_and_version_and_benchmarks_only_print_help() -> None:
+    version = subprocess.run([sys.executable, "-m", "jev.cli.main", "--version"], capture_output=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith(b"jev-compaction ")
+    compact_help = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", "--help"], capture_output=True,
+                                  timeout=60).stdout.decode()
+    flat = " ".join(compact_help.split())
+    assert "(default: shadow)" in flat and "(default: local)" in flat and "archive scope: the user" in flat
+    assert "(default: None)" not in flat
+    for bench in ("plan_speed", "archive", "judge_latency", "quality", "equal_risk", "calibration_validity"):
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{bench}.py"), "--help"], capture_output=True,
+                              timeout=60)
+        assert proc.returncode == 0 and proc.stdout.startswith(b"usage:"), bench
+        assert time.monotonic() - started < 30, bench  # printed help, ran nothing
+
+
+def test_records_go_only_where_they_can_and_a_lost_record_is_an_error(tmp_path: Path) -> None:
+    history = tmp_path / "h.json"
+    history.write_bytes(json.dumps(formats.dump(reference_messages(), "openai-chat")).encode())
+    for target, words in ((tmp_path / "missing" / "r.jsonl", b"no such folder"), (tmp_path, b"is a folder")):
+        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(history), "--records", str(target)],
+                              capture_output=True, timeout=60)
+        assert proc.returncode == 2 and words in proc.stderr and proc.stdout == b""
+    assert not (tmp_path / "missing").exists()  # never created silently
+    if Path("/dev/full").exists():  # every write fails with ENOSPC: SHADOW's whole output lost
+        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(history), "--records", "/dev/full",
+                               "--eligible-tools", "read"], capture_output=True, timeout=60)
+        assert proc.returncode == 3 and b"could not be written" in proc.stderr and b"Traceback" not in proc.stderr

@@ -11,8 +11,7 @@ from .common import EXIT_ERROR, EXIT_OK, UsageError, console, write_json
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("calibrate", parents=[parent], help="certify thresholds from labelled shadow rows",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser("calibrate", parents=[parent], help="certify thresholds from labelled shadow rows")
     p.add_argument("labelled", metavar="LABELLED", help="labelled rows from `jev label` (JSON Lines, path or URL)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="tolerated R_result and R_call: per session, the share of later-needed results let go and "

@@ -96,6 +96,14 @@ def scope_from_args(args: Any) -> Scope | None:
         raise UsageError(f"--user, --agent and --session: {exc}") from None
 
 
+def add_scope_arguments(parser: Any, required: bool = False, session_help: str = "") -> None:
+    """--user, --agent, --session: the archive scope (all three for ENFORCE and restore)."""
+    parser.add_argument("--user", required=required, help="archive scope: the user the history belongs to")
+    parser.add_argument("--agent", required=required, help="archive scope: the agent")
+    parser.add_argument("--session", required=required,
+                        help=session_help or "archive scope: the session (also names the session in records)")
+
+
 def add_archive_arguments(parser: Any, required: bool = False) -> None:
     parser.add_argument("--archive", required=required,
                         help="archive location: a directory, file://, s3://bucket/prefix, gs://, az://, sqlite:///x.db")

@@ -6,6 +6,8 @@ import argparse
 from contextlib import nullcontext
 import dataclasses
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from ..compactor import Compactor
@@ -15,8 +17,8 @@ from ..formats import FORMATS, dump
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
-from .common import (UsageError, add_archive_arguments, archive_from_args, console, exit_code, read_json,
-                     read_transcript, scope_from_args, write_json)
+from .common import (EXIT_ERROR, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args, console,
+                     exit_code, read_json, read_transcript, scope_from_args, write_json)
 
 DEFAULT_BUDGET = 10.0
 
@@ -25,14 +27,14 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("compact", parents=[parent], help="judge a transcript and propose (or apply) a compaction")
     p.add_argument("input", metavar="INPUT|-", help="transcript JSON file, or - for stdin")
     p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
-    p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"])
+    p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"],
+                   help="off: pass through; shadow: decide and record, change nothing; enforce: adopt only after "
+                        "the full history is archived")
     add_judge_arguments(p)
     add_config_arguments(p)
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the whole plan")
     add_archive_arguments(p)
-    p.add_argument("--user")
-    p.add_argument("--agent")
-    p.add_argument("--session")
+    add_scope_arguments(p)
     p.add_argument("--records", help="append decision records (JSON Lines) to this path or fsspec URL")
     p.add_argument("--show", action="store_true", help="also show every pair: tool, input head, size, both "
                    "scores, action and reason (why pinned, too) — a table on stderr, a `table` list in the JSON")
@@ -151,10 +153,10 @@ def run(args: argparse.Namespace) -> int:
         archive = archive_from_args(args)
     judge = judge_from(args.judge, args.judge_url, args.judge_model) if mode is not Mode.OFF else LocalJudge()
     try:
-        observer = JsonlSink(args.records) if args.records else None
+        observer = _Recorder(_records_sink(args.records)) if args.records else None
         options = ExecutionOptions(mode, args.budget, "cli", observer)
     except (ConfigError, ValueError, OSError) as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(f"--records {args.records!r}: {exc}" if args.records else str(exc)) from None
     try:
         compactor = Compactor(judge, config, options, archive)
     except ConfigError as exc:  # e.g. thresholds certified for another judge
@@ -164,6 +166,10 @@ def run(args: argparse.Namespace) -> int:
         # read from stdin carry no session unless --session gives one (label reports them, never mis-joins)
         session = args.session or (None if args.input == "-" else _session_name(args.input))
         decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session} if session else None)
+    if observer is not None and observer.error is not None:  # records are SHADOW's whole output: exit 3
+        print(f"jev: error: --records {args.records!r}: the decision record could not be written "
+              f"({type(observer.error).__name__}: {observer.error})", file=sys.stderr)
+        return EXIT_ERROR
     result = result_json(decision, mode, messages, fmt)
     if args.show:
         result["table"] = [v.as_dict() for v in decision.plan.pairs_table()] if decision.plan else []
@@ -172,6 +178,31 @@ def run(args: argparse.Namespace) -> int:
         show_table(out, decision.plan)
     _summary(out, result, os.fspath(args.input))
     return exit_code(decision.status)
+
+
+def _records_sink(url: str) -> JsonlSink:
+    """A sink for --records: a local path must name a file in an existing folder (never created silently)."""
+    if "://" not in url or url.startswith("file://"):
+        path = Path(url.removeprefix("file://")).resolve()
+        if path.is_dir():
+            raise ValueError("is a folder; name a JSON Lines file")
+        if not path.parent.is_dir():
+            raise ValueError(f"no such folder {str(path.parent)!r}")
+    return JsonlSink(url)
+
+
+class _Recorder:
+    """Writes records through a sink and keeps a failure for the command to report (the plan never sees it)."""
+
+    def __init__(self, sink: JsonlSink) -> None:
+        self.sink = sink
+        self.error: Exception | None = None
+
+    def __call__(self, context: Any, record: Any) -> None:
+        try:
+            self.sink(context, record)
+        except Exception as exc:  # noqa: BLE001 - reported by the command, not logged as a library warning
+            self.error = exc
 
 
 def _session_name(path: str) -> str:

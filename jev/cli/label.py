@@ -19,7 +19,7 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("label", parents=[parent], help="label judged pairs from the sessions' later history")
     p.add_argument("records", metavar="RECORDS", help="decision records, JSON Lines (path or fsspec URL)")
     p.add_argument("--transcripts", required=True, help="directory (or fsspec URL) of <session_id>.json files")
-    p.add_argument("--format", default="auto", help="transcript format (default auto)")
+    p.add_argument("--format", default="auto", help="transcript format")
     p.add_argument("--out", help="write the labelled JSON Lines here instead of stdout")
     p.set_defaults(run=run)
 

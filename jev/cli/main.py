@@ -9,13 +9,28 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import calibrate, compact, demo, inspect, label, replay, restore
 from .. import __version__
 from .common import EXIT_USAGE, UsageError
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that states each option's default, unless it has none or the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "default" not in text and text:
+            text += " (default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # every command's --help shows its defaults
+        kwargs["formatter_class"] = _Help
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2
         raise UsageError(message)
 

@@ -33,7 +33,7 @@ SUFFIXES = (".traj.json", ".json", ".jsonl")
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("replay", parents=[parent], formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    p = sub.add_parser("replay", parents=[parent],
                        help="replay recorded sessions in SHADOW and write decision records (rollout step 1)")
     p.add_argument("source", metavar="SOURCE", help="folder, glob or fsspec URL of transcripts (.json, .jsonl)")
     p.add_argument("--records", required=True, help="JSON Lines file to write the decision records to (must not "

@@ -9,21 +9,19 @@ from archive.snapshot import check_reference
 
 from ..errors import ArchiveError, FormatError
 from ..formats import dump
-from .common import (EXIT_ERROR, EXIT_OK, UsageError, add_archive_arguments, archive_from_args, console,
-                     scope_from_args, write_json)
+from .common import (EXIT_ERROR, EXIT_OK, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
+                     console, scope_from_args, write_json)
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("restore", parents=[parent], help="restore an archived snapshot")
     p.add_argument("ref", metavar="REF", help="the archive reference (64 hex characters)")
     add_archive_arguments(p, required=True)
-    p.add_argument("--user", required=True)
-    p.add_argument("--agent", required=True)
-    p.add_argument("--session", required=True)
+    add_scope_arguments(p, required=True, session_help="archive scope: the session")
     p.add_argument("--call-id", help="restore only this call and its result (the latest pair with this id)")
     p.add_argument("--occurrence", type=int, help="with --call-id: which pair with this id, 1 = the first "
                    "(a call id may be reused once its pair is complete)")
-    p.add_argument("--format", default="jev", help="output format (default jev)")
+    p.add_argument("--format", default="jev", help="output format")
     p.add_argument("--out", help="write the JSON result here instead of stdout")
     p.set_defaults(run=run)
 
