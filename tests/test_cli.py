@@ -283,3 +283,13 @@ def test_records_go_only_where_they_can_and_a_lost_record_is_an_error(tmp_path: 
         proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(history), "--records", "/dev/full",
                                "--eligible-tools", "read"], capture_output=True, timeout=60)
         assert proc.returncode == 3 and b"could not be written" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_restore_is_read_only_and_names_a_missing_archive(tmp_path: Path) -> None:
+    ref = "a" * 64
+    for archive, words in ((f"sqlite:///{tmp_path}/nope.db", b"no such SQLite archive"),
+                           (str(tmp_path / "noarch"), b"no such archive folder")):
+        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "restore", ref, "--archive", archive, "--user", "u",
+                               "--agent", "a", "--session", "s"], capture_output=True, timeout=60)
+        assert proc.returncode == 2 and words in proc.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing created

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from archive.snapshot import check_reference
 
@@ -26,6 +28,19 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
+def _must_exist(location: str) -> None:
+    """Restore is read-only: a local archive folder or SQLite file that is not there is named, never created."""
+    parts = urlsplit(location)
+    if parts.scheme == "sqlite":
+        path = Path(parts.path[1:]) if not parts.netloc else None
+        if path is not None and not path.is_file():
+            raise UsageError(f"--archive {location!r}: no such SQLite archive {str(path)!r}")
+    elif parts.scheme in ("", "file") or len(parts.scheme) == 1:
+        path = Path(parts.path if parts.scheme == "file" else location)
+        if not path.is_dir():
+            raise UsageError(f"--archive {location!r}: no such archive folder")
+
+
 def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
     try:
@@ -35,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.occurrence is not None and not args.call_id:
         raise UsageError("--occurrence needs --call-id")
     scope = scope_from_args(args)
+    _must_exist(args.archive)
     archive = archive_from_args(args)
     try:
         messages = (archive.restore_pair(scope, args.ref, args.call_id, args.occurrence) if args.call_id
