@@ -119,7 +119,7 @@ def real_tables(n: int, alpha: float, delta: float) -> None:
                 got = resplits(d, a, delta, size_aware, n, None)
                 ok = [g for g in got if g[0]]
                 rr = np.asarray([g[1] for g in ok])
-                print(f"| {name} ({len(np.unique(d.sessions))} instances) | "
+                print(f"| {name} ({len(np.unique(d.sessions))} units) | "
                       f"{'size-aware' if size_aware else 'plain'} | {a} | {len(ok)}/{n} | "
                       + (f"{np.median(rr):.3f} [{rr.max():.3f}] | {int((rr > a + 0.02).sum())} | "
                          f"{max(g[2] for g in ok):.3f} | {np.median([g[3] for g in ok]):.1%} |" if ok else
