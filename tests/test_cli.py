@@ -61,6 +61,7 @@ def test_compact_shadow_then_enforce_then_restore(transcript: Path, replay: Path
     assert out["scores"]["t1"] == {"keep_call": 0.01, "keep_result": 0.01, "reason": "DROP_PAIR"}
 
     archive, records = tmp_path / "archive", tmp_path / "records" / "r.jsonl"
+    records.parent.mkdir()  # --records names a file in an existing folder (never created silently)
     enforce = jev("compact", *common, "--mode", "enforce", "--archive", str(archive), "--user", "u", "--agent", "a",
                   "--session", "s", "--records", str(records))
     assert enforce.returncode == 0, enforce.stderr.decode()
