@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from jev.errors import ArchiveError, FormatError
-from jev.transcript import (Message, ToolResultBlock, ToolUseBlock, canonical_json, messages_from_dicts,
-                            non_finite_path)
+from jev.transcript import (Message, ToolResultBlock, ToolUseBlock, canonical_json, message_problem,
+                            messages_from_dicts, non_finite_path)
 
 from .scope import Scope
 
@@ -19,9 +19,27 @@ VERSION = 1
 _REFERENCE = re.compile(r"[a-f0-9]{64}")
 
 
+def _check_readable(messages: Sequence[Message]) -> None:
+    """Refuse what the snapshot's reader would refuse, before anything is acknowledged (a field of the
+    wrong type, an `OtherBlock` such as a `tool_use` object with an extra field). The typed blocks cost an
+    `isinstance` each; only `OtherBlock`s are read back."""
+    for i, message in enumerate(messages):
+        if (problem := message_problem(message, f"messages[{i}]")) is not None:
+            raise ArchiveError(f"cannot archive: the snapshot's reader would refuse it ({problem})")
+
+
 def encode(scope: Scope, messages: Sequence[Message]) -> tuple[str, bytes]:
-    """The snapshot's reference (SHA-256 hex of its bytes) and its canonical JSON bytes."""
-    data = canonical_json({"version": VERSION, "scope": scope.to_dict(), "messages": list(messages)})
+    """The snapshot's reference (SHA-256 hex of its bytes) and its canonical JSON bytes. Refuses (with
+    `ArchiveError`) what could not be restored exactly: blocks the reader refuses, strings that are not
+    valid Unicode (a lone surrogate has no UTF-8 form), NaN and infinities."""
+    if messages is None or isinstance(messages, (str, bytes, Mapping)):
+        raise ArchiveError(f"cannot archive: messages must be a sequence of jev Messages (got "
+                           f"{type(messages).__name__})")
+    _check_readable(messages)
+    try:
+        data = canonical_json({"version": VERSION, "scope": scope.to_dict(), "messages": list(messages)})
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError: surrogates, unserializable values
+        raise ArchiveError(f"cannot archive messages: {exc} (JSON has no form for it)") from None
     # NaN and infinities become `null` in JSON: refuse them rather than archive a different history. Only a
     # document holding a null can hide one, so the walk runs only then.
     if b"null" in data and (where := non_finite_path(list(messages))) is not None:

@@ -192,16 +192,24 @@ def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+_VERBATIM_KINDS = frozenset({"text", "thinking"})  # kept as OtherBlock when their fields are not the model's
+
+
 def block_from_dict(obj: Any, where: str) -> Block:
-    """One block from its JSON object; unknown types become `OtherBlock` (validation decides later)."""
+    """One block from its JSON object; unknown types become `OtherBlock` (validation decides later), and
+    so does a text or thinking block with other fields than the model's (an OpenAI text part with
+    `annotations`, an AgentScope text block without `text`): kept verbatim, so whatever the writer wrote
+    the reader reads. A tool_use or tool_result with other fields is refused: pairing hinges on them."""
     if not isinstance(obj, dict):
         raise FormatError(f"{where}: block must be a JSON object (got {type(obj).__name__})")
     kind = obj.get("type")
     if not isinstance(kind, str):
-        raise FormatError(f"{where}.type: must be a string")
+        raise FormatError(f"{where}.type: must be a string (got {type(kind).__name__})")
     if kind not in _BLOCK_FIELDS:
         return OtherBlock(obj)
     required, allowed = _BLOCK_FIELDS[kind]
+    if kind in _VERBATIM_KINDS and obj.keys() != required:
+        return OtherBlock(obj)
     _check_fields(obj, where, required, allowed, f"a {kind} block")
     if kind == "text":
         return TextBlock(_str_field(obj, "text", where))
@@ -251,6 +259,61 @@ def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
     if not isinstance(data, list):
         raise FormatError(f"{where}: must be a JSON array of messages (got {type(data).__name__})")
     return [message_from_dict(m, f"{where}[{i}]") for i, m in enumerate(data)]
+
+
+def block_problem(block: Any, where: str) -> str | None:
+    """Why the `jev` reader would refuse this block once written (a field of the wrong type, an `OtherBlock`
+    the reader would not take back), or None. Cheap for the typed blocks; an `OtherBlock` is read back."""
+    kind = type(block)
+    if kind is TextBlock:
+        return None if type(block.text) is str else f"{where}.text: must be a string (got {type(block.text).__name__})"
+    if kind is ThinkingBlock:
+        return None if type(block.thinking) is str else f"{where}.thinking: must be a string"
+    if kind is ToolUseBlock or kind is ToolResultBlock:
+        for name in ("id", "name"):
+            value = getattr(block, name)
+            if type(value) is not str:
+                return f"{where}.{name}: must be a string (got {type(value).__name__})"
+        if kind is ToolUseBlock:
+            return None
+        if block.metadata is not None and not isinstance(block.metadata, Mapping):
+            return f"{where}.metadata: must be a JSON object (got {type(block.metadata).__name__})"
+        if type(block.output) is str:
+            return None
+        if not isinstance(block.output, tuple):
+            return f"{where}.output: must be a string or a list of blocks (got {type(block.output).__name__})"
+        for k, inner in enumerate(block.output):
+            if (problem := block_problem(inner, f"{where}.output[{k}]")) is not None:
+                return problem
+        return None
+    if kind is OtherBlock:
+        data = block.data
+        if not isinstance(data, Mapping):
+            return f"{where}: an other block's data must be a JSON object (got {type(data).__name__})"
+        try:
+            block_from_dict(dict(data), where)
+        except FormatError as exc:
+            return str(exc)
+        return None
+    return f"{where}: not a jev block (got {kind.__name__})"
+
+
+def message_problem(message: Any, where: str) -> str | None:
+    """Why the `jev` reader would refuse this message once written, or None (see `block_problem`)."""
+    if not isinstance(message, Message):
+        return f"{where}: not a jev Message (got {type(message).__name__})"
+    for name in ("name", "timestamp"):
+        value = getattr(message, name)
+        if value is not None and type(value) is not str:
+            return f"{where}.{name}: must be a string (got {type(value).__name__})"
+    if message.metadata is not None and not isinstance(message.metadata, Mapping):
+        return f"{where}.metadata: must be a JSON object (got {type(message.metadata).__name__})"
+    if not isinstance(message.content, tuple):
+        return f"{where}.content: must be a list of blocks (got {type(message.content).__name__})"
+    for j, block in enumerate(message.content):
+        if (problem := block_problem(block, f"{where}.content[{j}]")) is not None:
+            return problem
+    return None
 
 
 # --- canonical JSON ----------------------------------------------------------------------------
@@ -347,6 +410,8 @@ def analyze(messages: Sequence[Message]) -> Transcript:
     for i, message in enumerate(messages):
         if not isinstance(message, Message):
             raise TranscriptError(f"messages[{i}] is a {type(message).__name__}, not a jev.Message")
+        if (problem := message_problem(message, f"messages[{i}]")) is not None:
+            raise TranscriptError(problem)
         if message.id in seen_messages:
             raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
         seen_messages.add(message.id)
@@ -376,6 +441,6 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                 pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block)
                 pairs.append(pair)
                 places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
-            elif not isinstance(block, (TextBlock, ThinkingBlock)):
+            elif not isinstance(block, (TextBlock, ThinkingBlock)) and block.type not in _VERBATIM_KINDS:
                 raise TranscriptError(f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
     return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -166,3 +167,61 @@ def test_killed_writers_never_leave_a_visible_partial_snapshot(tmp_path: Path) -
     assert visible, "the writers should have published some snapshots"
     for path in visible:  # every published snapshot restores, verified
         assert archive.restore(SCOPE, path.stem)[0].id == "m"
+
+
+# --- the archive never acknowledges what its own reader refuses (issue 16, item 1) -----------------------
+
+VERBATIM = [{"type": "text", "text": "see the docs", "annotations": [{"type": "url_citation", "url": "u"}]},
+            {"type": "text"},  # AgentScope writes text blocks without text
+            {"type": "thinking", "thinking": "t", "signature": "abc"}]
+
+
+def test_text_blocks_with_other_fields_are_read_verbatim_and_archived_exactly(tmp_path: Path) -> None:
+    from jev import OtherBlock
+    from jev.transcript import message_to_dict, messages_from_dicts
+    doc = [{"id": "a", "role": "user", "content": VERBATIM}]
+    messages = messages_from_dicts(doc)
+    assert all(isinstance(b, OtherBlock) for b in messages[0].content)
+    assert [message_to_dict(m) for m in messages] == doc
+    history = reference_messages()
+    history[0] = messages[0]
+    archive = FileArchive(tmp_path)
+    assert archive.restore(SCOPE, archive.save(SCOPE, history)) == history
+
+
+@pytest.mark.parametrize("bad, words", [
+    (lambda: __import__("jev").OtherBlock({"type": "tool_use", "id": "x", "name": "r"}),
+     "a tool_use block is missing required field 'input'"),
+    (lambda: __import__("jev").OtherBlock({"type": "tool_result", "id": "x", "name": "r", "output": "", "y": 1}),
+     "unknown field 'y' in a tool_result block"),
+    (lambda: __import__("jev").OtherBlock({"type": ["image"]}), "type: must be a string (got list)"),
+    (lambda: text(5), "text: must be a string (got int)"),  # type: ignore[arg-type]
+    (lambda: text("\ud800"), "surrogates not allowed"),
+])
+def test_save_refuses_what_restore_would_refuse_and_writes_nothing(tmp_path: Path, bad, words: str) -> None:
+    from archive import StoreArchive
+    from archive.store import MemoryStore
+    history = reference_messages()
+    history[2] = msg("r-old", "tool", result("old", output=[bad()]))  # inside a result: a place blocks may be
+    for archive in (FileArchive(tmp_path / "files"), StoreArchive(MemoryStore())):
+        with pytest.raises(ArchiveError, match=re.escape(words)):
+            archive.save(SCOPE, history)
+    assert not (tmp_path / "files").exists() or not any((tmp_path / "files").rglob("*.json"))
+
+
+def test_enforce_never_adopts_a_compaction_it_could_not_restore(tmp_path: Path) -> None:
+    from conftest import ScriptedJudge, compactor
+
+    from jev import OtherBlock, Status
+    history = reference_messages()  # the pinned pair's output holds a block the reader would refuse
+    history[6] = msg("r-needed", "tool", result("needed", output=[OtherBlock({"type": "tool_use", "id": "q"})]))
+    archive = FileArchive(tmp_path)
+    decision = compactor(ScriptedJudge(0.01), archive=archive).plan_sync(history, scope=SCOPE)
+    assert decision.status is Status.ERROR  # refused before judging, with the reader's words
+    assert decision.detail == "messages[6].content[0].output[0]: a tool_use block is missing required field 'input'"
+    assert compactor(ScriptedJudge(0.01), archive=archive).compact_sync(history, scope=SCOPE) == history
+    assert not any(tmp_path.rglob("*.json"))
+    history[6] = msg("r-needed", "tool", result("needed", output=[OtherBlock(VERBATIM[0])]))  # readable: adopted
+    decision = compactor(ScriptedJudge(0.01), archive=archive).plan_sync(history, scope=SCOPE)
+    assert decision.status is Status.DECIDED
+    assert archive.restore(SCOPE, decision.plan.archive_reference) == history
