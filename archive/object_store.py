@@ -1,10 +1,11 @@
 """Snapshots on any fsspec URL (`s3://`, `gs://`, `az://`, `memory://`, `file://`): the same layout as the
 file archive, published create-if-absent, read back verified.
 
-Create-if-absent is fsspec's `pipe_file(mode="create")` (S3: `If-None-Match: *`). A rejected create may
-surface as `FileExistsError` or as `OSError` EINVAL / HTTP 412 depending on the server (SeaweedFS
-answers 412 without the condition name, which s3fs reports as EINVAL): all mean "already exists", and
-the existing object is then verified — never overwritten. Local paths get temp file + fsync + `os.link`
+Create-if-absent is fsspec's `pipe_file(mode="create")` (S3: `If-None-Match: *`). A rejected create
+surfaces as `FileExistsError`, or (SeaweedFS answers 412 without the condition name, which s3fs reports
+as `OSError` EINVAL) as an error whose cause carries HTTP status 412 / `PreconditionFailed`: both mean
+"already exists", and the existing object is then verified — never overwritten. Any other error, EINVAL
+without a 412 behind it included, is a failed write. Local paths get temp file + fsync + `os.link`
 instead, because fsspec's generic local `pipe_file` checks and writes in two steps. Snapshots are
 content-addressed, so two writers racing on one reference write identical bytes.
 """
@@ -29,12 +30,27 @@ from .scope import Scope
 
 
 def _already_exists(exc: BaseException) -> bool:
-    if isinstance(exc, FileExistsError):
-        return True
-    if isinstance(exc, OSError) and exc.errno == errno.EINVAL:
-        return True
-    text = str(exc)
-    return "412" in text or "PreconditionFailed" in text or "pre-conditions" in text
+    """Whether a failed create-if-absent says "the object exists", judged by the error's kind or the
+    store's status code, never by its text (a path holds SHA-256 digests, which contain "412" often enough):
+    `FileExistsError` / EEXIST, or anywhere in the cause chain an HTTP 412 — botocore's
+    `response` (`Error.Code` PreconditionFailed or 412, or `HTTPStatusCode` 412), or a `status`, `status_code`
+    or `code` attribute equal to 412 (gcsfs, aiohttp)."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, FileExistsError) or (isinstance(error, OSError) and error.errno == errno.EEXIST):
+            return True
+        response = getattr(error, "response", None)
+        if isinstance(response, dict):
+            code = (response.get("Error") or {}).get("Code")
+            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "412") or status == 412:
+                return True
+        if any(getattr(error, name, None) == 412 for name in ("status", "status_code", "code")):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class ObjectStoreArchive(ArchiveBase):
