@@ -5,15 +5,15 @@ Create-if-absent is fsspec's `pipe_file(mode="create")` (S3: `If-None-Match: *`)
 surfaces as `FileExistsError`, or (SeaweedFS answers 412 without the condition name, which s3fs reports
 as `OSError` EINVAL) as an error whose cause carries HTTP status 412 / `PreconditionFailed`: both mean
 "already exists", and the existing object is then verified — never overwritten. Any other error, EINVAL
-without a 412 behind it included, is a failed write. Local paths get temp file + fsync + `os.link`
-instead, because fsspec's generic local `pipe_file` checks and writes in two steps. Snapshots are
-content-addressed, so two writers racing on one reference write identical bytes.
+without a 412 behind it included, is a failed write. A local path (`file://`, or a URL fsspec resolves to
+its local filesystem) is handed to `FileArchive`, so it gets the same protection: temp file + fsync +
+atomic rename, 0700/0600 modes, and no symlinked root, scope directory or snapshot followed. Snapshots
+are content-addressed, so two writers racing on one reference write identical bytes.
 """
 
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +24,7 @@ from jev.errors import ArchiveError
 from jev.transcript import Message
 
 from . import snapshot
-from .file import DEFAULT_MAX_BYTES, check_max_bytes, write_pending
+from .file import DEFAULT_MAX_BYTES, FileArchive, check_max_bytes
 from .base import ArchiveBase
 from .scope import Scope
 
@@ -66,6 +66,18 @@ class ObjectStoreArchive(ArchiveBase):
             raise ArchiveError(f"archive URL {url!r} cannot be opened ({exc})") from None
         self.url = url
         self.root = root.rstrip("/")
+        # fsspec's local filesystem follows symlinks and writes in two steps: the file archive does neither
+        self._local = FileArchive(root, max_bytes) if isinstance(self.fs, LocalFileSystem) else None
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value: int) -> None:
+        self._max_bytes = check_max_bytes(value)
+        if getattr(self, "_local", None) is not None:
+            self._local.max_bytes = self._max_bytes
 
     def __repr__(self) -> str:  # storage options (credentials) are never shown
         return f"ObjectStoreArchive({self.url!r}, max_bytes={self.max_bytes})"
@@ -77,37 +89,31 @@ class ObjectStoreArchive(ArchiveBase):
 
     def save(self, scope: Scope, messages: Sequence[Message]) -> str:
         """Archive the messages; returns the reference. An existing snapshot is verified, not rewritten."""
+        if self._local is not None:
+            return self._local.save(scope, messages)
         ref, data = snapshot.encode(scope, messages)
         snapshot.check_size(len(data), self.max_bytes)
         path = self._path(scope, ref)
         try:
-            if isinstance(self.fs, LocalFileSystem):
-                self._create_local(path, data)
-            else:
-                self.fs.makedirs(self.fs._parent(path), exist_ok=True)
-                self.fs.pipe_file(path, data, mode="create")
+            self.fs.makedirs(self.fs._parent(path), exist_ok=True)
+            self.fs.pipe_file(path, data, mode="create")
         except Exception as exc:  # noqa: BLE001 - classified below
             if not _already_exists(exc):
                 raise ArchiveError(f"archive write failed ({type(exc).__name__}: {exc})") from None
             self._read(scope, ref)  # verify what is there; raises if it is not this snapshot
         return ref
 
-    def _create_local(self, path: str, data: bytes) -> None:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        tmp = write_pending(directory, data)
-        try:
-            os.link(tmp, path)  # EEXIST when another writer won: atomic create-if-absent
-        finally:
-            os.unlink(tmp)
-
     def restore(self, scope: Scope, ref: str) -> list[Message]:
         """The archived messages, verified: right scope, within max_bytes, hash equal to `ref`."""
+        if self._local is not None:
+            return self._local.restore(scope, ref)
         snapshot.check_reference(ref)
         return self._read(scope, ref)
 
     def restore_bytes(self, scope: Scope, ref: str) -> bytes:
         """The snapshot document exactly as archived (canonical JSON), verified, not parsed."""
+        if self._local is not None:
+            return self._local.restore_bytes(scope, ref)
         snapshot.check_reference(ref)
         return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
 

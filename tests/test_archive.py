@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SCOPE, call, msg, reference_messages, result, text
 
-from archive import FileArchive, Scope, open_archive
+from archive import FileArchive, ObjectStoreArchive, Scope, open_archive
 from jev import ArchiveError, ConfigError
 
 
@@ -80,23 +80,29 @@ def test_size_limit(tmp_path: Path) -> None:
         FileArchive(tmp_path, max_bytes=0)
 
 
-def test_symlinked_root_or_scope_directory_is_refused(tmp_path: Path) -> None:
+LOCAL = [pytest.param(FileArchive, id="FileArchive"),
+         pytest.param(lambda root: ObjectStoreArchive(f"file://{root}"), id="ObjectStoreArchive-file-url")]
+
+
+@pytest.mark.parametrize("make", LOCAL)  # an fsspec file:// URL gets the file archive's protection
+def test_symlinked_root_or_scope_directory_is_refused(tmp_path: Path, make) -> None:
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "link").symlink_to(real)
     with pytest.raises(ArchiveError, match="archive root is a symlink"):
-        FileArchive(tmp_path / "link").save(SCOPE, reference_messages())
+        make(tmp_path / "link").save(SCOPE, reference_messages())
     root = tmp_path / "root"
     root.mkdir()
     (root / SCOPE.digest()).symlink_to(real)
     with pytest.raises(ArchiveError, match="archive scope is a symlink"):
-        FileArchive(root).save(SCOPE, reference_messages())
+        make(root).save(SCOPE, reference_messages())
     with pytest.raises(ArchiveError, match="archive scope is a symlink"):
-        FileArchive(root).restore(SCOPE, "a" * 64)
+        make(root).restore(SCOPE, "a" * 64)
 
 
-def test_a_symlinked_snapshot_file_is_refused(tmp_path: Path) -> None:
-    archive = FileArchive(tmp_path)
+@pytest.mark.parametrize("make", LOCAL)
+def test_a_symlinked_snapshot_file_is_refused(tmp_path: Path, make) -> None:
+    archive = make(tmp_path)
     ref = archive.save(SCOPE, reference_messages())
     path = tmp_path / SCOPE.digest() / f"{ref}.json"
     moved = tmp_path / "elsewhere.json"
