@@ -17,6 +17,7 @@ from .base import ArchiveBase
 from .scope import Scope
 
 DEFAULT_MAX_BYTES = 20_000_000
+MISSING = snapshot.MISSING
 
 
 def check_max_bytes(max_bytes: int) -> int:
@@ -51,8 +52,9 @@ class FileArchive(ArchiveBase):
                     pass
             try:
                 st = os.lstat(path)
-            except FileNotFoundError:
-                raise ArchiveError("missing, unsafe or oversized archive") from None
+            except FileNotFoundError:  # a wrong scope reads as a missing snapshot: no other scope is revealed
+                raise ArchiveError(f"archive root {self.root} does not exist" if path is self.root
+                                   else MISSING) from None
             if stat.S_ISLNK(st.st_mode):
                 raise ArchiveError(f"archive {what} is a symlink")
             if not stat.S_ISDIR(st.st_mode):
@@ -97,16 +99,18 @@ class FileArchive(ArchiveBase):
         try:
             fd = os.open(directory / f"{ref}.json", os.O_RDONLY | os.O_NOFOLLOW)
         except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ELOOP):
-                raise ArchiveError("missing, unsafe or oversized archive") from None
+            if exc.errno == errno.ENOENT:
+                raise ArchiveError(MISSING) from None
+            if exc.errno == errno.ELOOP:
+                raise ArchiveError("archive snapshot is a symlink (refused)") from None
             raise ArchiveError(f"archive read failed ({errno.errorcode.get(exc.errno or 0, 'OSError')})") from None
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_bytes:
-                raise ArchiveError("missing, unsafe or oversized archive")
+            if not stat.S_ISREG(st.st_mode):
+                raise ArchiveError("archive snapshot is not a regular file (refused)")
             data = f.read(self.max_bytes + 1)
         if len(data) > self.max_bytes:
-            raise ArchiveError("missing, unsafe or oversized archive")
+            raise ArchiveError(snapshot.too_big(self.max_bytes))
         return data
 
 

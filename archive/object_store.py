@@ -125,15 +125,15 @@ class ObjectStoreArchive(ArchiveBase):
         path = self._path(scope, ref)
         try:
             size = self.fs.size(path)
-            if size is None or size > self.max_bytes:
-                raise ArchiveError("missing, unsafe or oversized archive")
+            if size is not None and size > self.max_bytes:
+                raise ArchiveError(snapshot.too_big(self.max_bytes))
             data = self.fs.cat_file(path)
         except FileNotFoundError:
-            raise ArchiveError("missing, unsafe or oversized archive") from None
+            raise ArchiveError(snapshot.MISSING) from None
         except ArchiveError:
             raise
         except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
             raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
         if len(data) > self.max_bytes:
-            raise ArchiveError("missing, unsafe or oversized archive")
+            raise ArchiveError(snapshot.too_big(self.max_bytes))
         return data

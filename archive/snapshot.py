@@ -16,6 +16,7 @@ from jev.transcript import (Message, ToolResultBlock, ToolUseBlock, canonical_js
 from .scope import Scope
 
 VERSION = 1
+MISSING = "missing snapshot: no snapshot with this reference in this scope"  # never says whether another scope has it
 _REFERENCE = re.compile(r"[a-f0-9]{64}")
 
 
@@ -58,6 +59,11 @@ def check_reference(ref: Any) -> str:
 def check_size(size: int, max_bytes: int) -> None:
     if size > max_bytes:
         raise ArchiveError(f"archive limit: snapshot of {size} bytes exceeds max_bytes {max_bytes}")
+
+
+def too_big(max_bytes: int) -> str:
+    """What a restore says of a stored snapshot larger than the archive's limit."""
+    return f"archive limit: the stored snapshot exceeds max_bytes {max_bytes} (raise max_bytes to read it)"
 
 
 def verify(scope: Scope, ref: str, data: bytes) -> bytes:

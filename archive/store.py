@@ -14,6 +14,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -69,39 +70,62 @@ class SqliteStore:
         self.path = str(path)
         self.timeout = timeout
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("CREATE TABLE IF NOT EXISTS jev_store (namespace TEXT NOT NULL, key TEXT NOT NULL, "
-                       "value BLOB NOT NULL, PRIMARY KEY (namespace, key))")
+        self._call(self._setup)
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+    @staticmethod
+    def _setup(db: sqlite3.Connection) -> None:
+        # Switching to WAL takes a lock that SQLite's busy handler does not wait for, so several processes
+        # opening a new file at once can see "database is locked" here: `_call` retries. Once the file
+        # is in WAL mode (it stays so), the switch is skipped.
+        if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE IF NOT EXISTS jev_store (namespace TEXT NOT NULL, key TEXT NOT NULL, "
+                   "value BLOB NOT NULL, PRIMARY KEY (namespace, key))")
+
+    def _call(self, step: Any) -> Any:
+        """Run `step(connection)` on a fresh connection, retrying "locked"/"busy" for up to `timeout`
+        seconds; any other SQLite error becomes an `ArchiveError` that names the file."""
+        deadline, pause = time.monotonic() + self.timeout, 0.005
+        while True:
+            try:
+                db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+                try:
+                    return step(db)
+                finally:
+                    db.close()
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() + pause > deadline:
+                    raise ArchiveError(f"sqlite store {self.path}: {exc}") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.25)
+            except sqlite3.Error as exc:  # not a database, corrupt file, read-only, …
+                raise ArchiveError(f"sqlite store {self.path}: {exc}") from None
 
     @staticmethod
     def _ns(namespace: Namespace) -> str:
         return "/".join(namespace)
 
     def put_if_absent(self, namespace: Namespace, key: str, value: Mapping[str, Any]) -> bool:
-        db = self._connect()
-        try:
-            cursor = db.execute("INSERT INTO jev_store (namespace, key, value) VALUES (?, ?, ?) "
-                                "ON CONFLICT (namespace, key) DO NOTHING",
-                                (self._ns(namespace), key, orjson.dumps(dict(value))))
-            return cursor.rowcount == 1
-        finally:
-            db.close()
+        row = (self._ns(namespace), key, orjson.dumps(dict(value)))
+        return self._call(lambda db: db.execute("INSERT INTO jev_store (namespace, key, value) VALUES (?, ?, ?) "
+                                                "ON CONFLICT (namespace, key) DO NOTHING", row).rowcount == 1)
 
     def get(self, namespace: Namespace, key: str) -> Mapping[str, Any] | None:
-        db = self._connect()
+        row = self._call(lambda db: db.execute("SELECT value FROM jev_store WHERE namespace = ? AND key = ?",
+                                               (self._ns(namespace), key)).fetchone())
+        if row is None:
+            return None
         try:
-            row = db.execute("SELECT value FROM jev_store WHERE namespace = ? AND key = ?",
-                             (self._ns(namespace), key)).fetchone()
-        finally:
-            db.close()
-        return orjson.loads(row[0]) if row else None
+            value = orjson.loads(row[0])
+        except orjson.JSONDecodeError:
+            raise ArchiveError(f"sqlite store {self.path}: the stored row for {key} is not JSON (corrupted)") from None
+        if not isinstance(value, dict):
+            raise ArchiveError(f"sqlite store {self.path}: the stored row for {key} is not a JSON object (corrupted)")
+        return value
 
 
 def _digest(value: str) -> str:
@@ -138,10 +162,14 @@ class StoreArchive(ArchiveBase):
             raise ArchiveError(f"archive write failed ({type(exc).__name__})") from None
         if created is True:
             return ref
-        existing = self.store.get(namespace, ref)
-        if created is False and isinstance(existing, Mapping) and existing.get("snapshot") == text:
-            return ref
-        raise ArchiveError(REFUSED)
+        if created is not False:  # anything but an acknowledgement of "created" or "already there"
+            raise ArchiveError(f"{REFUSED}: put_if_absent returned {type(created).__name__}, not a bool")
+        stored = self._stored_text(scope, ref)
+        if stored is None:  # "already there", yet nothing is: not an acknowledged create-if-absent
+            raise ArchiveError(f"{REFUSED}: put_if_absent said the snapshot exists, but get finds nothing")
+        if stored != text:
+            raise ArchiveError("archive checksum mismatch: another document is stored under this reference")
+        return ref
 
     def restore(self, scope: Scope, ref: str) -> list[Message]:
         """The archived messages, verified: right scope, within max_bytes, hash equal to `ref`."""
@@ -153,13 +181,25 @@ class StoreArchive(ArchiveBase):
         snapshot.check_reference(ref)
         return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
 
-    def _read_bytes(self, scope: Scope, ref: str) -> bytes:
-        entry = self.store.get(self.namespace(scope), ref)
+    def _stored_text(self, scope: Scope, ref: str) -> str | None:
+        try:
+            entry = self.store.get(self.namespace(scope), ref)
+        except ArchiveError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
+            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
+        if entry is None:
+            return None
         text = entry.get("snapshot") if isinstance(entry, Mapping) else None
         if not isinstance(text, str):
-            raise ArchiveError("missing or invalid snapshot")
+            raise ArchiveError("archive snapshot unreadable: the stored entry has no snapshot text (corrupted)")
+        return text
+
+    def _read_bytes(self, scope: Scope, ref: str) -> bytes:
+        text = self._stored_text(scope, ref)
+        if text is None:
+            raise ArchiveError(snapshot.MISSING)
         data = text.encode()
         if len(data) > self.max_bytes:
-            raise ArchiveError("missing or invalid snapshot")
+            raise ArchiveError(snapshot.too_big(self.max_bytes))
         return data
-
