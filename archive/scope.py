@@ -28,6 +28,10 @@ class Scope:
                 raise ConfigError(f"scope {name} must be at most {MAX_SCOPE_CHARS} characters (got {len(value)})")
             if "\x00" in value:
                 raise ConfigError(f"scope {name} must not contain NUL")
+            try:
+                value.encode()
+            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 form, so no digest and no JSON
+                raise ConfigError(f"scope {name} must be valid Unicode (it holds a lone surrogate)") from None
 
     def to_dict(self) -> dict[str, str]:
         return {"user_id": self.user_id, "agent_id": self.agent_id, "session_id": self.session_id}

@@ -33,6 +33,8 @@ def encode(scope: Scope, messages: Sequence[Message]) -> tuple[str, bytes]:
     """The snapshot's reference (SHA-256 hex of its bytes) and its canonical JSON bytes. Refuses (with
     `ArchiveError`) what could not be restored exactly: blocks the reader refuses, strings that are not
     valid Unicode (a lone surrogate has no UTF-8 form), NaN and infinities."""
+    if not isinstance(scope, Scope):
+        raise ArchiveError(f"archive needs an archive.Scope (got {type(scope).__name__})")
     if messages is None or isinstance(messages, (str, bytes, Mapping)):
         raise ArchiveError(f"cannot archive: messages must be a sequence of jev Messages (got "
                            f"{type(messages).__name__})")

@@ -55,7 +55,10 @@ def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
 def _names(name: str, values: Iterable[str]) -> frozenset[str]:
     if isinstance(values, str):
         raise ConfigError(f"{name} must be a collection of strings, not one string (got {values!r})")
-    out = frozenset(values)
+    try:
+        out = frozenset(values)
+    except TypeError:  # not iterable, or holds unhashable values
+        raise ConfigError(f"{name} must be a collection of strings (got {type(values).__name__})") from None
     for v in out:
         if not isinstance(v, str) or not v.strip():
             raise ConfigError(f"{name} must contain non-blank strings (got {v!r})")

@@ -64,6 +64,9 @@ def _number(obj: dict[str, Any], key: str) -> float:
 
 def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     """The enabled config from overrides JSON, or None when absent, blank or OFF."""
+    if overrides_json is not None and not isinstance(overrides_json, (str, bytes)):
+        raise ConfigError(f"Invalid compaction configuration: overrides must be JSON text, str or bytes (got "
+                          f"{type(overrides_json).__name__}; pass orjson.dumps(value) for a parsed object)")
     if overrides_json is None or not overrides_json.strip():
         return None
     try:
@@ -86,7 +89,7 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
         if key not in SETTINGS:
             raise ConfigError(f"Unknown compaction setting {key!r}")
     mode_name = compaction.get("mode", "OFF")
-    if mode_name not in Mode.__members__:
+    if not isinstance(mode_name, str) or mode_name not in Mode.__members__:
         raise ConfigError(f"compaction setting mode must be one of OFF, SHADOW, ENFORCE (got {mode_name!r})")
     mode = Mode(mode_name)
     if mode is Mode.OFF:

@@ -45,6 +45,8 @@ def test_the_documented_example_parses_and_is_part_of_build_identity() -> None:
     ({"rejectionThreshold": "0.2"}, "explicit compaction thresholds required: rejectionThreshold"),
     ({"threshold": 0.1}, "keep_threshold must be > discard_threshold"),
     ({"mode": "shadow"}, "mode must be one of OFF, SHADOW, ENFORCE"),
+    ({"mode": []}, "mode must be one of OFF, SHADOW, ENFORCE \\(got \\[\\]\\)"),
+    ({"mode": {"x": 1}}, "mode must be one of OFF, SHADOW, ENFORCE"),
     ({"budgetMillis": 0}, "budgetMillis must be 1..30000"),
     ({"budgetMillis": 30001}, "compaction budget exceeds service limits"),
     ({"budgetMillis": 1.5}, "budgetMillis must be an integer"),
@@ -68,6 +70,11 @@ def test_rules_name_the_setting(changes: dict, message: str) -> None:
 def test_malformed_overrides(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         service.parse(text)
+
+
+def test_a_parsed_object_is_refused_with_what_to_pass_instead() -> None:
+    with pytest.raises(ConfigError, match=r"overrides must be JSON text, str or bytes \(got dict; pass orjson.dumps"):
+        service.parse({"jev": {"compaction": {"mode": "SHADOW"}}})  # type: ignore[arg-type]
 
 
 def test_enforce_needs_a_host_archive(tmp_path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
-from ..transcript import ROLES, Message
+from ..transcript import ROLES, Message, ToolResultBlock, ToolUseBlock
 from . import agentscope, anthropic, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses, request
 
 _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
@@ -106,8 +106,23 @@ def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Seque
 
 
 def load(data: Any, format: str = "auto") -> list[Message]:
-    """Messages from parsed JSON in `format` (`auto` detects it)."""
-    return _codec(detect(data) if format == "auto" else format)[0](data)
+    """Messages from parsed JSON in `format` (`auto` detects it). Refused with a `FormatError`: values nested
+    too deep for JSON, and two calls (or two results) with one id in one message — no form can write such
+    a message back and pairing could not tell them apart."""
+    try:
+        messages = _codec(detect(data) if format == "auto" else format)[0](data)
+    except RecursionError:
+        raise FormatError("the document is nested too deep to read (JSON written back allows 255 levels)") from None
+    for i, message in enumerate(messages):
+        seen: set[tuple[bool, str]] = set()
+        for j, block in enumerate(message.content):
+            if isinstance(block, (ToolUseBlock, ToolResultBlock)):
+                key = (isinstance(block, ToolResultBlock), block.id)
+                if key in seen:
+                    raise FormatError(f"messages[{i}].content[{j}]: a second {block.type} with id {block.id!r} "
+                                      "in one message is ambiguous")
+                seen.add(key)
+    return messages
 
 
 def dump(messages: Sequence[Message], format: str = "jev") -> Any:

@@ -50,4 +50,7 @@ def parse_arguments(raw: Any) -> Any:
 def dump_arguments(value: Any) -> str:
     """A call input as a JSON-string `arguments`, the inverse of `parse_arguments`: a string input is
     written as a JSON string, so it reads back as the same string whether or not it looks like JSON."""
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError as exc:
+        raise FormatError(f"a call input cannot be written as JSON arguments ({exc})") from None

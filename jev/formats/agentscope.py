@@ -23,11 +23,11 @@ _STATES = {"success": "success", "error": "error", "interrupted": "incomplete", 
            "running": "pending"}
 
 
-def _output(output: Any) -> str | tuple[Block, ...]:
+def _output(output: Any, where: str) -> str | tuple[Block, ...]:
     if isinstance(output, str):
         return output
     if not isinstance(output, list):
-        return ""
+        raise FormatError(f"{where}.output: a tool_result's output must be a string or a list of blocks")
     return tuple(TextBlock(b["text"]) if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
                  else OtherBlock(b if isinstance(b, dict) else {"type": "unknown", "value": b}) for b in output)
 
@@ -45,7 +45,9 @@ def _block(raw: Any, where: str) -> Block:
     if kind == "tool_call":
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
             raise FormatError(f"{where}: tool_call needs string 'id' and 'name'")
-        return ToolUseBlock(raw["id"], raw["name"], parse_arguments(raw.get("input", "")))
+        if not isinstance(raw.get("input"), str):
+            raise FormatError(f"{where}.input: a tool_call's input must be a JSON string")
+        return ToolUseBlock(raw["id"], raw["name"], parse_arguments(raw["input"]))
     if kind == "tool_result":
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
             raise FormatError(f"{where}: tool_result needs string 'id' and 'name'")
@@ -53,19 +55,30 @@ def _block(raw: Any, where: str) -> Block:
         if state is None:
             raise FormatError(f"{where}.state: unknown tool result state {raw.get('state')!r}")
         metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else None
-        return ToolResultBlock(raw["id"], raw["name"], _output(raw.get("output")), state, metadata)
+        return ToolResultBlock(raw["id"], raw["name"], _output(raw.get("output"), where), state, metadata)
     return OtherBlock(raw)
 
 
 def load(data: Any) -> list[Message]:
     """Messages from a list of AgentScope `Msg` dicts."""
     out: list[Message] = []
+    ids: set[str] = set()
     for i, where, raw in each_message(data, "msgs", ("user", "assistant", "system")):
         content = raw.get("content")
         if not isinstance(content, list):
             raise FormatError(f"{where}.content: must be a list of blocks")
         blocks = [_block(b, f"{where}.content[{k}]") for k, b in enumerate(content)]
+        seen: set[tuple[bool, str]] = set()
+        for k, b in enumerate(blocks):  # a Msg is split into steps below: check its ids as one message
+            if isinstance(b, (ToolUseBlock, ToolResultBlock)):
+                if (isinstance(b, ToolResultBlock), b.id) in seen:
+                    raise FormatError(f"{where}.content[{k}]: a second {raw['content'][k]['type']} with id {b.id!r} "
+                                      "in one Msg is ambiguous")
+                seen.add((isinstance(b, ToolResultBlock), b.id))
         mid = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"m{i}"
+        if mid in ids:
+            raise FormatError(f"{where}.id: a second Msg with id {mid!r}")
+        ids.add(mid)
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
         own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
         if not any(isinstance(b, ToolResultBlock) and b.id in own_calls for b in blocks):
@@ -91,7 +104,7 @@ def _key(block: Any) -> tuple[str, str] | None:
 
 
 def _dump_result(raw: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
-    if _output(raw.get("output")) == block.output:
+    if raw.get("output") is not None and _output(raw["output"], "output") == block.output:
         return raw
     output = block.output
     return {**raw, "output": output if isinstance(output, str) else

@@ -26,6 +26,9 @@ def _result_output(content: Any, where: str) -> str | tuple[Block, ...]:
         return ""
     if not isinstance(content, list):
         raise FormatError(f"{where}.content: must be a string or a list of blocks")
+    for k, b in enumerate(content):
+        if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+            raise FormatError(f"{where}.content[{k}]: a block must be an object with a 'type'")
     return tuple(TextBlock(b["text"]) if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
                  else OtherBlock(b) for b in content)
 

@@ -31,15 +31,19 @@ def _content(content: Any, where: str) -> tuple[Block, ...]:
         return (TextBlock(content),) if content else ()
     if not isinstance(content, list):
         raise FormatError(f"{where}.content: must be a string or a list")
-    return tuple(_part(p) for p in content)
+    return tuple(_part(p, f"{where}.content[{k}]") for k, p in enumerate(content))
 
 
-def _part(p: Any) -> Block:
+def _part(p: Any, where: str = "content") -> Block:
     """A content part: text, reasoning (LangChain's standard block, or a provider's `thinking`), or kept as is."""
     if isinstance(p, str):
         return TextBlock(p)
     kind = p.get("type") if isinstance(p, dict) else None
-    if kind == "text" and isinstance(p.get("text"), str):
+    if not isinstance(kind, str):
+        kind = None
+    if kind == "text":
+        if not isinstance(p.get("text"), str):
+            raise FormatError(f"{where}.text: a text part needs a string 'text'")
         return TextBlock(p["text"])
     if kind in _THINKING and isinstance(p.get(_THINKING[kind]), str):
         return ThinkingBlock(p[_THINKING[kind]])
@@ -62,12 +66,19 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
     seen: set[str] = set()
     for i, item in enumerate(data):
         where = f"messages[{i}]"
-        if not isinstance(item, dict) or item.get("type") not in _ROLES or not isinstance(item.get("data"), dict):
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str) or item["type"] not in _ROLES or not isinstance(item.get("data"), dict):
             raise FormatError(f"{where}: must be a LangChain message (type human, ai, system or tool)")
+        if len(item) != 2:
+            extra = sorted(str(k) for k in item if k not in ("type", "data"))[0]
+            raise FormatError(f"{where}: unknown field {extra!r} (a LangChain message dict holds type and data)")
         body = item["data"]
+        if "content" not in body:
+            raise FormatError(f"{where}.data.content: required (LangChain messages always have content)")
         role = _ROLES[item["type"]]
         blocks = _content(body.get("content", ""), where)
         if role == "assistant":
+            if "tool_calls" in body and not isinstance(body["tool_calls"], list):
+                raise FormatError(f"{where}.data.tool_calls: must be a list")
             for k, call in enumerate(body.get("tool_calls") or []):
                 if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not isinstance(call.get("name"), str):
                     raise FormatError(f"{where}.tool_calls[{k}]: needs string 'id' and 'name'")

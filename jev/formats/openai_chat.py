@@ -67,7 +67,7 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
     if not isinstance(raw, dict):
         raise FormatError(f"{where}: must be a JSON object")
     role = raw.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise FormatError(f"{where}.role: unsupported chat role {role!r}")
     source: dict[str, Any] = {k: v for k, v in raw.items() if k not in _CORE_KEYS}
     if role != _ROLES[role]:
@@ -82,6 +82,8 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
     if name is not None and not isinstance(name, str):
         raise FormatError(f"{where}.name: must be a string")
     if role == "tool":
+        if "content" not in raw:
+            raise FormatError(f"{where}.content: required for a tool message")
         call_id = raw.get("tool_call_id")
         if not isinstance(call_id, str):
             raise FormatError(f"{where}.tool_call_id: required string for a tool message")

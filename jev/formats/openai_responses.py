@@ -32,7 +32,9 @@ def _content(content: Any, where: str) -> tuple[Block, ...]:
     for k, part in enumerate(content):
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
             raise FormatError(f"{where}.content[{k}]: a content part must be an object with a 'type'")
-        if part["type"] in _TEXT_PARTS and isinstance(part.get("text"), str):
+        if part["type"] in _TEXT_PARTS:
+            if not isinstance(part.get("text"), str):
+                raise FormatError(f"{where}.content[{k}].text: a {part['type']} part needs a string 'text'")
             blocks.append(TextBlock(part["text"]))
         else:
             blocks.append(OtherBlock(part))
@@ -53,7 +55,7 @@ def load(data: Any) -> list[Message]:
         mid = f"m{i}"
         if kind == "message":
             role = item.get("role")
-            if role not in _ROLES:
+            if not isinstance(role, str) or role not in _ROLES:
                 raise FormatError(f"{where}.role: unsupported role {role!r}")
             out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, loaded(NAME, item)))
         elif kind == "function_call":
@@ -73,7 +75,10 @@ def load(data: Any) -> list[Message]:
             out.append(Message(mid, "tool", (block,), None, loaded(NAME, item)))
         elif kind == "reasoning":
             summary = item.get("summary") or []
-            text = "\n".join(p.get("text", "") for p in summary if isinstance(p, dict))
+            if not isinstance(summary, list) or not all(isinstance(p, dict) and isinstance(p.get("text", ""), str)
+                                                        for p in summary):
+                raise FormatError(f"{where}.summary: must be a list of summary parts with string text")
+            text = "\n".join(p.get("text", "") for p in summary)
             out.append(Message(mid, "assistant", (ThinkingBlock(text),), None, loaded(NAME, item)))
         else:  # any other item is carried as it is; as content of its own it makes a plan abandon (SPEC §2)
             out.append(Message(mid, "assistant", (OtherBlock(item),), None, loaded(NAME, item)))
