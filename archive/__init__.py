@@ -1,7 +1,8 @@
 """Archives of pre-compaction snapshots: save before adopting, restore byte-exact, never re-run a tool.
 
 Every archive has `save(scope, messages) -> ref`, `restore(scope, ref) -> messages` and
-`restore_pair(scope, ref, call_id, occurrence=None) -> messages` (and `restore_bytes(scope, ref)`, the verified document): `FileArchive` (a local directory), `ObjectStoreArchive`
+`restore_pair(scope, ref, call_id, occurrence=None) -> messages` (and `restore_bytes(scope, ref)`, the
+verified document; `snapshots(scope)` and `delete(scope, ref)` for the host's retention): `FileArchive` (a local directory), `ObjectStoreArchive`
 (any fsspec URL: S3, GCS, Azure, memory, file) and `StoreArchive` (a key-value store with acknowledged
 create-if-absent: `SqliteStore`, `MemoryStore`). `open_archive` picks one from a path or URL, and
 `restore_tool` hands an agent a read-only way back to one archived pair. Retention and ACLs are the host's.
@@ -20,6 +21,7 @@ from jev.transcript import Message
 from .file import DEFAULT_MAX_BYTES, FileArchive
 from .object_store import ObjectStoreArchive
 from .scope import Scope
+from .snapshot import check_reference
 from .store import KeyValueStore, MemoryStore, SqliteStore, StoreArchive
 from .tool import ToolDefinition, restore_latest, restore_tool
 
@@ -57,4 +59,4 @@ def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_M
 
 
 __all__ = ["DEFAULT_MAX_BYTES", "Archive", "FileArchive", "KeyValueStore", "MemoryStore", "ObjectStoreArchive",
-           "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "open_archive", "restore_latest", "restore_tool"]
+           "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "check_reference", "open_archive", "restore_latest", "restore_tool"]

@@ -9,9 +9,19 @@ from .scope import Scope
 
 
 class ArchiveBase:
-    """The base of the archives: subclasses provide `save`, `restore` and `restore_bytes`."""
+    """The base of the archives: subclasses provide `save`, `restore`, `restore_bytes`, `snapshots` and
+    `delete`."""
 
     def restore(self, scope: Scope, ref: str) -> list[Message]:  # pragma: no cover - every subclass has one
+        raise NotImplementedError
+
+    def snapshots(self, scope: Scope) -> list[str]:  # pragma: no cover - every subclass has one
+        """The references of the scope's snapshots, sorted (retention is the host's: this is its tool)."""
+        raise NotImplementedError
+
+    def delete(self, scope: Scope, ref: str) -> bool:  # pragma: no cover - every subclass has one
+        """Remove one snapshot of the scope; False when there was none. A compaction adopted with this
+        reference can no longer be restored: delete only what the host's retention rule lets go."""
         raise NotImplementedError
 
     def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]:

@@ -92,6 +92,41 @@ class FileArchive(ArchiveBase):
         return snapshot.verify(scope, ref, self._read_bytes(self._scope_dir(scope, create=False), ref))
 
 
+    def snapshots(self, scope: Scope) -> list[str]:
+        """The references of the scope's snapshots, sorted (none when the scope has no folder yet)."""
+        if not os.path.lexists(self.root):  # nothing saved yet
+            return []
+        try:
+            directory = self._scope_dir(scope, create=False)
+        except ArchiveError as exc:
+            if str(exc) == MISSING:
+                return []
+            raise
+        return snapshot.references([e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False)
+                                    and e.name.endswith(".json")])
+
+    def delete(self, scope: Scope, ref: str) -> bool:
+        """Remove one snapshot (see `ArchiveBase.delete`); a symlink in its place is refused, not followed."""
+        snapshot.check_reference(ref)
+        if not os.path.lexists(self.root):
+            return False
+        try:
+            directory = self._scope_dir(scope, create=False)
+        except ArchiveError as exc:
+            if str(exc) == MISSING:
+                return False
+            raise
+        target = directory / f"{ref}.json"
+        try:
+            st = os.lstat(target)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            raise ArchiveError("archive snapshot is a symlink or not a regular file (refused)")
+        os.unlink(target)
+        _fsync_dir(directory)
+        return True
+
     def _read(self, directory: Path, scope: Scope, ref: str) -> list[Message]:
         return snapshot.decode(scope, ref, self._read_bytes(directory, ref))
 

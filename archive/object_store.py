@@ -118,6 +118,37 @@ class ObjectStoreArchive(ArchiveBase):
         return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
 
 
+    def snapshots(self, scope: Scope) -> list[str]:
+        """The references of the scope's snapshots, sorted."""
+        if self._local is not None:
+            return self._local.snapshots(scope)
+        folder = self._path(scope, "x").rsplit("/", 1)[0]
+        try:
+            self.fs.invalidate_cache(folder)
+            names = self.fs.ls(folder, detail=False)
+        except FileNotFoundError:
+            return []
+        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+            raise ArchiveError(f"archive listing failed ({type(exc).__name__})") from None
+        return snapshot.references(names)
+
+    def delete(self, scope: Scope, ref: str) -> bool:
+        """Remove one snapshot (see `ArchiveBase.delete`)."""
+        if self._local is not None:
+            return self._local.delete(scope, ref)
+        snapshot.check_reference(ref)
+        path = self._path(scope, ref)
+        try:
+            self.fs.invalidate_cache(path)
+            if not self.fs.exists(path):  # S3 answers a delete of a missing key with success
+                return False
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            return False
+        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+            raise ArchiveError(f"archive delete failed ({type(exc).__name__})") from None
+        return True
+
     def _read(self, scope: Scope, ref: str) -> list[Message]:
         return snapshot.decode(scope, ref, self._read_bytes(scope, ref))
 

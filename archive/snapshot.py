@@ -58,6 +58,12 @@ def check_reference(ref: Any) -> str:
     return ref
 
 
+def references(names: Sequence[str]) -> list[str]:
+    """The snapshot references among file or key names (`<ref>.json` or `<ref>`), sorted; others ignored."""
+    refs = (name.rsplit("/", 1)[-1].removesuffix(".json") for name in names)
+    return sorted(ref for ref in refs if _REFERENCE.fullmatch(ref))
+
+
 def check_size(size: int, max_bytes: int) -> None:
     if size > max_bytes:
         raise ArchiveError(f"archive limit: snapshot of {size} bytes exceeds max_bytes {max_bytes}")

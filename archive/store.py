@@ -5,7 +5,9 @@ Namespace `("jev", "context", sha256(user), sha256(agent), sha256(session))`, ke
 bool` (True only when *this* call created the entry) and `get(namespace, key)`; a store without it —
 LangGraph's `BaseStore` among them, whose `put` is an unconditional upsert — is refused, because a
 write-once archive cannot be built on get-then-put. Ships `SqliteStore` (one table, WAL, `INSERT … ON
-CONFLICT DO NOTHING`, safe across processes) and `MemoryStore` (one process; for tests).
+CONFLICT DO NOTHING`, safe across processes) and `MemoryStore` (one process; for tests). Listing and
+deleting a scope's snapshots (retention, the host's) need `keys(namespace)` and `delete(namespace, key)`
+too; both shipped stores have them.
 """
 
 from __future__ import annotations
@@ -55,6 +57,14 @@ class MemoryStore:
                 return False
             self._data[(tuple(namespace), key)] = dict(value)
             return True
+
+    def keys(self, namespace: Namespace) -> list[str]:
+        with self._lock:
+            return [k for (ns, k) in self._data if ns == tuple(namespace)]
+
+    def delete(self, namespace: Namespace, key: str) -> bool:
+        with self._lock:
+            return self._data.pop((tuple(namespace), key), None) is not None
 
     def get(self, namespace: Namespace, key: str) -> Mapping[str, Any] | None:
         with self._lock:
@@ -113,6 +123,15 @@ class SqliteStore:
         row = (self._ns(namespace), key, orjson.dumps(dict(value)))
         return self._call(lambda db: db.execute("INSERT INTO jev_store (namespace, key, value) VALUES (?, ?, ?) "
                                                 "ON CONFLICT (namespace, key) DO NOTHING", row).rowcount == 1)
+
+    def keys(self, namespace: Namespace) -> list[str]:
+        rows = self._call(lambda db: db.execute("SELECT key FROM jev_store WHERE namespace = ?",
+                                                (self._ns(namespace),)).fetchall())
+        return [row[0] for row in rows]
+
+    def delete(self, namespace: Namespace, key: str) -> bool:
+        return self._call(lambda db: db.execute("DELETE FROM jev_store WHERE namespace = ? AND key = ?",
+                                                (self._ns(namespace), key)).rowcount == 1)
 
     def get(self, namespace: Namespace, key: str) -> Mapping[str, Any] | None:
         row = self._call(lambda db: db.execute("SELECT value FROM jev_store WHERE namespace = ? AND key = ?",
@@ -180,6 +199,30 @@ class StoreArchive(ArchiveBase):
         """The snapshot document exactly as archived (canonical JSON), verified, not parsed."""
         snapshot.check_reference(ref)
         return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
+
+    def snapshots(self, scope: Scope) -> list[str]:
+        """The references of the scope's snapshots, sorted; the store needs `keys(namespace)`."""
+        return snapshot.references(self._optional("keys")(self.namespace(scope)))
+
+    def delete(self, scope: Scope, ref: str) -> bool:
+        """Remove one snapshot (see `ArchiveBase.delete`); the store needs `delete(namespace, key)`."""
+        snapshot.check_reference(ref)
+        return bool(self._optional("delete")(self.namespace(scope), ref))
+
+    def _optional(self, name: str) -> Any:
+        method = getattr(self.store, name, None)
+        if not callable(method):
+            raise ArchiveError(f"{type(self.store).__name__} has no {name}(namespace{', key' if name == 'delete' else ''}): "
+                               "listing and deleting snapshots need it (saving and restoring do not)")
+
+        def call(*args: Any) -> Any:
+            try:
+                return method(*args)
+            except ArchiveError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
+                raise ArchiveError(f"archive {name} failed ({type(exc).__name__})") from None
+        return call
 
     def _stored_text(self, scope: Scope, ref: str) -> str | None:
         try:

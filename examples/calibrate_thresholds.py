@@ -40,9 +40,16 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=120, help="dev sessions to shadow (the last is held out)")
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--delta", type=float, default=0.1)
-    parser.add_argument("--out", default=None)
+    parser.add_argument("--out", default=None, help="folder for records, report and archive, kept (default: a "
+                        "temporary folder, removed at the end)")
     args = parser.parse_args()
-    out = Path(args.out or tempfile.mkdtemp(prefix="jev-calibrate-"))
+    if args.out:
+        return run(args, Path(args.out))
+    with tempfile.TemporaryDirectory(prefix="jev-calibrate-") as out:  # nothing left behind in /tmp
+        run(args, Path(out))
+
+
+def run(args: argparse.Namespace, out: Path) -> None:
     transcripts, records = out / "transcripts", out / "records.jsonl"
     transcripts.mkdir(parents=True, exist_ok=True)
     records.unlink(missing_ok=True)
@@ -92,7 +99,7 @@ def main() -> None:
           + (f", {plan.count(jev.Action.DROP_PAIR)} pairs dropped, {plan.count(jev.Action.TRUNCATE_RESULT)} "
              f"results truncated, reduction {plan.reduction:.1%}, archived as {plan.archive_reference[:12]}…"
              if plan else ""))
-    print(f"report: {out / 'report.md'}\nnote: the shipped local judge was trained on these dev sessions, so these "
+    print(f"report: {out / 'report.md'}" + ("" if args.out else " (temporary: --out DIR keeps it)") + "\nnote: the shipped local judge was trained on these dev sessions, so these "
           "numbers are optimistic; calibrate on your own sessions.")
 
 

@@ -52,10 +52,15 @@ class ScriptedModel(GenericFakeChatModel):
 
 
 def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="jev-agent-") as workdir:  # nothing left behind in /tmp
+        run(Path(workdir))
+
+
+def run(workdir: Path) -> None:
     turns = [AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": p}, "id": f"read_{i}",
                                         "type": "tool_call"}]) for i, p in enumerate(FILES)]
     model = ScriptedModel(messages=iter([*turns, AIMessage("app.py and its test are consistent.")]))
-    archive = FileArchive(Path(tempfile.mkdtemp(prefix="jev-agent-")) / "archive")
+    archive = FileArchive(workdir / "archive")
     compactor = jev.Compactor(
         ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99),  # recorded answers: read_0 is obsolete
         jev.CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2),

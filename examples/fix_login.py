@@ -51,4 +51,8 @@ async def main(workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="fix-login-"))))
+    if len(sys.argv) > 1:  # a folder you name is kept
+        asyncio.run(main(Path(sys.argv[1])))
+    else:
+        with tempfile.TemporaryDirectory(prefix="fix-login-") as workdir:  # nothing left behind in /tmp
+            asyncio.run(main(Path(workdir)))

@@ -21,7 +21,11 @@ from jev.judges import ReplayJudge  # noqa: E402
 
 
 def main() -> None:
-    workdir = Path(tempfile.mkdtemp(prefix="jev-restore-"))
+    with tempfile.TemporaryDirectory(prefix="jev-restore-") as workdir:  # nothing left behind in /tmp
+        run(Path(workdir))
+
+
+def run(workdir: Path) -> None:
     scope = Scope("demo", "compaction-demo", "context-demo")
     history = scenario.messages()
     for location in (workdir / "files", "memory://jev-example/archive", f"sqlite:///{workdir}/archive.db"):

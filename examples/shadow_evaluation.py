@@ -28,8 +28,17 @@ DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=40)
-    parser.add_argument("--records", default=str(Path(tempfile.mkdtemp(prefix="jev-shadow-")) / "records.jsonl"))
+    parser.add_argument("--records", help="decision records file, kept (default: in a temporary folder, removed "
+                        "at the end)")
     args = parser.parse_args()
+    if args.records:
+        return run(args)
+    with tempfile.TemporaryDirectory(prefix="jev-shadow-") as folder:  # nothing left behind in /tmp
+        args.records = str(Path(folder) / "records.jsonl")
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     compactor = jev.Compactor(
         LocalJudge(),
         jev.CompactionConfig(eligible_tools={"bash"}, preserve_recent_messages=6),

@@ -428,3 +428,46 @@ def test_sqlite_first_opens_in_parallel_never_see_a_lock(tmp_path: Path) -> None
                               text=True) for _ in range(8)]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), "\n".join(e for e in errors if e)
+
+
+def test_list_and_delete_a_scopes_snapshots(kind) -> None:
+    """Retention is the host's; the archive gives it the tool (issue 16, item 10)."""
+    _, build, _ = kind
+    archive = build()
+    scope = Scope("u-list", "a", str(uuid.uuid4()))
+    assert archive.snapshots(scope) == []
+    refs = sorted(archive.save(scope, reference_messages()[:k]) for k in (2, 4, 6))
+    other = archive.save(Scope("u-list", "a", "another"), reference_messages())
+    assert archive.snapshots(scope) == refs and other not in refs
+    assert archive.delete(scope, refs[0]) is True
+    assert archive.delete(scope, refs[0]) is False  # already gone
+    assert archive.delete(scope, other) is False  # another scope's snapshot is not this scope's to delete
+    assert archive.snapshots(scope) == refs[1:]
+    with pytest.raises(ArchiveError, match="missing snapshot"):
+        archive.restore(scope, refs[0])
+    assert archive.restore(Scope("u-list", "a", "another"), other) == reference_messages()
+    with pytest.raises(ArchiveError, match="invalid archive reference"):
+        archive.delete(scope, "../escape")
+
+
+def test_cli_lists_and_deletes_snapshots(tmp_path: Path) -> None:
+    archive = FileArchive(tmp_path / "a")
+    refs = sorted(archive.save(SCOPE, reference_messages()[:k]) for k in (2, 4))
+    where = ["--archive", str(tmp_path / "a"), "--user", SCOPE.user_id, "--agent", SCOPE.agent_id,
+             "--session", SCOPE.session_id]
+
+    def jev(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "jev.cli.main", "snapshots", *args, *where], cwd=ROOT,
+                              capture_output=True, timeout=60)
+
+    listed = jev()
+    assert listed.returncode == 0 and json.loads(listed.stdout) == {"status": "LISTED", "snapshots": refs}
+    deleted = jev("--delete", refs[0], "--delete", "f" * 64)
+    assert deleted.returncode == 3
+    assert json.loads(deleted.stdout) == {"status": "ERROR", "deleted": [refs[0]], "missing": ["f" * 64]}
+    assert json.loads(jev().stdout)["snapshots"] == refs[1:]
+    assert jev("--delete", "nope").returncode == 2
+    missing = subprocess.run([sys.executable, "-m", "jev.cli.main", "snapshots", "--archive", str(tmp_path / "typo"),
+                              *where[2:]], cwd=ROOT, capture_output=True, timeout=60)
+    assert missing.returncode == 2 and b"no such archive folder" in missing.stderr
+    assert not (tmp_path / "typo").exists()

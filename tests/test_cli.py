@@ -49,6 +49,20 @@ def test_demo(tmp_path: Path) -> None:
     assert b"demo ok" in proc.stderr
 
 
+def test_demo_without_workdir_leaves_nothing_behind_and_its_table_does_not_wrap(tmp_path: Path) -> None:
+    """Off a terminal (here a pipe) the summary is 160 columns wide, so table rows stay whole (issue 16,
+    item 10); the temporary archive is removed at the end."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = jev("demo", env={"TMPDIR": str(temp), "COLUMNS": ""})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert list(temp.iterdir()) == []
+    rows = [line for line in proc.stderr.decode().splitlines() if line.startswith("│ t")]
+    assert len(rows) == 2 and all(line.rstrip().endswith("│") for line in rows)
+    assert "UNCERTAIN" in rows[0] and "NEEDED_RESULT" in rows[1]  # at 80 columns rich wraps these cells
+    assert "(temporary, removed at the end; --workdir DIR keeps it)" in proc.stderr.decode()
+
+
 def test_compact_shadow_then_enforce_then_restore(transcript: Path, replay: Path, tmp_path: Path) -> None:
     common = [str(transcript), "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1"]
     shadow = jev("compact", *common, "-q")

@@ -7,6 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from rich.console import Console
@@ -77,8 +78,12 @@ def write_json(value: Any, out: str | None) -> None:
 
 
 def console(quiet: bool) -> Console:
-    """The human summary goes to stderr; `-q` silences it."""
-    return Console(stderr=True, quiet=quiet, highlight=False)
+    """The human summary goes to stderr; `-q` silences it. Off a terminal (a log, a pipe, CI) rich would
+    wrap tables at 80 columns; there the width is the `COLUMNS` environment variable, else 160."""
+    probe = Console(stderr=True)
+    width = None if probe.is_terminal else int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() \
+        else 160
+    return Console(stderr=True, quiet=quiet, highlight=False, width=width)
 
 
 def exit_code(status: Status) -> int:
@@ -109,6 +114,19 @@ def add_archive_arguments(parser: Any, required: bool = False) -> None:
                         help="archive location: a directory, file://, s3://bucket/prefix, gs://, az://, sqlite:///x.db")
     parser.add_argument("--archive-endpoint", help="S3 endpoint URL for self-hosted object stores "
                                                    "(credentials from the standard AWS environment variables)")
+
+
+def must_exist(location: str) -> None:
+    """Restore, listing and deleting never create an archive: a local archive folder or SQLite file that is not there is named, never created."""
+    parts = urlsplit(location)
+    if parts.scheme == "sqlite":
+        path = Path(parts.path[1:]) if not parts.netloc else None
+        if path is not None and not path.is_file():
+            raise UsageError(f"--archive {location!r}: no such SQLite archive {str(path)!r}")
+    elif parts.scheme in ("", "file") or len(parts.scheme) == 1:
+        path = Path(parts.path if parts.scheme == "file" else location)
+        if not path.is_dir():
+            raise UsageError(f"--archive {location!r}: no such archive folder")
 
 
 def archive_from_args(args: Any) -> Any:

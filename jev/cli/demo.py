@@ -18,7 +18,8 @@ from .common import EXIT_ERROR, EXIT_OK, console, write_json
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("demo", parents=[parent], help="run the seed scenario offline (no key, no network)")
-    p.add_argument("--workdir", help="where the archive goes (default: a new temporary directory)")
+    p.add_argument("--workdir", help="where the archive goes, kept afterwards (default: a temporary directory, "
+                   "removed when the demo ends)")
     p.set_defaults(run=run)
 
 
@@ -30,9 +31,15 @@ def _scores(decision: Decision) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        return _run(args, Path(args.workdir), kept=True)
+    with tempfile.TemporaryDirectory(prefix="jev-demo-") as workdir:  # nothing left behind in /tmp
+        return _run(args, Path(workdir), kept=False)
+
+
+def _run(args: argparse.Namespace, workdir: Path, kept: bool) -> int:
     out = console(args.quiet)
-    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="jev-demo-"))
-    workdir.mkdir(parents=True, exist_ok=True)
     ref = asyncio.run(scenario.run_reference(workdir))
     local = asyncio.run(scenario.run_local(scenario.messages()))
     decision: Decision = ref["decision"]
@@ -54,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
     }
     write_json(result, None)
     ok = decision.status is Status.DECIDED and ref["restored_equal"] and ref["judge_calls"] == 1
-    _summary(out, result, ok)
+    _summary(out, result, ok, kept)
     return EXIT_OK if ok else EXIT_ERROR
 
 
-def _summary(out: Any, result: dict[str, Any], ok: bool) -> None:
+def _summary(out: Any, result: dict[str, Any], ok: bool, kept: bool) -> None:
     ref, local = result["reference_run"], result["local_judge_shadow"]
     out.rule("jev demo: the seed scenario")
     out.print("Six messages: a constraint, an obsolete read (t1), the current test read (t2), a follow-up.")
@@ -74,7 +81,8 @@ def _summary(out: Any, result: dict[str, Any], ok: bool) -> None:
     out.print("[bold]Compacted history[/]: " + ", ".join(
         f"{m['id']}({m['role']})" for m in ref["compacted_history"]))
     out.print(f"[bold]Model step[/]: {ref['model_answer']}")
-    out.print(f"[bold]Archive[/]: {ref['archive_reference']} under {ref['archive_root']}")
+    out.print(f"[bold]Archive[/]: {ref['archive_reference']} under {ref['archive_root']}"
+              + ("" if kept else " (temporary, removed at the end; --workdir DIR keeps it)"))
     out.print(f"[bold]Restore[/]: {ref['restored_messages']} messages, equal to the original: "
               f"{ref['restore_equals_original']}")
     out.print(f"Local judge (SHADOW): {local['status']} / {local['reason']} — it changes nothing in SHADOW.")

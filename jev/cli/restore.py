@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from archive.snapshot import check_reference
+from archive import check_reference
 
 from ..errors import ArchiveError, FormatError
 from ..formats import dump
 from .common import (EXIT_ERROR, EXIT_OK, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
-                     console, scope_from_args, write_json)
+                     console, must_exist, scope_from_args, write_json)
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -28,19 +26,6 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def _must_exist(location: str) -> None:
-    """Restore is read-only: a local archive folder or SQLite file that is not there is named, never created."""
-    parts = urlsplit(location)
-    if parts.scheme == "sqlite":
-        path = Path(parts.path[1:]) if not parts.netloc else None
-        if path is not None and not path.is_file():
-            raise UsageError(f"--archive {location!r}: no such SQLite archive {str(path)!r}")
-    elif parts.scheme in ("", "file") or len(parts.scheme) == 1:
-        path = Path(parts.path if parts.scheme == "file" else location)
-        if not path.is_dir():
-            raise UsageError(f"--archive {location!r}: no such archive folder")
-
-
 def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
     try:
@@ -50,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if args.occurrence is not None and not args.call_id:
         raise UsageError("--occurrence needs --call-id")
     scope = scope_from_args(args)
-    _must_exist(args.archive)
+    must_exist(args.archive)
     archive = archive_from_args(args)
     try:
         messages = (archive.restore_pair(scope, args.ref, args.call_id, args.occurrence) if args.call_id
