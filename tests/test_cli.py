@@ -308,3 +308,34 @@ def test_restore_is_read_only_and_names_a_missing_archive(tmp_path: Path) -> Non
                                "--agent", "a", "--session", "s"], capture_output=True, timeout=60)
         assert proc.returncode == 2 and words in proc.stderr
     assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+def test_output_mistakes_are_usage_errors_before_any_work(tmp_path: Path) -> None:
+    """--out on a folder or in a missing folder, and --records on an unreachable store, are exit 2 with the
+    flag named and no traceback, for every command that writes (issue 16, item 8)."""
+    history = tmp_path / "h.json"
+    history.write_bytes(json.dumps(formats.dump(reference_messages(), "openai-chat")).encode())
+    (tmp_path / "labelled.jsonl").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=str(tmp_path / "none"),
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
+    missing = str(tmp_path / "missing" / "out.json")
+    cases = [
+        (["compact", str(history), "--out", str(tmp_path)], b"--out '" + str(tmp_path).encode() + b"': is a folder"),
+        (["compact", str(history), "--out", missing], b"no such folder"),
+        (["inspect", str(history), "--out", missing], b"no such folder"),
+        (["restore", "a" * 64, "--archive", str(tmp_path), "--user", "u", "--agent", "a", "--session", "s",
+          "--out", str(tmp_path)], b"is a folder"),
+        (["label", str(tmp_path / "labelled.jsonl"), "--transcripts", str(tmp_path), "--out", missing],
+         b"no such folder"),
+        (["calibrate", str(tmp_path / "labelled.jsonl"), "--alpha", "0.1", "--delta", "0.1", "--out", str(history)],
+         b"is a file; name a folder"),
+        (["calibrate", str(tmp_path / "labelled.jsonl"), "--alpha", "0.1", "--delta", "0.1", "--out",
+          str(tmp_path / "missing" / "calib")], b"no such folder"),
+        (["compact", str(history), "--records", "s3://jev-no-such-bucket/r.jsonl"], b"cannot be opened"),
+    ]
+    for args, words in cases:
+        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", *args], capture_output=True, timeout=60, env=env)
+        assert proc.returncode == 2 and words in proc.stderr and b"Traceback" not in proc.stderr, (args, proc.stderr)
+        assert proc.stdout == b""
+    assert not (tmp_path / "missing").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from rich.progress import Progress
@@ -44,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     from calibration.join import read_records
 
     out = console(args.quiet)
+    target = Path(args.out).resolve()
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--out {args.out!r}: is a file; name a folder for the report")
+    if not target.parent.is_dir():
+        raise UsageError(f"--out {args.out!r}: no such folder {str(target.parent)!r} (it is never created)")
     for flag, value in (("--alpha", args.alpha), ("--delta", args.delta)):
         if not 0 < value < 1:
             raise UsageError(f"{flag} must be in (0, 1) (got {value})")

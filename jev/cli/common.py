@@ -42,6 +42,11 @@ def read_json(source: str, what: str = "INPUT") -> Any:
 def read_transcript(source: str, format: str) -> tuple[list[Any], str]:
     """The messages of a transcript file (JSON or JSON Lines) and the form they were read in."""
     data = read_json(source)
+    try:  # what cannot be written back cannot be echoed or archived: refuse it here (orjson writes 255 levels)
+        orjson.dumps(data)
+    except orjson.JSONEncodeError as exc:
+        raise UsageError(f"INPUT {source!r}: cannot be written back as JSON ({exc}; values nested deeper than "
+                         "255 levels have no JSON form here)") from None
     try:
         form = detect(data) if format == "auto" else format
         return load(data, form), form
@@ -59,6 +64,18 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+def check_file_target(path: str | None, flag: str) -> None:
+    """A local file a command will write: not a folder, in a folder that exists (never created silently).
+    Checked before any work, so a typo costs nothing; URLs are left to their filesystem."""
+    if path is None or ("://" in path and not path.startswith("file://")):
+        return
+    target = Path(path.removeprefix("file://")).resolve()
+    if target.is_dir():
+        raise UsageError(f"{flag} {path!r}: is a folder; name a file")
+    if not target.parent.is_dir():
+        raise UsageError(f"{flag} {path!r}: no such folder {str(target.parent)!r} (it is never created)")
+
+
 def write_json(value: Any, out: str | None) -> None:
     """JSON to stdout, or atomically to `out` (never a partial file)."""
     data = orjson.dumps(value, default=_jsonable, option=orjson.OPT_INDENT_2) + b"\n"
@@ -66,6 +83,7 @@ def write_json(value: Any, out: str | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
+    check_file_target(out, "--out")
     target = Path(out).resolve()
     fd, tmp = tempfile.mkstemp(prefix=".jev-out-", dir=target.parent)
     try:

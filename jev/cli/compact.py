@@ -17,8 +17,8 @@ from ..formats import FORMATS, dump
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
-from .common import (EXIT_ERROR, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args, console,
-                     exit_code, read_json, read_transcript, scope_from_args, write_json)
+from .common import (EXIT_ERROR, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
+                     check_file_target, console, exit_code, read_json, read_transcript, scope_from_args, write_json)
 
 DEFAULT_BUDGET = 10.0
 
@@ -141,6 +141,7 @@ def show_table(out: Any, plan: Plan) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_file_target(args.out, "--out")  # before any work: a typo costs nothing
     out = console(args.quiet)
     messages, fmt = read_transcript(args.input, args.format)
     config = config_from_args(args)
@@ -181,14 +182,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _records_sink(url: str) -> JsonlSink:
-    """A sink for --records: a local path must name a file in an existing folder (never created silently)."""
-    if "://" not in url or url.startswith("file://"):
-        path = Path(url.removeprefix("file://")).resolve()
-        if path.is_dir():
-            raise ValueError("is a folder; name a JSON Lines file")
-        if not path.parent.is_dir():
-            raise ValueError(f"no such folder {str(path.parent)!r}")
-    return JsonlSink(url)
+    """A sink for --records: a local path must name a file in an existing folder (never created silently);
+    a URL whose store cannot be reached (no credentials, no bucket) is a usage error naming the cause."""
+    check_file_target(url, "--records")
+    try:
+        return JsonlSink(url)
+    except Exception as exc:  # noqa: BLE001 - any storage stack's failure, named
+        raise UsageError(f"--records {url!r}: cannot be opened ({type(exc).__name__}: {exc})") from None
 
 
 class _Recorder:

@@ -11,7 +11,7 @@ from ..formats import FORMATS
 from ..history import size
 from ..policy import CompactionConfig, candidates
 from ..transcript import analyze
-from .common import UsageError, console, read_transcript, write_json
+from .common import UsageError, check_file_target, console, read_transcript, write_json
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -46,6 +46,7 @@ def facts(messages: list[Any], form: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_file_target(args.out, "--out")  # before any work: a typo costs nothing
     out = console(args.quiet)
     messages, form = read_transcript(args.input, args.format)
     result = facts(messages, form)

@@ -12,7 +12,7 @@ import orjson
 from rich.progress import Progress
 
 from ..errors import FormatError, TranscriptError
-from .common import EXIT_ERROR, EXIT_OK, UsageError, console
+from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -46,6 +46,7 @@ def _check_transcripts(url: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_file_target(args.out, "--out")  # before any work: a typo costs nothing
     from calibration.join import LabelReport, label  # pulls scikit-learn only when labelling
 
     out = console(args.quiet)

@@ -10,7 +10,7 @@ from archive import check_reference
 from ..errors import ArchiveError, FormatError
 from ..formats import dump
 from .common import (EXIT_ERROR, EXIT_OK, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
-                     console, must_exist, scope_from_args, write_json)
+                     check_file_target, console, must_exist, scope_from_args, write_json)
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -27,6 +27,7 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_file_target(args.out, "--out")  # before any work: a typo costs nothing
     out = console(args.quiet)
     try:
         check_reference(args.ref)
