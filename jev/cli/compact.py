@@ -13,7 +13,7 @@ from typing import Any
 from ..compactor import Compactor
 from ..decision import Decision, ExecutionOptions, Mode, Plan, Status
 from ..errors import ConfigError, FormatError
-from ..formats import FORMATS, dump
+from ..formats import FORMATS, dump, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
@@ -144,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     check_file_target(args.out, "--out")  # before any work: a typo costs nothing
     out = console(args.quiet)
     messages, fmt = read_transcript(args.input, args.format)
+    fmt = writable(fmt)  # a read-only form (Claude Code) is written back as the Anthropic messages it holds
     config = config_from_args(args)
     mode = Mode(args.mode.upper())
     scope = scope_from_args(args)

@@ -15,7 +15,8 @@ import orjson
 
 from ..errors import FormatError
 from ..transcript import ROLES, Message, ToolResultBlock, ToolUseBlock
-from . import agentscope, anthropic, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses, request
+from . import (agentscope, anthropic, claude_code, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses,
+               request)
 
 _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
     "jev": (jev_json.load, jev_json.dump),
@@ -25,6 +26,7 @@ _FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Mes
     "anthropic": (anthropic.load, anthropic.dump),
     "langchain": (langchain.load, langchain.dump),
     "agentscope": (agentscope.load, agentscope.dump),
+    "claude-code": (claude_code.load, claude_code.dump),  # read-only: dump refuses
 }
 
 
@@ -42,6 +44,8 @@ def detect(data: Any) -> str:
         return "mini-swe-agent"
     if langchain._is_objects(data):
         return "langchain"
+    if claude_code.is_transcript(data):
+        return "claude-code"
     if isinstance(data, dict) and (form := request.detect(data, detect)) is not None:
         return form
     if not isinstance(data, list):
@@ -97,6 +101,15 @@ def parse(data: bytes | str) -> Any:
             raise FormatError(f"neither JSON nor JSON Lines: line {n} of the non-blank lines: {exc} "
                               f"(as one JSON document: {whole})") from None
     return out
+
+
+WRITTEN_AS = {"claude-code": "anthropic"}  # read-only forms, and the form their messages are written in
+
+
+def writable(format: str) -> str:
+    """The form to write messages loaded from `format` in: itself, or for a read-only form (Claude Code
+    sessions) the API form its messages are in."""
+    return WRITTEN_AS.get(format, format)
 
 
 def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]:

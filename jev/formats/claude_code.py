@@ -1,0 +1,90 @@
+"""Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`), read-only: for SHADOW,
+labels and calibration of the sessions people already have; write them out in any other form.
+
+Each line is a typed entry. The main thread is read in file order: `user` and `assistant` entries whose
+`isSidechain` is not true (sub-agent work stays aside), each `message` an Anthropic message. One
+assistant turn is written over several lines, one per content block, sharing `message.id`: those are
+joined into one message at the turn's first line. Everything else — `summary`, `system`,
+`file-history-snapshot`, `queue-operation` entries, and the entry-level `toolUseResult` (the tool's
+structured output, which the model never saw) — is left out. Message ids are the entries' `uuid`s,
+timestamps their `timestamp`; a line written twice (same `uuid`, same content, as resumed sessions do)
+is read once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import FormatError
+from ..transcript import FORMAT_KEY, Message
+from . import anthropic
+
+NAME = "claude-code"
+_ROLES = ("user", "assistant")
+
+
+def is_transcript(data: Any) -> bool:
+    """Whether a parsed document looks like a Claude Code session: typed entries that carry a session id
+    and an Anthropic `message`."""
+    return isinstance(data, list) and any(
+        isinstance(e, dict) and "sessionId" in e and e.get("type") in _ROLES and isinstance(e.get("message"), dict)
+        for e in data[:50])
+
+
+def load(data: Any) -> list[Message]:
+    """The main thread's messages, in order (see the module docstring)."""
+    if not isinstance(data, list):
+        raise FormatError(f"claude-code: expected the session's entries, one per line (got {type(data).__name__})")
+    turns: list[dict[str, Any]] = []
+    at: dict[str, int] = {}  # assistant message.id -> its turn
+    seen: dict[str, Any] = {}
+    for i, entry in enumerate(data):
+        where = f"line {i + 1}"
+        if not isinstance(entry, dict):
+            raise FormatError(f"{where}: an entry must be a JSON object")
+        if entry.get("type") not in _ROLES or entry.get("isSidechain") is True:
+            continue
+        message, uuid = entry.get("message"), entry.get("uuid")
+        if not isinstance(message, dict):
+            raise FormatError(f"{where}.message: must be a JSON object")
+        if not isinstance(uuid, str) or not uuid:
+            raise FormatError(f"{where}.uuid: must be a non-blank string")
+        if uuid in seen:
+            if seen[uuid] != message:
+                raise FormatError(f"{where}: uuid {uuid!r} appears twice with different messages")
+            continue
+        seen[uuid] = message
+        role, content = message.get("role", entry["type"]), message.get("content")
+        if role != entry["type"]:
+            raise FormatError(f"{where}.message.role: {role!r} in a {entry['type']!r} entry")
+        if isinstance(content, str):
+            blocks = [{"type": "text", "text": content}] if content else []
+        elif isinstance(content, list):
+            blocks = list(content)
+        else:
+            raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
+        turn_id = message.get("id") if role == "assistant" else None
+        if isinstance(turn_id, str) and turn_id in at:  # the next block of a turn already begun
+            turns[at[turn_id]]["content"].extend(blocks)
+            continue
+        if isinstance(turn_id, str):
+            at[turn_id] = len(turns)
+        timestamp = entry.get("timestamp")
+        turns.append({"role": role, "content": blocks, "uuid": uuid,
+                      "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
+    try:
+        messages = anthropic.load([{"role": t["role"], "content": t["content"]} for t in turns])
+    except FormatError as exc:  # name the line, not the position in the joined list
+        text = str(exc)
+        if text.startswith("messages["):
+            index = int(text[len("messages["):text.index("]")])
+            text = f"the turn at line {turns[index]['line']}: message{text[text.index(']') + 1:]}"
+        raise FormatError(f"claude-code: {text}") from None
+    return [Message(t["uuid"], m.role, m.content, None, {FORMAT_KEY: NAME}, t["timestamp"])
+            for t, m in zip(turns, messages, strict=True)]
+
+
+def dump(messages: Sequence[Message]) -> Any:
+    """Refused: Claude Code transcripts are read, not written."""
+    raise FormatError("claude-code transcripts are read-only: write the messages as 'anthropic' (or another form)")

@@ -1,0 +1,147 @@
+"""Claude Code session transcripts, read-only (issue 15, item 2). The entries below follow the shapes of real
+`~/.claude/projects/*/*.jsonl` files as public write-ups of the format show them (Claude Code 1.0–2.1):
+typed entries with uuid/parentUuid/sessionId, an assistant turn written one content block per line under
+one `message.id`, tool results in user entries with the structured `toolUseResult` beside them, sub-agent
+(`isSidechain`) entries, summaries, snapshots and queue operations."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from jev import FormatError, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, formats
+from jev.transcript import analyze
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSION = "4f35e220-c435-4cf7-b9b9-f40426042847"
+READ = "     1→def count(items):\n     2→    return len(items) - 1\n" * 40
+
+
+def entry(kind: str, uuid: str, parent: str | None, message: dict, **extra) -> dict:
+    return {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/dev/app",
+            "sessionId": SESSION, "version": "2.1.12", "gitBranch": "main", "type": kind, "message": message,
+            "uuid": uuid, "timestamp": f"2026-01-20T11:57:{len(uuid):02d}.000Z", **extra}
+
+
+def assistant(uuid: str, parent: str, msg_id: str, block: dict) -> dict:
+    return entry("assistant", uuid, parent, {"model": "claude-opus-4-5-20251101", "id": msg_id, "type": "message",
+                                             "role": "assistant", "content": [block], "stop_reason": None,
+                                             "usage": {"input_tokens": 1, "output_tokens": 25}},
+                 requestId="req_011CXJb8F3Bb3xDrKBeYga4T")
+
+
+def tool_result(uuid: str, parent: str, call_id: str, text: str, structured: dict, **extra) -> dict:
+    return entry("user", uuid, parent, {"role": "user", "content": [
+        {"tool_use_id": call_id, "type": "tool_result", "content": text, **extra}]}, toolUseResult=structured)
+
+
+def session() -> list[dict]:
+    return [
+        {"type": "queue-operation", "operation": "dequeue", "timestamp": "2026-01-20T11:57:17.716Z",
+         "sessionId": SESSION},
+        {"type": "summary", "summary": "Fix the count bug", "leafUuid": "u9"},
+        entry("user", "u1", None, {"role": "user", "content": "Fix the off-by-one in count(); keep tests green."}),
+        assistant("a1", "u1", "msg_1", {"type": "text", "text": "Reading the module and its test."}),
+        assistant("a3", "a2", "msg_1", {"type": "tool_use", "id": "toolu_01A", "name": "Read",
+                                        "input": {"file_path": "/home/dev/app/count.py"}}),
+        assistant("a4", "a3", "msg_1", {"type": "tool_use", "id": "toolu_01B", "name": "Read",
+                                        "input": {"file_path": "/home/dev/app/test_count.py"}}),
+        tool_result("u2", "a4", "toolu_01A", READ, {"type": "text", "file": {
+            "filePath": "/home/dev/app/count.py", "content": "STRUCTURED-ONLY " * 50, "numLines": 80}},
+            sourceToolAssistantUUID="a3"),
+        tool_result("u3", "a4", "toolu_01B", "     1→assert count([1, 2, 3]) == 3\n", {"type": "text", "file": {
+            "filePath": "/home/dev/app/test_count.py", "content": "STRUCTURED-ONLY", "numLines": 1}},
+            sourceToolAssistantUUID="a4"),
+        {**assistant("s1", "a4", "msg_side", {"type": "tool_use", "id": "toolu_side", "name": "Grep",
+                                              "input": {"pattern": "count"}}), "isSidechain": True},
+        {**tool_result("s2", "s1", "toolu_side", "count.py:1", {"mode": "content"}), "isSidechain": True},
+        {"type": "file-history-snapshot", "messageId": "u3", "snapshot": {"trackedFileBackups": {}}},
+        assistant("a5", "u3", "msg_2", {"type": "tool_use", "id": "toolu_01C", "name": "Bash",
+                                        "input": {"command": "pytest -q", "description": "Run the tests"}}),
+        tool_result("u4", "a5", "toolu_01C", "1 failed", {"stdout": "1 failed", "stderr": "", "interrupted": False,
+                                                          "isImage": False}, is_error=True),
+        entry("system", "y1", "u4", {"role": "system", "content": "compact boundary"}),
+        entry("user", "u5", "u4", {"role": "user", "content": "Stop hook feedback:\n[hook]: ok"}, isMeta=True),
+        entry("user", "u5", "u4", {"role": "user", "content": "Stop hook feedback:\n[hook]: ok"}, isMeta=True),
+        assistant("a6", "u5", "msg_3", {"type": "thinking", "thinking": "The test expects 3.",
+                                        "signature": "EqQBCkgIARABGAIiQL"}),
+        assistant("a7", "a6", "msg_3", {"type": "text", "text": "Fixed: count() returns len(items)."}),
+    ]
+
+
+def test_the_main_thread_in_order_with_turns_joined_and_structured_results_left_out() -> None:
+    messages = formats.load(session(), "claude-code")
+    assert [m.id for m in messages] == ["u1", "a1", "u2", "u3", "a5", "u4", "u5", "a6"]
+    assert [m.role for m in messages] == ["user", "assistant", "user", "user", "assistant", "user", "user",
+                                          "assistant"]
+    assert [type(b) for b in messages[1].content] == [TextBlock, ToolUseBlock, ToolUseBlock]  # 3 lines, 1 turn
+    assert [type(b) for b in messages[-1].content] == [ThinkingBlock, TextBlock]
+    assert messages[0].timestamp == "2026-01-20T11:57:02.000Z"
+    t = analyze(messages)
+    assert [(p.call_id, p.tool) for p in t.pairs] == [("toolu_01A", "Read"), ("toolu_01B", "Read"),
+                                                      ("toolu_01C", "Bash")]
+    assert t.pairs[0].result.output == READ and t.pairs[2].result.state == "error"
+    text = orjson.dumps([formats.dump(messages, "jev")]).decode()
+    assert "STRUCTURED-ONLY" not in text and "toolu_side" not in text and "compact boundary" not in text
+
+
+def test_detected_from_json_lines_and_refused_on_write() -> None:
+    lines = "\n".join(json.dumps(e) for e in session()).encode()
+    data = formats.parse(lines)
+    assert formats.detect(data) == "claude-code"
+    messages = formats.load(data)
+    with pytest.raises(FormatError, match="claude-code transcripts are read-only"):
+        formats.dump(messages, "claude-code")
+    again = formats.load(formats.dump(messages, "anthropic"), "anthropic")  # written out in another form
+    assert [m.content for m in again] == [m.content for m in messages]
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda s: s.__setitem__(2, {**s[2], "uuid": 5}), "line 3.uuid: must be a non-blank string"),
+    (lambda s: s.__setitem__(2, {**s[2], "message": "hi"}), "line 3.message: must be a JSON object"),
+    (lambda s: s.append({**s[2], "message": {"role": "user", "content": "other"}}), "uuid 'u1' appears twice"),
+    (lambda s: s.__setitem__(2, {**s[2], "message": {"role": "assistant", "content": "x"}}), "in a 'user' entry"),
+    (lambda s: s.__setitem__(11, assistant("a5", "u3", "msg_2", {"type": "tool_use", "id": 7, "name": "Bash"})),
+     r"claude-code: the turn at line 12: message.content\[0\]: tool_use needs string 'id' and 'name'"),
+])
+def test_malformed_entries_name_the_line(mutate, words: str) -> None:
+    doc = session()
+    mutate(doc)
+    with pytest.raises(FormatError, match=words):
+        formats.load(doc, "claude-code")
+
+
+def test_shadow_replay_and_label_on_a_folder_of_sessions(tmp_path: Path) -> None:
+    """The read-only form is enough for the rollout's first steps: inspect, SHADOW, replay, label."""
+    sessions = tmp_path / "projects" / "-home-dev-app"
+    sessions.mkdir(parents=True)
+    (sessions / f"{SESSION}.jsonl").write_text("\n".join(json.dumps(e) for e in session()) + "\n")
+
+    def jev(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "jev.cli.main", *args], cwd=ROOT, capture_output=True,
+                              timeout=120)
+
+    inspected = jev("inspect", str(sessions / f"{SESSION}.jsonl"))
+    assert inspected.returncode == 0, inspected.stderr
+    info = json.loads(inspected.stdout)
+    assert info["format"] == "claude-code" and info["tools"]["Read"]["pairs"] == 2
+    shadow = jev("compact", str(sessions / f"{SESSION}.jsonl"), "--eligible-tools", "Read,Bash",
+                 "--preserve-recent", "1")
+    assert shadow.returncode == 0, shadow.stderr
+    plan = json.loads(shadow.stdout)
+    assert plan["status"] in ("DECIDED", "INCONCLUSIVE") and set(plan["scores"]) >= {"t1"}, plan
+    assert formats.detect(plan["messages"]) == "anthropic"  # written back as the Anthropic messages it holds
+    records = tmp_path / "records.jsonl"
+    replayed = jev("replay", str(tmp_path / "projects"), "--records", str(records), "--every", "1",
+                   "--eligible-tools", "Read,Bash", "--preserve-recent", "1")
+    assert replayed.returncode == 0, replayed.stderr
+    labelled = jev("label", str(records), "--transcripts", str(tmp_path / "projects"), "--out",
+                   str(tmp_path / "labelled.jsonl"))
+    assert labelled.returncode == 0, labelled.stderr
+    rows = [json.loads(line) for line in (tmp_path / "labelled.jsonl").read_text().splitlines()]
+    assert rows and {r["session_id"] for r in rows} == {f"-home-dev-app/{SESSION}"}
