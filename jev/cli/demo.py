@@ -26,8 +26,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
 def _scores(decision: Decision) -> dict[str, Any]:
     if decision.plan is None:
         return {}
-    return {k: {"keep_call": s.keep_call, "keep_result": s.keep_result, "reason": s.reason,
-                "action": decision.plan.decisions[k].value} for k, s in decision.plan.scores.items()}
+    return {v.key: {"keep_call": v.keep_call, "keep_result": v.keep_result, "reason": v.reason,
+                    "action": v.action.value} for v in decision.plan.pairs_table()}
 
 
 def run(args: argparse.Namespace) -> int:
