@@ -16,7 +16,7 @@ from .state import estimate_tokens
 from .transcript import (Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                          canonical_json)
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Action", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError", "Decision",
