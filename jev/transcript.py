@@ -276,16 +276,10 @@ def block_problem(block: Any, where: str) -> str | None:
                 return f"{where}.{name}: must be a string (got {type(value).__name__})"
         if kind is ToolUseBlock:
             return None
-        if block.metadata is not None and not isinstance(block.metadata, Mapping):
-            return f"{where}.metadata: must be a JSON object (got {type(block.metadata).__name__})"
         if type(block.output) is str:
-            return None
-        if not isinstance(block.output, tuple):
-            return f"{where}.output: must be a string or a list of blocks (got {type(block.output).__name__})"
-        for k, inner in enumerate(block.output):
-            if (problem := block_problem(inner, f"{where}.output[{k}]")) is not None:
-                return problem
-        return None
+            return _metadata_problem(block.metadata, where)
+        return _metadata_problem(block.metadata, where) or _blocks_problem(block.output, f"{where}.output",
+                                                                          "a string or a list of blocks")
     if kind is OtherBlock:
         data = block.data
         if not isinstance(data, Mapping):
@@ -306,12 +300,21 @@ def message_problem(message: Any, where: str) -> str | None:
         value = getattr(message, name)
         if value is not None and type(value) is not str:
             return f"{where}.{name}: must be a string (got {type(value).__name__})"
-    if message.metadata is not None and not isinstance(message.metadata, Mapping):
-        return f"{where}.metadata: must be a JSON object (got {type(message.metadata).__name__})"
-    if not isinstance(message.content, tuple):
-        return f"{where}.content: must be a list of blocks (got {type(message.content).__name__})"
-    for j, block in enumerate(message.content):
-        if (problem := block_problem(block, f"{where}.content[{j}]")) is not None:
+    return _metadata_problem(message.metadata, where) or _blocks_problem(message.content, f"{where}.content",
+                                                                         "a list of blocks")
+
+
+def _metadata_problem(metadata: Any, where: str) -> str | None:
+    if metadata is not None and not isinstance(metadata, Mapping):
+        return f"{where}.metadata: must be a JSON object (got {type(metadata).__name__})"
+    return None
+
+
+def _blocks_problem(blocks: Any, where: str, rule: str) -> str | None:
+    if not isinstance(blocks, tuple):
+        return f"{where}: must be {rule} (got {type(blocks).__name__})"
+    for k, block in enumerate(blocks):
+        if (problem := block_problem(block, f"{where}[{k}]")) is not None:
             return problem
     return None
 
