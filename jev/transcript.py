@@ -293,15 +293,38 @@ def block_problem(block: Any, where: str) -> str | None:
 
 
 def message_problem(message: Any, where: str) -> str | None:
-    """Why the `jev` reader would refuse this message once written, or None (see `block_problem`)."""
+    """Why the `jev` reader would refuse this message once written, or None (see `block_problem`). Runs on
+    every plan, so the common case — typed blocks with string fields — is checked inline."""
     if not isinstance(message, Message):
         return f"{where}: not a jev Message (got {type(message).__name__})"
+    if ((message.name is None or type(message.name) is str)
+            and (message.timestamp is None or type(message.timestamp) is str)
+            and (message.metadata is None or isinstance(message.metadata, Mapping))
+            and type(message.content) is tuple):
+        for block in message.content:
+            if not _plain(block):
+                break
+        else:
+            return None
     for name in ("name", "timestamp"):
         value = getattr(message, name)
         if value is not None and type(value) is not str:
             return f"{where}.{name}: must be a string (got {type(value).__name__})"
     return _metadata_problem(message.metadata, where) or _blocks_problem(message.content, f"{where}.content",
                                                                          "a list of blocks")
+
+
+def _plain(block: Any) -> bool:
+    """A typed block whose fields are all of the right type (the fast path of `message_problem`)."""
+    kind = type(block)
+    if kind is TextBlock:
+        return type(block.text) is str
+    if kind is ToolUseBlock:
+        return type(block.id) is str and type(block.name) is str
+    if kind is ToolResultBlock:
+        return (type(block.id) is str and type(block.name) is str and type(block.output) is str
+                and block.metadata is None)
+    return kind is ThinkingBlock and type(block.thinking) is str
 
 
 def _metadata_problem(metadata: Any, where: str) -> str | None:
