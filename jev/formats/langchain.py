@@ -66,7 +66,8 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
     seen: set[str] = set()
     for i, item in enumerate(data):
         where = f"messages[{i}]"
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str) or item["type"] not in _ROLES or not isinstance(item.get("data"), dict):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if not isinstance(kind, str) or kind not in _ROLES or not isinstance(item.get("data"), dict):
             raise FormatError(f"{where}: must be a LangChain message (type human, ai, system or tool)")
         if len(item) != 2:
             extra = sorted(str(k) for k in item if k not in ("type", "data"))[0]
