@@ -135,7 +135,8 @@ def add_archive_arguments(parser: Any, required: bool = False) -> None:
 
 
 def must_exist(location: str) -> None:
-    """Restore, listing and deleting never create an archive: a local archive folder or SQLite file that is not there is named, never created."""
+    """Restore, listing and deleting never create an archive: a local archive folder or SQLite file that is
+    not there is named, never created."""
     parts = urlsplit(location)
     if parts.scheme == "sqlite":
         path = Path(parts.path[1:]) if not parts.netloc else None
