@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 
 import orjson
 import pytest
@@ -478,3 +480,32 @@ def test_chat_tool_calls_null_or_empty_round_trip() -> None:
     messages = formats.load(doc, "openai-chat")
     assert [m.content for m in messages[1:]] == [(TextBlock("a"),), (TextBlock("b"),)]
     assert formats.dump(messages, "openai-chat") == doc
+
+
+OLD_SNAPSHOTS = sorted((Path(__file__).parent / "data" / "snapshots-0.3.0").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", OLD_SNAPSHOTS, ids=[p.stem for p in OLD_SNAPSHOTS])
+def test_a_result_is_kept_once_and_snapshots_written_before_still_restore(path: Path) -> None:
+    """Issue 15, item 3 (the tool-result part): a loaded result's text lives in its block only, not again in
+    the converter's bookkeeping, so a truncation removes the bytes; snapshots that 0.3.0 wrote (text kept
+    twice) still restore and write back exactly."""
+    from archive import Scope
+    from archive.snapshot import decode, encode
+    from jev import Action, CompactionConfig
+    from jev.apply import apply_actions
+    case = json.loads(path.read_text())
+    fmt, doc = case["format"], case["document"]
+    scope = Scope("user-1", "agent-1", "session-1")
+    restored = decode(scope, case["reference"], case["snapshot"].encode())
+    assert formats.dump(restored, fmt) == doc
+    messages = formats.load(doc, fmt)
+    _, data = encode(scope, messages)
+    assert data.decode().count("line of output") == 50  # the 50-line result, once
+    assert len(data) <= len(case["snapshot"].encode())
+    t = analyze(messages)
+    cut = apply_actions(t, {p.key: Action.TRUNCATE_RESULT if p.call_id == "old" else Action.KEEP for p in t.pairs},
+                        CompactionConfig(truncate_head_chars=20))
+    assert "line of output\nline of output\n" not in orjson.dumps(list(cut), default=str).decode()
+    again = formats.load(formats.dump(cut, fmt), fmt)  # the cut result is written back cut
+    assert [p.result.text for p in analyze(again).pairs] == [p.result.text for p in analyze(cut).pairs]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
 from ..errors import FormatError
-from ..transcript import FORMAT_KEY, SOURCE_KEY, Message
+from ..transcript import FORMAT_KEY, SOURCE_KEY, Block, Message, TextBlock
 
 
 def loaded(name: str, source: Any) -> dict[str, Any]:
@@ -24,6 +24,36 @@ def source_of(message: Message, name: str) -> Any:
     if not metadata or metadata.get(SOURCE_KEY) is None:
         return None
     return metadata[SOURCE_KEY] if metadata.get(FORMAT_KEY, name) == name else None
+
+
+def hollow(content: Any, is_text: Callable[[Any], bool]) -> Any:
+    """What a converter keeps of a tool result's content for the round trip: its shape without the text,
+    which the result block holds (so a result is not kept twice, and a truncation removes its bytes).
+    A string becomes "", a text part (`is_text`) "" if it is a bare string, else its text ""; other parts
+    and other values are kept as they are."""
+    if isinstance(content, str):
+        return ""
+    if isinstance(content, list):
+        return [("" if isinstance(p, str) else {**p, "text": ""}) if is_text(p) else p for p in content]
+    return content
+
+
+def refill(kept: Any, output: str | tuple[Block, ...], is_text: Callable[[Any], bool], text_type: str) -> Any:
+    """A result's content written back from its block and what `hollow` kept: a string output as it is;
+    block output into the kept parts' order, each text part taking the next text block (a full part kept
+    by an older snapshot is refilled the same way), text blocks beyond them as `text_type` parts."""
+    if isinstance(output, str):
+        return output
+    texts = iter(b for b in output if isinstance(b, TextBlock))
+    out = []
+    for part in kept if isinstance(kept, list) else []:
+        if is_text(part):
+            block = next(texts, None)
+            if block is not None:
+                out.append({**part, "text": block.text})
+        else:
+            out.append(part)
+    return out + [{"type": text_type, "text": b.text} for b in texts]
 
 
 def each_message(data: Any, name: str, roles: tuple[str, ...]) -> Iterator[tuple[int, str, dict[str, Any]]]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import dump_arguments, each_message, loaded, parse_arguments, source_of
+from ._common import dump_arguments, each_message, hollow, loaded, parse_arguments, refill, source_of
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                           block_to_dict)
 
@@ -82,11 +82,11 @@ def load(data: Any) -> list[Message]:
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
         own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
         if not any(isinstance(b, ToolResultBlock) and b.id in own_calls for b in blocks):
-            out.append(Message(mid, raw["role"], tuple(blocks), name, loaded(NAME, raw)))
+            out.append(Message(mid, raw["role"], tuple(blocks), name, loaded(NAME, _without_result_text(raw))))
             continue
         # A header with no blocks carries the original Msg: a plan never touches a message without blocks,
         # so the Msg survives whichever of its blocks are dropped.
-        out.append(Message(mid, raw["role"], (), name, loaded(NAME, raw)))
+        out.append(Message(mid, raw["role"], (), name, loaded(NAME, _without_result_text(raw))))
         for k, block in enumerate(blocks):  # one step per block: results come after their calls
             role = "tool" if isinstance(block, ToolResultBlock) else raw["role"]
             out.append(Message(f"{mid}#{k}", role, (block,), name, loaded(NAME, {"part_of": mid})))
@@ -103,12 +103,23 @@ def _key(block: Any) -> tuple[str, str] | None:
     return None
 
 
-def _dump_result(raw: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
-    if raw.get("output") is not None and _output(raw["output"], "output") == block.output:
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+
+
+def _without_result_text(raw: dict[str, Any]) -> dict[str, Any]:
+    """The `Msg` as kept for the round trip: its results' text left to the result blocks, which hold it (so
+    a result is not kept twice, and a truncation removes its bytes; see `hollow`)."""
+    content = raw["content"]
+    if not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
         return raw
-    output = block.output
-    return {**raw, "output": output if isinstance(output, str) else
-            [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data) for b in output]}  # type: ignore[union-attr]
+    return {**raw, "content": [{**b, "output": hollow(b["output"], _is_text)} if b.get("type") == "tool_result"
+                               else b for b in content]}
+
+
+def _dump_result(raw: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
+    """A kept `tool_result` with its output written back from the result block."""
+    return {**raw, "output": refill(raw.get("output"), block.output, _is_text, "text")}
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import each_message, loaded, source_of
+from ._common import each_message, hollow, loaded, refill, source_of
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                           block_to_dict)
 
@@ -71,8 +71,23 @@ def load(data: Any) -> list[Message]:
             blocks = tuple(_block(b, f"{where}.content[{k}]", names) for k, b in enumerate(content))
         else:
             raise FormatError(f"{where}.content: must be a string or a list of blocks")
-        out.append(Message(f"m{i}", raw["role"], blocks, None, loaded(NAME, raw)))
+        out.append(Message(f"m{i}", raw["role"], blocks, None, loaded(NAME, _without_result_text(raw))))
     return out
+
+
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+
+
+def _without_result_text(raw: dict[str, Any]) -> dict[str, Any]:
+    """The message as kept for the round trip: its tool results' text left to the result blocks, which
+    hold it (so a result is not kept twice, and a truncation removes its bytes)."""
+    content = raw.get("content")
+    if not isinstance(content, list) or not any(isinstance(b, dict) and b.get("type") == "tool_result"
+                                                for b in content):
+        return raw
+    return {**raw, "content": [{**b, "content": hollow(b["content"], _is_text)}
+                               if b.get("type") == "tool_result" and "content" in b else b for b in content]}
 
 
 def _key(block: Any) -> tuple[str, str] | None:
@@ -86,12 +101,10 @@ def _key(block: Any) -> tuple[str, str] | None:
 
 
 def _dump_result(original: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
-    if block.output is not None and _result_output(original.get("content"), "") == block.output:
+    """A kept `tool_result` block with its content written back from the result block (see `hollow`)."""
+    if original.get("content") is None and block.output == "":  # loaded without content (or null): as it was
         return original
-    output = block.output
-    content: Any = output if isinstance(output, str) else [
-        {"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data) for b in output]  # type: ignore[union-attr]
-    return {**original, "content": content}
+    return {**original, "content": refill(original.get("content"), block.output, _is_text, "text")}
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:

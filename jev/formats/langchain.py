@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import loaded, source_of
+from ._common import hollow, loaded, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "langchain"
@@ -32,6 +32,11 @@ def _content(content: Any, where: str) -> tuple[Block, ...]:
     if not isinstance(content, list):
         raise FormatError(f"{where}.content: must be a string or a list")
     return tuple(_part(p, f"{where}.content[{k}]") for k, p in enumerate(content))
+
+
+def _is_text(part: Any) -> bool:
+    """A text part as `_parts` refills it: a bare string, or a `text` dict."""
+    return isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
 
 
 def _part(p: Any, where: str = "content") -> Block:
@@ -96,6 +101,8 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
         lc_id = body.get("id")
         mid = lc_id if isinstance(lc_id, str) and lc_id and lc_id not in seen else f"m{i}"
         seen.add(mid)
+        if role == "tool":  # the result block holds the output's text: not kept twice (see `hollow`)
+            item = {**item, "data": {**body, "content": hollow(body["content"], _is_text)}}
         out.append(Message(mid, role, blocks, body.get("name") if isinstance(body.get("name"), str) else None,
                            loaded(NAME, {"item": item, "objects": objects})))
     return out

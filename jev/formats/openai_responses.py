@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import dump_arguments, loaded, parse_arguments, source_of
+from ._common import dump_arguments, hollow, loaded, parse_arguments, refill, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-responses"
@@ -72,7 +72,8 @@ def load(data: Any) -> list[Message]:
             output: str | tuple[Block, ...] = raw if isinstance(raw, str) else _content(raw, where)
             block = ToolResultBlock(item["call_id"], names.get(item["call_id"], ""), output,
                                     "error" if item.get("status") == "incomplete" else "success")
-            out.append(Message(mid, "tool", (block,), None, loaded(NAME, item)))
+            kept = {**item, "output": hollow(raw, _is_text)} if "output" in item else item  # the block holds the text
+            out.append(Message(mid, "tool", (block,), None, loaded(NAME, kept)))
         elif kind == "reasoning":
             summary = item.get("summary") or []
             if not isinstance(summary, list) or not all(isinstance(p, dict) and isinstance(p.get("text", ""), str)
@@ -85,21 +86,14 @@ def load(data: Any) -> list[Message]:
     return out
 
 
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in _TEXT_PARTS
+
+
 def _dump_content(blocks: Sequence[Block], original: Any) -> Any:
     if isinstance(original, str):
         return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
-    parts = list(original) if isinstance(original, list) else []
-    out = []
-    texts = iter(b for b in blocks if isinstance(b, TextBlock))
-    for part in parts:
-        if isinstance(part, dict) and part.get("type") in _TEXT_PARTS:
-            block = next(texts, None)
-            if block is not None:
-                out.append({**part, "text": block.text})
-        else:
-            out.append(part)
-    out += [{"type": "output_text", "text": b.text} for b in texts]
-    return out
+    return refill(original, tuple(blocks), _is_text, "output_text")
 
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
