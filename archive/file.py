@@ -94,28 +94,18 @@ class FileArchive(ArchiveBase):
 
     def snapshots(self, scope: Scope) -> list[str]:
         """The references of the scope's snapshots, sorted (none when the scope has no folder yet)."""
-        if not os.path.lexists(self.root):  # nothing saved yet
+        directory = self._existing_scope_dir(scope)
+        if directory is None:
             return []
-        try:
-            directory = self._scope_dir(scope, create=False)
-        except ArchiveError as exc:
-            if str(exc) == MISSING:
-                return []
-            raise
         return snapshot.references([e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False)
                                     and e.name.endswith(".json")])
 
     def delete(self, scope: Scope, ref: str) -> bool:
         """Remove one snapshot (see `ArchiveBase.delete`); a symlink in its place is refused, not followed."""
         snapshot.check_reference(ref)
-        if not os.path.lexists(self.root):
+        directory = self._existing_scope_dir(scope)
+        if directory is None:
             return False
-        try:
-            directory = self._scope_dir(scope, create=False)
-        except ArchiveError as exc:
-            if str(exc) == MISSING:
-                return False
-            raise
         target = directory / f"{ref}.json"
         try:
             st = os.lstat(target)
@@ -126,6 +116,14 @@ class FileArchive(ArchiveBase):
         os.unlink(target)
         _fsync_dir(directory)
         return True
+
+    def _existing_scope_dir(self, scope: Scope) -> Path | None:
+        """The scope's folder, checked as `_scope_dir` checks it, or None when nothing was saved in it yet."""
+        if not isinstance(scope, Scope):
+            raise ArchiveError("archive needs an archive.Scope")
+        if not os.path.lexists(self.root / scope.digest()):
+            return None
+        return self._scope_dir(scope, create=False)
 
     def _read(self, directory: Path, scope: Scope, ref: str) -> list[Message]:
         return snapshot.decode(scope, ref, self._read_bytes(directory, ref))
