@@ -107,7 +107,7 @@ def test_detected_from_json_lines_and_refused_on_write() -> None:
     (lambda s: s.append({**s[2], "message": {"role": "user", "content": "other"}}), "uuid 'u1' appears twice"),
     (lambda s: s.__setitem__(2, {**s[2], "message": {"role": "assistant", "content": "x"}}), "in a 'user' entry"),
     (lambda s: s.__setitem__(11, assistant("a5", "u3", "msg_2", {"type": "tool_use", "id": 7, "name": "Bash"})),
-     r"claude-code: the turn at line 12: message.content\[0\]: tool_use needs string 'id' and 'name'"),
+     r"the turn at line 12.content\[0\]: tool_use needs string .id. and .name."),
 ])
 def test_malformed_entries_name_the_line(mutate, words: str) -> None:
     doc = session()

@@ -64,15 +64,19 @@ def load(data: Any) -> list[Message]:
     names: dict[str, str] = {}
     out: list[Message] = []
     for i, where, raw in each_message(data, "messages", ("user", "assistant", "system")):
-        content = raw.get("content")
-        if isinstance(content, str):
-            blocks: tuple[Block, ...] = (TextBlock(content),) if content else ()
-        elif isinstance(content, list):
-            blocks = tuple(_block(b, f"{where}.content[{k}]", names) for k, b in enumerate(content))
-        else:
-            raise FormatError(f"{where}.content: must be a string or a list of blocks")
+        blocks = content_blocks(raw.get("content"), where, names)
         out.append(Message(f"m{i}", raw["role"], blocks, None, loaded(NAME, _without_result_text(raw))))
     return out
+
+
+def content_blocks(content: Any, where: str, names: dict[str, str]) -> tuple[Block, ...]:
+    """The blocks of one Anthropic message's `content` (`where` names it in errors; `names` maps the call
+    ids seen so far to their tools, so a result is named after its call)."""
+    if isinstance(content, str):
+        return (TextBlock(content),) if content else ()
+    if isinstance(content, list):
+        return tuple(_block(b, f"{where}.content[{k}]", names) for k, b in enumerate(content))
+    raise FormatError(f"{where}.content: must be a string or a list of blocks")
 
 
 def _is_text(part: Any) -> bool:

@@ -58,12 +58,9 @@ def load(data: Any) -> list[Message]:
         role, content = message.get("role", entry["type"]), message.get("content")
         if role != entry["type"]:
             raise FormatError(f"{where}.message.role: {role!r} in a {entry['type']!r} entry")
-        if isinstance(content, str):
-            blocks = [{"type": "text", "text": content}] if content else []
-        elif isinstance(content, list):
-            blocks = list(content)
-        else:
+        if not isinstance(content, (str, list)):
             raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
+        blocks = list(content) if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
         turn_id = message.get("id") if role == "assistant" else None
         if isinstance(turn_id, str) and turn_id in at:  # the next block of a turn already begun
             turns[at[turn_id]]["content"].extend(blocks)
@@ -73,16 +70,10 @@ def load(data: Any) -> list[Message]:
         timestamp = entry.get("timestamp")
         turns.append({"role": role, "content": blocks, "uuid": uuid,
                       "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
-    try:
-        messages = anthropic.load([{"role": t["role"], "content": t["content"]} for t in turns])
-    except FormatError as exc:  # name the line, not the position in the joined list
-        text = str(exc)
-        if text.startswith("messages["):
-            index = int(text[len("messages["):text.index("]")])
-            text = f"the turn at line {turns[index]['line']}: message{text[text.index(']') + 1:]}"
-        raise FormatError(f"claude-code: {text}") from None
-    return [Message(t["uuid"], m.role, m.content, None, {FORMAT_KEY: NAME}, t["timestamp"])
-            for t, m in zip(turns, messages, strict=True)]
+    names: dict[str, str] = {}  # call id -> tool, so each result is named after its call
+    return [Message(t["uuid"], t["role"], anthropic.content_blocks(t["content"], f"the turn at line {t['line']}",
+                                                                   names), None, {FORMAT_KEY: NAME}, t["timestamp"])
+            for t in turns]
 
 
 def dump(messages: Sequence[Message]) -> Any:
