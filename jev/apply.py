@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from .policy import Action, CompactionConfig
 from .state import cut
@@ -21,22 +22,29 @@ _MARKER = re.compile(r"\n\[JEV archived the full result[^\n]*do not re-execute t
 _TOMBSTONE = re.compile(r"\A\[JEV dropped call [^\n]*do not re-execute this tool for recovery\.\]\Z")
 
 
+def quoted(text: str) -> str:
+    """`text` as a JSON string (how markers and tombstones name a call id)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'  # what orjson writes for it, without the call
+    return canonical_json(text).decode()
+
+
 def _how(call_id: str, config: CompactionConfig) -> str:
-    quoted = canonical_json(call_id).decode()
-    return (f"restore it with {config.restore_tool}(call_id={quoted})" if config.restore_tool
-            else f"ask the host to restore call {quoted}")
+    quoted_id = quoted(call_id)
+    return (f"restore it with {config.restore_tool}(call_id={quoted_id})" if config.restore_tool
+            else f"ask the host to restore call {quoted_id}")
 
 
 def truncation_marker(call_id: str, config: CompactionConfig) -> str:
     """The marker ending a cut result: it names the call and the way back."""
-    return f"[JEV archived the full result of call {canonical_json(call_id).decode()}; {_how(call_id, config)}; " \
+    return f"[JEV archived the full result of call {quoted(call_id)}; {_how(call_id, config)}; " \
            "do not re-execute this tool for recovery.]"
 
 
 def tombstone(pair: Pair, config: CompactionConfig) -> str:
     """The line a dropped pair leaves: its tool, the head of its input, its call id, the way back."""
-    head = cut(canonical_json(pair.call.input).decode(), _INPUT_HEAD)
-    return (f"{TOMBSTONE_PREFIX}{canonical_json(pair.call_id).decode()} ({pair.tool} {head}) and its result; "
+    head = cut(pair.input_json, _INPUT_HEAD)
+    return (f"{TOMBSTONE_PREFIX}{quoted(pair.call_id)} ({pair.tool} {head}) and its result; "
             f"{_how(pair.call_id, config)}; do not re-execute this tool for recovery.]")
 
 
@@ -48,16 +56,34 @@ def truncated_output(pair: Pair, config: CompactionConfig) -> tuple[TextBlock, .
     return (TextBlock(cut(text, head_chars) + "\n" + truncation_marker(pair.call_id, config)),)
 
 
+@dataclass(frozen=True, slots=True)
+class LetGo:
+    """What letting go of one pair would leave, made once per plan: the cut result's output (None when the
+    result is short enough to keep), the tombstone line of a drop (None when tombstones are off), and the
+    characters of result text each removes, net of the kept head and marker, or of the tombstone."""
+
+    output: tuple[TextBlock, ...] | None
+    tombstone: str | None
+    truncate_saves: int
+    drop_saves: int
+
+
+def let_go(pair: Pair, config: CompactionConfig) -> LetGo:
+    """The `LetGo` of `pair` under `config`."""
+    size = len(pair.result.text)
+    output = truncated_output(pair, config)
+    stone = tombstone(pair, config) if config.tombstones else None
+    return LetGo(output, stone, 0 if output is None else size - len(output[0].text),
+                 max(0, size - (0 if stone is None else len(stone))))
+
+
 def removed_chars(pair: Pair, action: Action, config: CompactionConfig) -> int:
     """Characters of the pair's result text that `action` removes, net of a kept head and the marker, or of
     the tombstone a drop leaves."""
-    if action is Action.DROP_PAIR:
-        left = len(tombstone(pair, config)) if config.tombstones else 0
-        return max(0, len(pair.result.text) - left)
-    if action is Action.TRUNCATE_RESULT:
-        output = truncated_output(pair, config)
-        return 0 if output is None else len(pair.result.text) - len(output[0].text)
-    return 0
+    if action is Action.KEEP:
+        return 0
+    gone = let_go(pair, config)
+    return gone.drop_saves if action is Action.DROP_PAIR else gone.truncate_saves
 
 
 def is_truncated(result: ToolResultBlock) -> bool:
@@ -71,11 +97,14 @@ def is_tombstone(text: str) -> bool:
     return text.startswith(TOMBSTONE_PREFIX) and _TOMBSTONE.match(text) is not None
 
 
-def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig) -> list[Message]:
+def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig,
+                  prepared: Mapping[str, LetGo] | None = None) -> list[Message]:
     """The compacted history. Unchanged messages are the same objects; changed ones keep every field
     but their content; a message left with no blocks is removed. With `config.tombstones` each dropped
     pair leaves its tombstone line as a message of its own right after where its call was (a message
-    made here, so every form writes it afresh; never a lone result)."""
+    made here, so every form writes it afresh; never a lone result). `prepared`: the pairs' `LetGo` when
+    the caller made them already (made here for the others)."""
+    prepared = prepared or {}
     # blocks by place (is result, message index, id): a call id may be reused once its pair is complete
     dropped: set[tuple[bool, int, str]] = set()
     replaced: dict[tuple[bool, int, str], ToolResultBlock] = {}
@@ -83,15 +112,18 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
     touched: set[int] = set()
     for pair in transcript.pairs:
         action = decisions.get(pair.key, Action.KEEP)
+        if action is Action.KEEP:
+            continue
+        gone = prepared.get(pair.key) or let_go(pair, config)
         if action is Action.DROP_PAIR:
             dropped.update(((False, pair.call_message, pair.call_id), (True, pair.result_message, pair.call_id)))
             touched.update((pair.call_message, pair.result_message))
-            if config.tombstones:
+            if gone.tombstone is not None:
                 holder = transcript.messages[pair.call_message]
                 tombstones.setdefault(pair.call_message, []).append(Message(
-                    f"{holder.id}~dropped~{pair.call_id}", "assistant", (TextBlock(tombstone(pair, config)),)))
+                    f"{holder.id}~dropped~{pair.call_id}", "assistant", (TextBlock(gone.tombstone),)))
         elif action is Action.TRUNCATE_RESULT:
-            output = truncated_output(pair, config)
+            output = gone.output
             if output is not None:
                 r = pair.result
                 replaced[(True, pair.result_message, pair.call_id)] = ToolResultBlock(r.id, r.name, output, r.state,

@@ -16,7 +16,7 @@ from typing import Any
 from archive.scope import Scope
 
 from .aio import run_sync
-from .apply import apply_actions, removed_chars
+from .apply import apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
@@ -134,8 +134,8 @@ class Compactor:
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
         judged_history = take(messages)
         if judged_history.chars > config.max_transcript_chars:
-            raise TranscriptError(f"transcript limit: canonical JSON exceeds max_transcript_chars "
-                                  f"{config.max_transcript_chars}")
+            raise TranscriptError(f"transcript limit: {judged_history.chars} characters of model-visible content "
+                                  f"exceed max_transcript_chars {config.max_transcript_chars}")
         transcript = analyze(messages)
         pinned_messages = pinned_message_indices(transcript, config)
         judged = candidates(transcript, config, pinned_messages)
@@ -148,19 +148,19 @@ class Compactor:
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged")
 
-        saves = {p.key: (removed_chars(p, Action.TRUNCATE_RESULT, config), removed_chars(p, Action.DROP_PAIR, config))
-                 for p in judged}
+        gone = {p.key: let_go(p, config) for p in judged}
+        saves = {key: (g.truncate_saves, g.drop_saves) for key, g in gone.items()}
         decisions, scores, removed, target = self._decide(transcript, judged, probabilities, saves)
         record_pairs.extend(PairRecord(p.key, p.call_id, p.tool, scores[p.key].keep_call, scores[p.key].keep_result,
                                        decisions[p.key].value, scores[p.key].reason, len(p.result.text), *saves[p.key])
                             for p in judged)
-        compacted = apply_actions(transcript, decisions, config)
+        compacted = apply_actions(transcript, decisions, config, gone)
         before = judged_history.chars
         after = chars_after(compacted, judged_history)
-        reduction = 1.0 - after / before
+        reduction = 1.0 - after / before if before else 0.0
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
         pinned = why_pinned(transcript, config, pinned_messages)
-        views = tuple(PairView(p.key, p.call_id, p.tool, cut(canonical_json(p.call.input).decode(), INPUT_HEAD),
+        views = tuple(PairView(p.key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD),
                                len(p.result.text), scores[p.key].keep_call, scores[p.key].keep_result, decisions[p.key],
                                scores[p.key].reason, pinned.get(p.key, "")) for p in transcript.pairs)
         common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=views, requests=len(requests.calls),

@@ -1,16 +1,17 @@
 """The caller's history as judged, taken once at the start of a plan: the very message objects, a digest
-of their mutable parts, and the size of their canonical JSON.
+of their mutable parts, and the size of what the model sees in each.
 
-Sizes leave out a converter's bookkeeping (`metadata["jev.source"]` and `["jev.format"]`): what a format
-keeps only to be written back exactly — provider fields, a copy of the output, the raw response — is not
-what the model sees, so it counts neither in the transcript limit nor in the reduction.
+Sizes count model-visible content only — text, thinking, each call's tool name and canonical input, each
+result's text (other blocks as their canonical JSON) — and never envelopes, ids or metadata: a history
+loaded from any form has the same blocks, so the transcript limit and the reduction do not depend on the
+form it came in (Responses writes every call as an item of its own, Chat Completions folds them into one
+message; the model sees the same calls).
 
-It serves the transcript limit, the change guard and the reduction. SPEC §7's guard re-serializes the
-history and compares; this one proves the same thing with less work. Messages and blocks are frozen and
-their strings immutable, so a history whose list holds the same objects in the same order serializes to
-the same bytes unless a mutable part changed in place — a tool input, a metadata mapping, an unknown
-block's JSON object. Those parts (usually a small share of a history) are set aside and hashed at the
-start, and hashed again at the guard; everything else is compared by identity.
+SPEC §7's guard re-serializes the history and compares; this one proves the same thing with less work.
+Messages and blocks are frozen and their strings immutable, so a history whose list holds the same objects
+in the same order serializes to the same bytes unless a mutable part changed in place — a tool input, a
+metadata mapping, an unknown block's JSON object. Those parts are set aside and serialized at the start,
+and again at the guard; everything else is compared by identity.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from .errors import TranscriptError
-from .transcript import BOOKKEEPING_KEYS, Message, OtherBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from .transcript import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, _default, canonical_json
 
 
 def chars(data: bytes) -> int:
@@ -31,12 +34,39 @@ def chars(data: bytes) -> int:
 
 
 def size(message: Any) -> int:
-    """Characters of a message's canonical JSON without the converter's bookkeeping in its metadata."""
-    metadata = getattr(message, "metadata", None)
-    if type(message) is Message and metadata and any(key in metadata for key in BOOKKEEPING_KEYS):
-        rest = {k: v for k, v in metadata.items() if k not in BOOKKEEPING_KEYS}
-        message = Message(message.id, message.role, message.content, message.name, rest or None, message.timestamp)
-    return chars(_encode(message))
+    """Characters of what the model sees of a message (see the module's docstring); 0 for anything that is
+    not a Message (validation refuses it right after)."""
+    return _measure(message.content, None) if isinstance(message, Message) else 0
+
+
+def _measure(blocks: Any, parts: list[Any] | None) -> int:
+    """Model-visible characters of `blocks`; with `parts`, every mutable value inside them is added to it."""
+    total = 0
+    for block in blocks:
+        kind = type(block)
+        if kind is TextBlock:
+            total += len(block.text)
+        elif kind is ToolResultBlock:
+            output = block.output
+            if parts is not None and block.metadata is not None:
+                parts.append(block.metadata)
+            total += len(output) if type(output) is str else _measure(output, parts)
+        elif kind is ToolUseBlock:
+            value = block.input
+            if type(value) is str:
+                total += len(block.name) + len(value)
+            else:
+                total += len(block.name) + chars(_encode(value))
+                if parts is not None:
+                    parts.append(value)
+        elif kind is ThinkingBlock:
+            total += len(block.thinking)
+        else:  # an unknown block: its JSON object is what the model is sent
+            data = getattr(block, "data", block)
+            total += chars(_encode(data))
+            if parts is not None:
+                parts.append(data)
+    return total
 
 
 def _encode(value: Any) -> bytes:
@@ -52,69 +82,46 @@ class Judged:
 
     messages: tuple[Any, ...]
     parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
-    digest: bytes  # SHA-256 of their canonical JSON when judging started
-    chars: int  # characters of the canonical JSON of the whole list, bookkeeping left out
-    sizes: tuple[int, ...]  # characters of each message's canonical JSON, bookkeeping left out
+    serialized: bytes  # their JSON when judging started
+    chars: int  # model-visible characters of the whole list
+    sizes: tuple[int, ...]  # model-visible characters of each message
 
 
-def _mutable_parts(messages: Sequence[Any]) -> list[Any]:
-    """Every value inside the messages that could change without the messages being replaced."""
-    parts: list[Any] = []
-    add = parts.append
-    for message in messages:
-        if not isinstance(message, Message):
-            continue  # validation rejects it right after; nothing to guard
-        if message.metadata is not None:
-            add(message.metadata)
-        blocks = list(message.content)
-        while blocks:
-            block = blocks.pop()
-            kind = type(block)
-            if kind is ToolUseBlock:
-                if not isinstance(block.input, str):
-                    add(block.input)
-            elif kind is ToolResultBlock:
-                if block.metadata is not None:
-                    add(block.metadata)
-                if type(block.output) is not str:
-                    blocks.extend(block.output)
-            elif kind is OtherBlock:
-                add(block.data)
-    return parts
-
-
-def _digest(parts: list[Any]) -> bytes:
-    """SHA-256 of the parts' canonical JSON, fed in slices: holding the JSON itself would cost as much
-    memory as the metadata of a history (half of it, for some agents)."""
-    digest = hashlib.sha256()
-    for start in range(0, len(parts), _SLICE):
-        digest.update(_encode(parts[start:start + _SLICE]))
-    return digest.digest()
-
-
-_SLICE = 256
+def _serialized(parts: list[Any]) -> bytes:
+    """The parts' JSON as orjson writes them (keys in their order: the same objects give the same bytes,
+    and a reordering reads as a change, which only makes the guard more cautious)."""
+    try:
+        return orjson.dumps(parts, default=_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+    except TypeError as exc:
+        raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
 
 
 def take(messages: Sequence[Message]) -> Judged:
-    """The history as judged: its size message by message (ASCII messages are never decoded, and the
-    whole document is never built), and its mutable parts set aside."""
+    """The history as judged: its model-visible size message by message, and its mutable parts set aside."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise TranscriptError("messages must be a list of jev.Message")
     held = tuple(messages)
-    sizes = tuple(map(size, held))
-    parts = _mutable_parts(held)
-    return Judged(held, parts, _digest(parts), sum(sizes) + max(0, len(held) - 1) + 2, sizes)
+    parts: list[Any] = []
+    sizes = []
+    for message in held:
+        if isinstance(message, Message):
+            if message.metadata is not None:
+                parts.append(message.metadata)
+            sizes.append(_measure(message.content, parts))
+        else:
+            sizes.append(0)  # validation refuses it right after; nothing to guard
+    return Judged(held, parts, _serialized(parts), sum(sizes), tuple(sizes))
 
 
 def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
     """The change guard: the caller's list holds the same messages and their mutable parts, looked at
-    again where they were, serialize to the same bytes (the same SHA-256)."""
+    again where they were, serialize to the same bytes."""
     if not isinstance(messages, Sequence) or len(messages) != len(judged.messages):
         return False
     if not all(map(operator.is_, messages, judged.messages)):
         return False
     try:
-        return _digest(judged.parts) == judged.digest
+        return _serialized(judged.parts) == judged.serialized
     except TranscriptError:  # mutated into something that no longer serializes
         return False
 
@@ -130,37 +137,7 @@ def fingerprint(messages: Sequence[Message]) -> bytes:
 
 
 def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
-    """Characters of the compacted list's canonical JSON, from the judged sizes: removed and untouched
-    messages were measured at the start; a message the plan rebuilt with new content only is measured as
-    its original's size plus the change in its content, so large metadata is never serialized again."""
-    kept = {id(m) for m in compacted}
-    before = {id(m) for m in judged.messages}
-    replaced: dict[str, tuple[Message, int]] = {}
-    removed = 0
-    for message, measured in zip(judged.messages, judged.sizes, strict=True):
-        if id(message) not in kept:
-            removed += measured
-            if isinstance(message, Message):
-                replaced[message.id] = (message, measured)
-    added = 0
-    for message in compacted:
-        if id(message) in before:
-            continue
-        original = replaced.get(getattr(message, "id", None))
-        if original is not None and _same_but_content(message, original[0]):
-            added += original[1] - _content_chars(original[0].content) + _content_chars(message.content)
-        else:  # a message the plan made (a tombstone) or rebuilt beyond its content
-            added += size(message)
-    commas = max(0, len(compacted) - 1) - max(0, len(judged.messages) - 1)
-    return judged.chars - removed + added + commas
-
-
-def _same_but_content(message: Any, original: Message) -> bool:
-    """`message` is `original` rebuilt with other content: every other field the very same value."""
-    return (type(message) is Message and message.id == original.id and message.role == original.role
-            and message.name is original.name and message.metadata is original.metadata
-            and message.timestamp is original.timestamp)
-
-
-def _content_chars(blocks: tuple[Any, ...]) -> int:
-    return chars(_encode(blocks))
+    """Model-visible characters of the compacted list: messages the plan kept as they were are counted from
+    the judged sizes, only those it rebuilt or made (a cut result's message, a tombstone) are measured."""
+    measured = {id(m): n for m, n in zip(judged.messages, judged.sizes, strict=True)}
+    return sum(measured[id(m)] if id(m) in measured else size(m) for m in compacted)

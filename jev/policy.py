@@ -193,9 +193,9 @@ def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> 
 
 def _pair_rule_pins(pair: Pair, config: CompactionConfig) -> bool:
     result = pair.result
-    meta = result.metadata or {}
+    meta = result.metadata
     return (pair.tool not in config.eligible_tools or result.state != "success"
-            or any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS) or not result.text_only)
+            or (bool(meta) and any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)) or not result.text_only)
 
 
 def why_pinned(transcript: Transcript, config: CompactionConfig, pinned: set[int] | None = None) -> dict[str, str]:

@@ -108,19 +108,24 @@ class JudgeState:
 def history_entries(transcript: Transcript, input_cap: int) -> list[tuple[int, dict[str, Any]]]:
     """(message index, history entry) for every message with text or tool calls, inputs cut to `input_cap`."""
     entries: list[tuple[int, dict[str, Any]]] = []
+    call_pair = transcript.call_pair
     for i, message in enumerate(transcript.messages):
         calls = []
+        texts = []
         for block in message.content:
-            if isinstance(block, ToolUseBlock):
-                pair = transcript.call_pair(i, block.id)
+            kind = type(block)
+            if kind is TextBlock:
+                texts.append(block.text)
+            elif kind is ToolUseBlock:
+                pair = call_pair(i, block.id)
                 calls.append({
                     "id": pair.key if pair else "pending",
                     "tool": block.name,
-                    "input": cut(canonical_json(block.input).decode(), input_cap),
+                    "input": cut(pair.input_json if pair else canonical_json(block.input).decode(), input_cap),
                     "result": f"{pair.result.state}, {len(pair.result.text)} chars (omitted)" if pair else "pending",
                 })
-        text = "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
-        if text or calls:
+        if texts or calls:
+            text = texts[0] if len(texts) == 1 else "\n".join(texts)
             entries.append((i, {"i": i, "role": message.role.upper(), "text": text, "tool_calls": calls}))
     return entries
 

@@ -404,6 +404,7 @@ class Pair:
     result_message: int
     call: ToolUseBlock
     result: ToolResultBlock
+    input_json: str = ""  # the call's input as canonical JSON, made once: the state, tombstones and views show it
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -425,6 +426,13 @@ class Transcript:
     def result_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose result is the block `call_id` of message `message_index`."""
         return self.places.get((True, message_index, call_id))
+
+
+def _input_json(call: ToolUseBlock, where: str) -> str:
+    try:
+        return orjson.dumps(call.input, default=_default, option=_CANONICAL).decode()
+    except orjson.JSONEncodeError as exc:
+        raise TranscriptError(f"the input of call {call.id!r} at {where} is not JSON ({exc})") from None
 
 
 def analyze(messages: Sequence[Message]) -> Transcript:
@@ -464,7 +472,8 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                                              and block.id in completed else ""))
                 del open_calls[block.id]
                 completed.add(block.id)
-                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block)
+                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block,
+                            _input_json(call[1], f"messages[{call[0]}]"))
                 pairs.append(pair)
                 places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
             elif not isinstance(block, (TextBlock, ThinkingBlock)) and block.type not in _VERBATIM_KINDS:

@@ -17,7 +17,7 @@ from jev.errors import StateBudgetError
 from jev.policy import candidates, decide, pinned_message_indices
 from jev.questions import batches, questions_map
 from jev.state import build_state, cut, fit_state
-from jev.transcript import analyze, messages_from_dicts
+from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, analyze, messages_from_dicts
 
 
 # --- token estimate and cutting -------------------------------------------------------------------
@@ -287,16 +287,36 @@ def test_drop_pair_removes_exactly_its_two_blocks() -> None:
     assert out[0] is messages[0]
 
 
-def test_reduction_sizes_match_a_full_serialization() -> None:
+def _visible(blocks) -> int:
+    """Model-visible characters written the plain way, to check history.size against."""
+    total = 0
+    for b in blocks:
+        if isinstance(b, TextBlock):
+            total += len(b.text)
+        elif isinstance(b, ThinkingBlock):
+            total += len(b.thinking)
+        elif isinstance(b, ToolUseBlock):
+            total += len(b.name) + (len(b.input) if isinstance(b.input, str) else len(canonical_json(b.input).decode()))
+        elif isinstance(b, ToolResultBlock):
+            total += len(b.output) if isinstance(b.output, str) else _visible(b.output)
+        else:
+            total += len(canonical_json(b.data).decode())
+    return total
+
+
+def test_reduction_sizes_count_model_visible_content_only() -> None:
     from jev.history import chars_after, take
     messages = reference_messages()
-    messages.insert(1, msg("u", "user", text("ünïcödé text")))
+    messages.insert(1, msg("u", "user", text("ünïcödé text"), ThinkingBlock("hm")))
+    messages[2] = messages[2].replace(metadata={"jev.source": {"big": "x" * 5000}, "host": [1, 2]})
     t = analyze(messages)
-    out = apply_actions(t, {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT}, plain(30))
+    out = apply_actions(t, {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT},
+                        CompactionConfig(truncate_head_chars=30))  # with tombstones
     judged = take(messages)
-    assert judged.chars == len(canonical_json(messages).decode())
-    assert chars_after(out, judged) == len(canonical_json(out).decode())
-    assert take([]).chars == len(canonical_json([]))
+    assert judged.chars == sum(_visible(m.content) for m in messages)  # envelopes, ids, metadata left out
+    assert chars_after(out, judged) == sum(_visible(m.content) for m in out)  # tombstones counted
+    assert any(m.id.endswith("~dropped~" + t.pairs[0].call_id) for m in out)
+    assert take([]).chars == 0
 
 
 def _reference_estimate(text: str) -> int:
