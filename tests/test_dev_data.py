@@ -72,3 +72,42 @@ def test_a_remote_judge_plans_every_full_history_in_windows_where_needed(raw) ->
             assert decision.status is not Status.ERROR, (session, decision.detail)
             windowed += bool(decision.plan and decision.plan.windows)
     assert windowed > 20  # the long histories that used to end in "state exceeds budget"
+
+
+FORMS = ("jev", "openai-chat", "openai-responses", "anthropic", "langchain", "agentscope")
+
+
+def _answers(messages) -> dict[str, float]:
+    """Fixed answers by pair key (the same in every form): drop, truncate and keep in turn."""
+    out = {}
+    for k, pair in enumerate(analyze(messages).pairs):
+        out[f"call_{pair.key}"], out[f"result_{pair.key}"] = ((0.05, 0.05), (0.95, 0.05), (0.95, 0.95))[k % 3]
+    return out
+
+
+@needs_data
+def test_the_same_plan_reports_the_same_reduction_from_every_form_and_keeps_no_payload_twice(raw) -> None:
+    from jev import canonical_json
+    from jev.transcript import TextBlock, ToolUseBlock
+    config = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=0, minimum_reduction=0.0)
+    for _session, data in raw["swebench"][:3] + raw["deepseek"][:2]:
+        base = formats.load(orjson.loads(data))
+        compactor = Compactor(ReplayJudge(_answers(base)), config, ExecutionOptions(Mode.SHADOW, budget=30))
+        reductions = {}
+        for form in FORMS:
+            messages = formats.load(formats.dump(base, form), form)
+            decision = compactor.plan_sync(messages)
+            assert decision.status is Status.DECIDED, (form, decision.detail)
+            reductions[form] = decision.plan.reduction
+            if form == "jev":
+                continue
+            for message in messages:  # what the blocks hold is not kept a second time in the metadata
+                kept = canonical_json(message.metadata or {})
+                for block in message.content:
+                    texts = [block.text] if isinstance(block, TextBlock) else [
+                        canonical_json(block.input).decode()] if isinstance(block, ToolUseBlock) else [
+                        block.text] if isinstance(block, ToolResultBlock) else []
+                    for text in texts:
+                        if len(text) >= 40:
+                            assert canonical_json(text)[1:-1] not in kept, (form, message.id)
+        assert max(reductions.values()) - min(reductions.values()) <= 0.01 * max(reductions.values()), reductions

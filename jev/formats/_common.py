@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
-from ..transcript import FORMAT_KEY, SOURCE_KEY, Block, Message, TextBlock
+from ..transcript import FORMAT_KEY, SOURCE_KEY, Block, Message, OtherBlock, TextBlock, ThinkingBlock
 
 
 def loaded(name: str, source: Any) -> dict[str, Any]:
@@ -84,3 +84,39 @@ def dump_arguments(value: Any) -> str:
         return orjson.dumps(value).decode()
     except orjson.JSONEncodeError as exc:
         raise FormatError(f"a call input cannot be written as JSON arguments ({exc})") from None
+
+
+def hollow_block(raw: Any, block: Block, fields: dict[str, str]) -> Any:
+    """What a converter keeps of one loaded non-tool block for the round trip, without what `block` (the
+    block it loaded as) holds: an unknown block's object is left to its OtherBlock (its type kept, so the
+    block still reads as non-tool), a text or thinking block's field (`fields`: block type -> the field
+    holding its text) emptied. Anything else is kept as it is."""
+    if not isinstance(raw, dict):
+        return raw
+    if type(block) is OtherBlock and block.data is raw:
+        return {"type": raw.get("type")}
+    field = fields.get(raw.get("type"))  # type: ignore[arg-type]
+    if field is not None and type(block) in (TextBlock, ThinkingBlock) and isinstance(raw.get(field), str):
+        return {**raw, field: ""}
+    return raw
+
+
+def refill_block(kept: Any, block: Block, fields: dict[str, str]) -> Any:
+    """A non-tool block written back from what `hollow_block` kept and the block it loaded as (a block kept
+    whole by an older snapshot is written the same way)."""
+    if type(block) is OtherBlock:
+        return dict(block.data)
+    if isinstance(kept, dict):
+        field = fields.get(kept.get("type"))  # type: ignore[arg-type]
+        if field is not None and isinstance(kept.get(field), str):
+            if type(block) is TextBlock:
+                return {**kept, field: block.text}
+            if type(block) is ThinkingBlock:
+                return {**kept, field: block.thinking}
+    return kept
+
+
+def reproducible_arguments(raw: Any, value: Any) -> bool:
+    """A call's JSON-string `arguments` are written back exactly from the input they parsed to, so the
+    converter need not keep the string."""
+    return isinstance(raw, str) and dump_arguments(value) == raw

@@ -4,8 +4,10 @@
 AgentScope keeps a whole reply — hints, calls, their results, text — in *one* assistant `Msg`. The jev
 model wants a result in a later message (SPEC §2) and recency counted in steps, so such a `Msg` becomes
 one jev message per block, `<id>#0`, `<id>#1`, … (results with role `tool`), after a header `<id>` with
-no blocks that carries the original `Msg` in `metadata["jev.source"]`. `dump` merges them back in the
-original block order, so `dump(load(x)) == x`. AgentScope's `hint` blocks read as text.
+no blocks that carries the original `Msg` in `metadata["jev.source"]` — without what its blocks hold
+(text, hints, thinking, inputs that write back exactly, results' text, unknown blocks), so nothing is kept
+twice. `dump` merges them back in the original block order, filling those fields from the blocks, so
+`dump(load(x)) == x`. AgentScope's `hint` blocks read as text.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import dump_arguments, each_message, hollow, loaded, parse_arguments, refill, source_of
+from ._common import (dump_arguments, each_message, hollow, hollow_block, loaded, parse_arguments, refill, refill_block,
+                      reproducible_arguments, source_of)
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                           block_to_dict)
 
@@ -82,11 +85,11 @@ def load(data: Any) -> list[Message]:
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
         own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
         if not any(isinstance(b, ToolResultBlock) and b.id in own_calls for b in blocks):
-            out.append(Message(mid, raw["role"], tuple(blocks), name, loaded(NAME, _without_result_text(raw))))
+            out.append(Message(mid, raw["role"], tuple(blocks), name, loaded(NAME, _kept(raw, blocks))))
             continue
         # A header with no blocks carries the original Msg: a plan never touches a message without blocks,
         # so the Msg survives whichever of its blocks are dropped.
-        out.append(Message(mid, raw["role"], (), name, loaded(NAME, _without_result_text(raw))))
+        out.append(Message(mid, raw["role"], (), name, loaded(NAME, _kept(raw, blocks))))
         for k, block in enumerate(blocks):  # one step per block: results come after their calls
             role = "tool" if isinstance(block, ToolResultBlock) else raw["role"]
             out.append(Message(f"{mid}#{k}", role, (block,), name, loaded(NAME, {"part_of": mid})))
@@ -107,14 +110,23 @@ def _is_text(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
 
 
-def _without_result_text(raw: dict[str, Any]) -> dict[str, Any]:
-    """The `Msg` as kept for the round trip: its results' text left to the result blocks, which hold it (so
-    a result is not kept twice, and a truncation removes its bytes; see `hollow`)."""
-    content = raw["content"]
-    if not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-        return raw
-    return {**raw, "content": [{**b, "output": hollow(b["output"], _is_text)} if b.get("type") == "tool_result"
-                               else b for b in content]}
+_FIELDS = {"text": "text", "hint": "hint", "thinking": "thinking"}  # block type -> the field a jev block holds
+
+
+def _kept(raw: dict[str, Any], blocks: list[Block]) -> dict[str, Any]:
+    """The `Msg` as kept for the round trip: without what its blocks hold — text, hints, thinking, call
+    inputs that write back exactly, results' text, unknown blocks — so nothing is kept twice and a truncation
+    removes its bytes (see `hollow`)."""
+    content = []
+    for b, block in zip(raw["content"], blocks, strict=True):
+        kind = b.get("type")
+        if kind == "tool_result":
+            content.append({**b, "output": hollow(b["output"], _is_text)} if "output" in b else b)
+        elif kind == "tool_call":
+            content.append({**b, "input": None} if reproducible_arguments(b["input"], block.input) else b)
+        else:
+            content.append(hollow_block(b, block, _FIELDS))
+    return {**raw, "content": content}
 
 
 def _dump_result(raw: dict[str, Any], block: ToolResultBlock) -> dict[str, Any]:
@@ -156,11 +168,12 @@ def _written_back(source: dict[str, Any], present: list[Block]) -> dict[str, Any
         key = _key(block)
         if key is None:
             if others:
-                others.pop(0)
-                content.append(block)
+                content.append(refill_block(block, others.pop(0), _FIELDS))
         elif key in tools:
             kept = tools.pop(key)
-            content.append(_dump_result(block, kept) if isinstance(kept, ToolResultBlock) else block)
+            content.append(_dump_result(block, kept) if isinstance(kept, ToolResultBlock)
+                           else {**block, "input": dump_arguments(kept.input)} if block.get("input") is None
+                           else block)
     raw["content"] = content
     return raw
 

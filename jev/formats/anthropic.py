@@ -2,8 +2,10 @@
 messages, `thinking` / `redacted_thinking`, string or block content, and an optional `system` role.
 
 Messages get `m0`, `m1`, … (dropped again on dump). Each original block is kept in
-`metadata["jev.source"]` and written back as it was — `cache_control`, `signature`, `citations`,
-`toolset_name` and all — unless the plan removed it or cut its result, so `dump(load(x)) == x`.
+`metadata["jev.source"]` without what the jev block holds (text, thinking, a call's input, a result's
+text, an unknown block's object) and written back with it filled in from the block — `cache_control`,
+`signature`, `citations`, `toolset_name` and all — unless the plan removed it or cut its result, so
+`dump(load(x)) == x`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import each_message, hollow, loaded, refill, source_of
+from ._common import each_message, hollow, hollow_block, loaded, refill, refill_block, source_of
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                           block_to_dict)
 
@@ -65,7 +67,7 @@ def load(data: Any) -> list[Message]:
     out: list[Message] = []
     for i, where, raw in each_message(data, "messages", ("user", "assistant", "system")):
         blocks = content_blocks(raw.get("content"), where, names)
-        out.append(Message(f"m{i}", raw["role"], blocks, None, loaded(NAME, _without_result_text(raw))))
+        out.append(Message(f"m{i}", raw["role"], blocks, None, loaded(NAME, _kept(raw, blocks))))
     return out
 
 
@@ -83,15 +85,27 @@ def _is_text(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
 
 
-def _without_result_text(raw: dict[str, Any]) -> dict[str, Any]:
-    """The message as kept for the round trip: its tool results' text left to the result blocks, which
-    hold it (so a result is not kept twice, and a truncation removes its bytes)."""
+_FIELDS = {"text": "text", "thinking": "thinking"}  # block type -> the field a jev block holds
+
+
+def _kept(raw: dict[str, Any], blocks: tuple[Block, ...]) -> dict[str, Any]:
+    """The message as kept for the round trip: without what its blocks hold — text, thinking, call inputs,
+    results' text, unknown blocks — so nothing is kept twice and a truncation removes its bytes."""
     content = raw.get("content")
-    if not isinstance(content, list) or not any(isinstance(b, dict) and b.get("type") == "tool_result"
-                                                for b in content):
+    if isinstance(content, str):
+        return {**raw, "content": ""}
+    if not isinstance(content, list):
         return raw
-    return {**raw, "content": [{**b, "content": hollow(b["content"], _is_text)}
-                               if b.get("type") == "tool_result" and "content" in b else b for b in content]}
+    kept = []
+    for b, block in zip(content, blocks, strict=True):
+        kind = b.get("type")
+        if kind == "tool_result" and "content" in b:
+            kept.append({**b, "content": hollow(b["content"], _is_text)})
+        elif kind == "tool_use":
+            kept.append({**b, "input": None} if "input" in b else b)
+        else:
+            kept.append(hollow_block(b, block, _FIELDS))
+    return {**raw, "content": kept}
 
 
 def _key(block: Any) -> tuple[str, str] | None:
@@ -131,11 +145,11 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
             key = _key(raw)
             if key is None:
                 if others:  # non-tool blocks are never removed by a plan: they pair up in order
-                    others.pop(0)
-                    blocks.append(raw)
+                    blocks.append(refill_block(raw, others.pop(0), _FIELDS))
             elif key in current:
                 block = current.pop(key)
-                blocks.append(_dump_result(raw, block) if isinstance(block, ToolResultBlock) else raw)
+                blocks.append(_dump_result(raw, block) if isinstance(block, ToolResultBlock)
+                              else {**raw, "input": block.input} if "input" in raw else raw)
         for block in message.content:  # blocks added in Python, not loaded
             if _key(block) in current or (not original and _key(block) is None):
                 blocks.append(_fresh(block))

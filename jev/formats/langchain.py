@@ -3,8 +3,8 @@
 
 A message keeps its LangChain id as its jev id when it has one (else `m0`, `m1`, …, dropped on dump).
 Everything else LangChain carries (`additional_kwargs`, `response_metadata`, `usage_metadata`, `artifact`,
-content-block lists, …) rides in `metadata["jev.source"]` as the dict form, so `dump(load(x)) == x` in
-either form. `langchain-core` is needed only for objects; the dict form needs nothing.
+content-block lists, …) rides in `metadata["jev.source"]` as the dict form, without what the blocks hold
+(text, other parts but reasoning, calls' `args`), so `dump(load(x)) == x` in either form. `langchain-core` is needed only for objects; the dict form needs nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import hollow, loaded, source_of
+from ._common import loaded, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "langchain"
@@ -101,11 +101,27 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
         lc_id = body.get("id")
         mid = lc_id if isinstance(lc_id, str) and lc_id and lc_id not in seen else f"m{i}"
         seen.add(mid)
-        if role == "tool":  # the result block holds the output's text: not kept twice (see `hollow`)
-            item = {**item, "data": {**body, "content": hollow(body["content"], _is_text)}}
+        item = {**item, "data": _kept(body)}  # the blocks hold the text, the calls' args, other parts
         out.append(Message(mid, role, blocks, body.get("name") if isinstance(body.get("name"), str) else None,
                            loaded(NAME, {"item": item, "objects": objects})))
     return out
+
+
+def _kept(body: dict[str, Any]) -> dict[str, Any]:
+    """A message's data as kept for the round trip, without what its blocks hold: text (see `hollow`), other
+    parts (but reasoning, written back as it was) down to their type, and the calls' `args`."""
+    kept = {**body, "content": _hollow_content(body["content"])}
+    if isinstance(body.get("tool_calls"), list):
+        kept["tool_calls"] = [{**c, "args": None} if "args" in c else c for c in body["tool_calls"]]
+    return kept
+
+
+def _hollow_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return ""
+    return [("" if isinstance(p, str) else {**p, "text": ""}) if _is_text(p)
+            else {"type": p["type"]} if isinstance(p, dict) and isinstance(p.get("type"), str)
+            and not isinstance(_part(p), ThinkingBlock) else p for p in content]
 
 
 def dump(messages: Sequence[Message]) -> Any:
@@ -136,13 +152,19 @@ def dump(messages: Sequence[Message]) -> Any:
                 if isinstance(original, str) else _parts(rest, original)
             if "tool_calls" in body or calls:
                 before = {c.get("id"): c for c in body.get("tool_calls") or []}
-                body["tool_calls"] = [before.get(c.id) or {"name": c.name, "args": c.input, "id": c.id,
-                                                           "type": "tool_call"} for c in calls]
+                body["tool_calls"] = [_dump_call(before.get(c.id), c) for c in calls]
         items.append({"type": item["type"], "data": body})
     if objects:
         from langchain_core.messages import messages_from_dict
         return messages_from_dict(items)
     return items
+
+
+def _dump_call(kept: dict[str, Any] | None, call: ToolUseBlock) -> dict[str, Any]:
+    """A tool call written back from what `_kept` kept of it (its `args` from the block), or afresh."""
+    if kept is None:
+        return {"name": call.name, "args": call.input, "id": call.id, "type": "tool_call"}
+    return {**kept, "args": call.input} if "args" in kept else kept
 
 
 def _fresh(message: Message) -> list[dict[str, Any]]:

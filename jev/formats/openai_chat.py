@@ -1,8 +1,9 @@
 """OpenAI Chat Completions messages (`tool_calls` on assistant messages, `role: tool` results).
 
 Chat messages have no ids: they get `m0`, `m1`, … on load and lose them again on dump. Whatever the jev
-model has no field for (the exact `arguments` string, `content: null`, content-part lists, `developer`
-role, `refusal`, `audio`, …) travels in `metadata["jev.source"]`, so `dump(load(x)) == x`.
+model has no field for (an `arguments` string its input does not write back exactly, `content: null`,
+content-part lists, `developer` role, `refusal`, `audio`, …) travels in `metadata["jev.source"]`, so
+`dump(load(x)) == x`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import dump_arguments, loaded, parse_arguments, source_of
+from ._common import dump_arguments, loaded, parse_arguments, reproducible_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-chat"
@@ -108,8 +109,10 @@ def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict
                 or not isinstance(fn.get("arguments"), str):
             raise FormatError(f"{cw}: needs a string 'id' and a 'function' with string 'name' and 'arguments'")
         arguments = parse_arguments(fn["arguments"])
-        extras[call["id"]] = {"call": {k2: v for k2, v in call.items() if k2 != "function"},
-                              "function": {k2: v for k2, v in fn.items() if k2 != "name"}}
+        function = {k2: v for k2, v in fn.items() if k2 != "name"}
+        if reproducible_arguments(fn["arguments"], arguments):  # the block's input writes them back
+            function["arguments"] = None
+        extras[call["id"]] = {"call": {k2: v for k2, v in call.items() if k2 != "function"}, "function": function}
         tool_names[call["id"]] = fn["name"]
         blocks.append(ToolUseBlock(call["id"], fn["name"], arguments))
     source["tool_calls"] = extras

@@ -4,9 +4,10 @@ other item, kept verbatim).
 Each item becomes one message (`m0`, `m1`, …; dropped again on dump): a `function_call` an assistant
 message with one tool call (input = the parsed `arguments`), a `function_call_output` a tool message with
 its result, a `reasoning` item an assistant message with a thinking block (so it is never sent to a
-judge and pins itself). Everything the jev model has no field for — the exact `arguments` string, ids,
-statuses, content-part types, encrypted reasoning — rides in `metadata["jev.source"]`, so
-`dump(load(x)) == x`.
+judge and pins itself). Everything the jev model has no field for — an `arguments` string the input does
+not write back exactly, ids, statuses, content-part types, encrypted reasoning — rides in
+`metadata["jev.source"]`; text, outputs and arguments that do are left to the blocks, so nothing is kept
+twice and `dump(load(x)) == x`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import dump_arguments, hollow, loaded, parse_arguments, refill, source_of
+from ._common import dump_arguments, hollow, loaded, parse_arguments, refill, reproducible_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-responses"
@@ -57,14 +58,16 @@ def load(data: Any) -> list[Message]:
             role = item.get("role")
             if not isinstance(role, str) or role not in _ROLES:
                 raise FormatError(f"{where}.role: unsupported role {role!r}")
-            out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, loaded(NAME, item)))
+            kept = {**item, "content": hollow(item["content"], _is_text)} if "content" in item else item  # blocks hold the text
+            out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, loaded(NAME, kept)))
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
                 if not isinstance(item.get(key), str):
                     raise FormatError(f"{where}.{key}: must be a string")
             names[item["call_id"]] = item["name"]
             block = ToolUseBlock(item["call_id"], item["name"], parse_arguments(item["arguments"]))
-            out.append(Message(mid, "assistant", (block,), None, loaded(NAME, item)))
+            kept = {**item, "arguments": None} if reproducible_arguments(item["arguments"], block.input) else item
+            out.append(Message(mid, "assistant", (block,), None, loaded(NAME, kept)))
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
                 raise FormatError(f"{where}.call_id: must be a string")
