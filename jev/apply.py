@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .policy import Action, CompactionConfig
+from .quick import quick_init
 from .state import cut
 from .transcript import Block, Message, Pair, TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
 
@@ -56,6 +57,7 @@ def truncated_output(pair: Pair, config: CompactionConfig) -> tuple[TextBlock, .
     return (TextBlock(cut(text, head_chars) + "\n" + truncation_marker(pair.call_id, config)),)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LetGo:
     """What letting go of one pair would leave, made once per plan: the cut result's output (None when the
@@ -70,7 +72,7 @@ class LetGo:
 
 def let_go(pair: Pair, config: CompactionConfig) -> LetGo:
     """The `LetGo` of `pair` under `config`."""
-    size = len(pair.result.text)
+    size = pair.result_chars
     output = truncated_output(pair, config)
     stone = tombstone(pair, config) if config.tombstones else None
     return LetGo(output, stone, 0 if output is None else size - len(output[0].text),
@@ -147,15 +149,15 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
                                message.timestamp) if type(message) is Message  # 3x cheaper than replace()
                        else message.replace(content=tuple(blocks)))
         out.extend(tombstones.get(i, ()))  # where the call was: a message of its own, which every form writes
-    _assert_results_have_calls(out)
+    _assert_results_have_calls(transcript, dropped)
     return out
 
 
-def _assert_results_have_calls(messages: Sequence[Message]) -> None:
-    calls: set[str] = set()
-    for message in messages:
-        for block in message.content:
-            if isinstance(block, ToolUseBlock):
-                calls.add(block.id)
-            elif isinstance(block, ToolResultBlock) and block.id not in calls:
-                raise RuntimeError(f"internal error: result {block.id!r} would survive without its call")
+def _assert_results_have_calls(transcript: Transcript, dropped: set[tuple[bool, int, str]]) -> None:
+    """Provider rules hold: every call let go of takes its result with it (blocks leave only through
+    `dropped`, so this is all that could leave a result without its call)."""
+    for is_result, i, call_id in dropped:
+        if not is_result:
+            pair = transcript.call_pair(i, call_id)
+            if pair is None or (True, pair.result_message, call_id) not in dropped:
+                raise RuntimeError(f"internal error: result {call_id!r} would survive without its call")

@@ -136,7 +136,7 @@ class Compactor:
         if judged_history.chars > config.max_transcript_chars:
             raise TranscriptError(f"transcript limit: {judged_history.chars} characters of model-visible content "
                                   f"exceed max_transcript_chars {config.max_transcript_chars}")
-        transcript = analyze(messages)
+        transcript = analyze(messages, judged_history.inputs)
         pinned_messages = pinned_message_indices(transcript, config)
         judged = candidates(transcript, config, pinned_messages)
         if not judged:
@@ -151,22 +151,25 @@ class Compactor:
         gone = {p.key: let_go(p, config) for p in judged}
         saves = {key: (g.truncate_saves, g.drop_saves) for key, g in gone.items()}
         decisions, scores, removed, target = self._decide(transcript, judged, probabilities, saves)
-        record_pairs.extend(PairRecord(p.key, p.call_id, p.tool, scores[p.key].keep_call, scores[p.key].keep_result,
-                                       decisions[p.key].value, scores[p.key].reason, len(p.result.text), *saves[p.key])
-                            for p in judged)
+        pinned = why_pinned(transcript, config, pinned_messages)
+        views = []
+        for p in transcript.pairs:  # the plan's view of every pair, and a record of every judged one
+            score, action, let = scores[p.key], decisions[p.key], gone.get(p.key)
+            views.append(PairView(p.key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars,
+                                  score.keep_call, score.keep_result, action, score.reason, pinned.get(p.key, "")))
+            if let is not None:
+                record_pairs.append(PairRecord(p.key, p.call_id, p.tool, score.keep_call, score.keep_result,
+                                               action.value, score.reason, p.result_chars, let.truncate_saves,
+                                               let.drop_saves))
         compacted = apply_actions(transcript, decisions, config, gone)
         before = judged_history.chars
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before if before else 0.0
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
-        pinned = why_pinned(transcript, config, pinned_messages)
-        views = tuple(PairView(p.key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD),
-                               len(p.result.text), scores[p.key].keep_call, scores[p.key].keep_result, decisions[p.key],
-                               scores[p.key].reason, pinned.get(p.key, "")) for p in transcript.pairs)
-        common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=views, requests=len(requests.calls),
+        common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=tuple(views), requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
-                      result_share=removed / max(1, sum(len(p.result.text) for p in judged)),
+                      result_share=removed / max(1, sum(p.result_chars for p in judged)),
                       target_met=None if target is None else removed >= target)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common)
@@ -224,9 +227,9 @@ class Compactor:
         target: int | None = None
         if config.target_reduction is not None:
             chosen, removed, target = budget(
-                [Judged(p.key, *answers[p.key], p.tool, len(p.result.text), *saves[p.key]) for p in judged], config)
+                [Judged(p.key, *answers[p.key], p.tool, p.result_chars, *saves[p.key]) for p in judged], config)
         else:
-            chosen = {p.key: decide(*answers[p.key], config, p.tool, len(p.result.text)) for p in judged}
+            chosen = {p.key: decide(*answers[p.key], config, p.tool, p.result_chars) for p in judged}
         decisions: dict[str, Action] = {}
         scores: dict[str, Scores] = {}
         for pair in transcript.pairs:

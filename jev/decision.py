@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .policy import Action, Scores
+from .quick import quick_init
 from .transcript import Message
 
 
@@ -76,6 +77,7 @@ class Plan:
         return self.views
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PairView:
     """One pair of a plan, all its facts in one place: what it was (tool, the head of its input, result

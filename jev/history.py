@@ -11,7 +11,10 @@ SPEC §7's guard re-serializes the history and compares; this one proves the sam
 Messages and blocks are frozen and their strings immutable, so a history whose list holds the same objects
 in the same order serializes to the same bytes unless a mutable part changed in place — a tool input, a
 metadata mapping, an unknown block's JSON object. Those parts are set aside and serialized at the start,
-and again at the guard; everything else is compared by identity.
+and again at the guard; everything else is compared by identity — the converters' bookkeeping in
+`metadata["jev.source"]` too: it is not judged, not model-visible, and the library's own (it holds what a
+form needs to be written back), so a metadata mapping holding it is checked for the same keys holding the
+same objects, and only its other values are serialized.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 import orjson
 
 from .errors import TranscriptError
-from .transcript import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, _default, canonical_json
+from .transcript import (BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message, TextBlock, ThinkingBlock,
+                         ToolResultBlock, ToolUseBlock, _default, canonical_json)
 
 
 def chars(data: bytes) -> int:
@@ -36,11 +40,12 @@ def chars(data: bytes) -> int:
 def size(message: Any) -> int:
     """Characters of what the model sees of a message (see the module's docstring); 0 for anything that is
     not a Message (validation refuses it right after)."""
-    return _measure(message.content, None) if isinstance(message, Message) else 0
+    return _measure(message.content, None, None) if isinstance(message, Message) else 0
 
 
-def _measure(blocks: Any, parts: list[Any] | None) -> int:
-    """Model-visible characters of `blocks`; with `parts`, every mutable value inside them is added to it."""
+def _measure(blocks: Any, parts: list[Any] | None, inputs: dict[int, str] | None) -> int:
+    """Model-visible characters of `blocks`; with `parts`, every mutable value inside them is added to it,
+    and with `inputs` the canonical JSON of each call's input, by `id()` of its block."""
     total = 0
     for block in blocks:
         kind = type(block)
@@ -50,15 +55,18 @@ def _measure(blocks: Any, parts: list[Any] | None) -> int:
             output = block.output
             if parts is not None and block.metadata is not None:
                 parts.append(block.metadata)
-            total += len(output) if type(output) is str else _measure(output, parts)
+            total += len(output) if type(output) is str else _measure(output, parts, inputs)
         elif kind is ToolUseBlock:
             value = block.input
             if type(value) is str:
                 total += len(block.name) + len(value)
             else:
-                total += len(block.name) + chars(_encode(value))
+                json = _encode(value).decode()
+                total += len(block.name) + len(json)
                 if parts is not None:
                     parts.append(value)
+                if inputs is not None:
+                    inputs[id(block)] = json
         elif kind is ThinkingBlock:
             total += len(block.thinking)
         else:  # an unknown block: its JSON object is what the model is sent
@@ -83,6 +91,8 @@ class Judged:
     messages: tuple[Any, ...]
     parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
     serialized: bytes  # their JSON when judging started
+    kept: list[tuple[Any, tuple[Any, ...]]]  # metadata holding a converter's bookkeeping, with its items then
+    inputs: dict[int, str]  # the canonical JSON of each call's input, by id() of its block (for `analyze`)
     chars: int  # model-visible characters of the whole list
     sizes: tuple[int, ...]  # model-visible characters of each message
 
@@ -102,15 +112,23 @@ def take(messages: Sequence[Message]) -> Judged:
         raise TranscriptError("messages must be a list of jev.Message")
     held = tuple(messages)
     parts: list[Any] = []
+    kept: list[tuple[Any, tuple[Any, ...]]] = []
+    inputs: dict[int, str] = {}
     sizes = []
     for message in held:
         if isinstance(message, Message):
-            if message.metadata is not None:
-                parts.append(message.metadata)
-            sizes.append(_measure(message.content, parts))
+            metadata = message.metadata
+            if metadata is not None:
+                if SOURCE_KEY in metadata or FORMAT_KEY in metadata or ENVELOPE_KEY in metadata:
+                    items = tuple(metadata.items())
+                    kept.append((metadata, items))
+                    parts.extend(v for k, v in items if k not in BOOKKEEPING_KEYS)
+                else:
+                    parts.append(metadata)
+            sizes.append(_measure(message.content, parts, inputs))
         else:
             sizes.append(0)  # validation refuses it right after; nothing to guard
-    return Judged(held, parts, _serialized(parts), sum(sizes), tuple(sizes))
+    return Judged(held, parts, _serialized(parts), kept, inputs, sum(sizes), tuple(sizes))
 
 
 def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
@@ -119,6 +137,8 @@ def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
     if not isinstance(messages, Sequence) or len(messages) != len(judged.messages):
         return False
     if not all(map(operator.is_, messages, judged.messages)):
+        return False
+    if not all(tuple(metadata.items()) == items for metadata, items in judged.kept):
         return False
     try:
         return _serialized(judged.parts) == judged.serialized

@@ -12,7 +12,8 @@ from enum import Enum
 from typing import Any
 
 from .errors import ConfigError
-from .transcript import Pair, ThinkingBlock, Transcript
+from .quick import quick_init
+from .transcript import Pair, Transcript
 
 SUSPENDED_METADATA_KEYS = ("suspended", "pending", "jev.suspended")
 
@@ -25,6 +26,7 @@ class Action(str, Enum):
     DROP_PAIR = "DROP_PAIR"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Scores:
     """The judge's two probabilities for a pair (None when refused or pinned-by-rule) and why."""
@@ -185,10 +187,9 @@ def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> 
     pinned = {0} if n else set()
     pinned.update(range(max(0, n - config.preserve_recent_messages), n))
     for i, message in enumerate(transcript.messages):
-        if (message.role == "system" or message.id in config.pinned_message_ids or message.pinned_by_metadata
-                or any(isinstance(b, ThinkingBlock) for b in message.content)):
+        if message.role == "system" or message.id in config.pinned_message_ids or message.pinned_by_metadata:
             pinned.add(i)
-    return pinned
+    return pinned | transcript.thinking
 
 
 def _pair_rule_pins(pair: Pair, config: CompactionConfig) -> bool:
@@ -257,6 +258,7 @@ def value_score(keep_result: float, result_chars: int, config: CompactionConfig)
     return keep_result * (config.size_reference_chars / max(result_chars, 1)) ** config.size_exponent
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Judged:
     """A judged candidate as budget mode sees it: its scores, tool, its result's characters, and what a

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import StateBudgetError
+from .quick import quick_init
 from .state import estimate_tenths
 from .transcript import Pair, canonical_json
 
@@ -26,6 +27,7 @@ def result_question(key: str) -> str:
 _TEXT = {"call": call_question, "result": result_question}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Question:
     """One yes/no question: `id` is `call_tK` or `result_tK`."""
@@ -38,6 +40,7 @@ class Question:
         return {"type": "noul", "instructions": self.instructions}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Questions sent together with the full state in one judge request."""
@@ -51,7 +54,13 @@ class Batch:
 
 
 def questions_for(pair: Pair) -> tuple[Question, Question]:
-    return Question(f"call_{pair.key}", call_question(pair.key)), Question(f"result_{pair.key}", result_question(pair.key))
+    """The pair's two questions (values of its key alone: made once per key and reused by later plans)."""
+    return _questions(pair.key)
+
+
+@functools.lru_cache(maxsize=16384)
+def _questions(key: str) -> tuple[Question, Question]:
+    return Question(f"call_{key}", call_question(key)), Question(f"result_{key}", result_question(key))
 
 
 def _entry_tenths(question: Question) -> int:

@@ -20,11 +20,13 @@ import orjson
 
 from .decision import Decision, Plan
 from .policy import Action
+from .quick import quick_init
 
 PURPOSE = "context_compaction"
 log = logging.getLogger("jev.records")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PairRecord:
     """The judgment of one candidate pair, for calibration: scores, action, and the result's size."""

@@ -122,7 +122,7 @@ def history_entries(transcript: Transcript, input_cap: int) -> list[tuple[int, d
                     "id": pair.key if pair else "pending",
                     "tool": block.name,
                     "input": cut(pair.input_json if pair else canonical_json(block.input).decode(), input_cap),
-                    "result": f"{pair.result.state}, {len(pair.result.text)} chars (omitted)" if pair else "pending",
+                    "result": f"{pair.result.state}, {pair.result_chars} chars (omitted)" if pair else "pending",
                 })
         if texts or calls:
             text = texts[0] if len(texts) == 1 else "\n".join(texts)

@@ -39,7 +39,7 @@ def reduction_for_tokens(messages: Sequence[Message], tokens: int, target_tokens
         transcript = analyze(messages)
     except JevError:
         return None
-    results = sum(len(p.result.text) for p in candidates(transcript, config))
+    results = sum(p.result_chars for p in candidates(transcript, config))
     if not results:
         return None
     chars_per_token = sum(size(m) for m in messages) / tokens

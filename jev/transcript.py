@@ -15,6 +15,7 @@ from typing import Any, ClassVar, TypeAlias
 import orjson
 
 from .errors import FormatError, TranscriptError
+from .quick import quick_init
 
 ROLES = ("system", "user", "assistant", "tool")
 RESULT_STATES = ("success", "error", "rejected", "incomplete", "pending")
@@ -25,6 +26,7 @@ ENVELOPE_KEY = "jev.envelope"  # metadata key under which a request body's other
 BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY, ENVELOPE_KEY)  # a converter's, for the round trip: never model-visible
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     """Plain text."""
@@ -33,6 +35,7 @@ class TextBlock:
     type: ClassVar[str] = "text"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ThinkingBlock:
     """Model reasoning; pins its message and is never sent to a judge."""
@@ -41,6 +44,7 @@ class ThinkingBlock:
     type: ClassVar[str] = "thinking"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolUseBlock:
     """A tool call: `id` is the call id, `input` any JSON value."""
@@ -62,6 +66,7 @@ class OtherBlock:
         return str(self.data.get("type", ""))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolResultBlock:
     """The result of call `id`; `output` is a string (one text block) or a tuple of blocks."""
@@ -95,6 +100,7 @@ class ToolResultBlock:
 Block: TypeAlias = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | OtherBlock
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One transcript message; `name`, `metadata` and `timestamp` are carried through untouched."""
@@ -393,6 +399,7 @@ def canonical_chars(value: Any) -> int:
 # --- validation and pairing (SPEC §2) --------------------------------------------------------------
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Pair:
     """A call and its result: key `tK` in the order results appear; indices point into the messages."""
@@ -404,7 +411,8 @@ class Pair:
     result_message: int
     call: ToolUseBlock
     result: ToolResultBlock
-    input_json: str = ""  # the call's input as canonical JSON, made once: the state, tombstones and views show it
+    input_json: str  # the call's input as canonical JSON, made once: the state, tombstones and views show it
+    result_chars: int  # characters of the result's text, counted once: ranking, budgets and records use it
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -418,6 +426,7 @@ class Transcript:
     pairs: tuple[Pair, ...]
     pending: frozenset[str] = field(default_factory=frozenset)
     places: Mapping[tuple[bool, int, str], Pair] = field(default_factory=dict)  # (is result, message, id)
+    thinking: frozenset[int] = frozenset()  # indices of the messages with a thinking block (they pin themselves)
 
     def call_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
@@ -435,12 +444,19 @@ def _input_json(call: ToolUseBlock, where: str) -> str:
         raise TranscriptError(f"the input of call {call.id!r} at {where} is not JSON ({exc})") from None
 
 
-def analyze(messages: Sequence[Message]) -> Transcript:
+def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None) -> Transcript:
     """Validate a transcript and pair its calls and results, or raise `TranscriptError` naming the culprit.
+    `inputs`: the canonical JSON of call inputs by `id()` of their blocks, when the caller made it already
+    (a plan's `history.take` does; the blocks must be alive, as they are in the messages).
 
     Pairing is by order: a result answers the open call with its id; an id used again after its pair
     completed starts a new pair; only two calls open at once with one id are ambiguous."""
     seen_messages: set[str] = set()
+    open_calls: dict[str, tuple[int, ToolUseBlock]] = {}
+    completed: set[str] = set()
+    pairs: list[Pair] = []
+    places: dict[tuple[bool, int, str], Pair] = {}
+    thinking: set[int] = set()
     for i, message in enumerate(messages):
         if not isinstance(message, Message):
             raise TranscriptError(f"messages[{i}] is a {type(message).__name__}, not a jev.Message")
@@ -449,21 +465,22 @@ def analyze(messages: Sequence[Message]) -> Transcript:
         if message.id in seen_messages:
             raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
         seen_messages.add(message.id)
-
-    open_calls: dict[str, tuple[int, ToolUseBlock]] = {}
-    completed: set[str] = set()
-    pairs: list[Pair] = []
-    places: dict[tuple[bool, int, str], Pair] = {}
     for i, message in enumerate(messages):
         for j, block in enumerate(message.content):
-            if isinstance(block, ToolUseBlock):
+            kind = type(block)
+            if kind is TextBlock:
+                continue
+            if kind is ThinkingBlock:
+                thinking.add(i)
+                continue
+            if kind is ToolUseBlock:
                 if not block.id.strip() or block.id in open_calls:
                     raise TranscriptError(f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
                                           + (" (blank)" if not block.id.strip() else
                                              f": the call at messages[{open_calls[block.id][0]}] with this id "
                                              "has no result yet"))
                 open_calls[block.id] = (i, block)
-            elif isinstance(block, ToolResultBlock):
+            elif kind is ToolResultBlock:
                 call = open_calls.get(block.id)
                 if call is None or call[0] >= i or call[1].name != block.name:
                     raise TranscriptError(f"unpaired result {block.id!r} ({block.name}) at "
@@ -472,10 +489,13 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                                              and block.id in completed else ""))
                 del open_calls[block.id]
                 completed.add(block.id)
-                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block,
-                            _input_json(call[1], f"messages[{call[0]}]"))
+                use = call[1]
+                json = inputs.get(id(use)) if inputs else None
+                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, use, block,
+                            _input_json(use, f"messages[{call[0]}]") if json is None else json,
+                            len(block.output) if type(block.output) is str else len(block.text))
                 pairs.append(pair)
                 places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
-            elif not isinstance(block, (TextBlock, ThinkingBlock)) and block.type not in _VERBATIM_KINDS:
+            elif block.type not in _VERBATIM_KINDS:
                 raise TranscriptError(f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
-    return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places)
+    return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking))

@@ -201,16 +201,25 @@ def test_nested_input_mutation_during_judgment_cannot_be_committed(archive: Coun
     assert decision.reason is Reason.TRANSCRIPT_CHANGED and archive.saves == 0
 
 
-@pytest.mark.parametrize("where", ["message metadata", "result metadata", "list item replaced"])
+@pytest.mark.parametrize("where", ["message metadata", "result metadata", "list item replaced", "bookkeeping replaced",
+                                   "beside bookkeeping", "key added beside bookkeeping"])
 def test_every_mutable_part_is_guarded(archive: CountingArchive, where: str) -> None:
-    """The guard compares frozen values by identity and hashes the mutable parts: each kind is seen."""
+    """The guard compares frozen values by identity and serializes the mutable parts: each kind is seen; a
+    converter's bookkeeping is compared by identity, the values beside it by content."""
     messages = reference_messages()
     messages[4] = msg("r-preview", "tool", result("preview", metadata={"source": "disk"}), name="reader",
                       metadata={"k": 1})
+    messages[3] = messages[3].replace(metadata={"jev.source": {"kept": 1}, "jev.format": "x", "host": {"n": [1]}})
 
     def mutate(request: object) -> None:
         if where == "message metadata":
             messages[4].metadata["k"] = 2
+        elif where == "bookkeeping replaced":
+            messages[3].metadata["jev.source"] = {"kept": 2}
+        elif where == "beside bookkeeping":
+            messages[3].metadata["host"]["n"].append(2)
+        elif where == "key added beside bookkeeping":
+            messages[3].metadata["other"] = 1
         elif where == "result metadata":
             messages[4].content[0].metadata["source"] = "net"
         else:  # an equal copy is still another object: conservatively a change

@@ -355,3 +355,24 @@ def test_vectorised_token_estimate_is_additive_across_its_slices(monkeypatch) ->
     monkeypatch.setattr(state, "_SLICE", 7)  # slices end inside letter runs and multi-byte characters
     assert state.estimate_tenths_utf8(text.encode()) == whole
     assert -(-whole // 10) == _reference_estimate(text)
+
+
+def test_quick_init_values_behave_as_their_dataclasses() -> None:
+    import dataclasses
+
+    from jev.quick import quick_init
+    from jev.transcript import Pair
+    block = ToolResultBlock("c", "read", ["x"])  # type: ignore[arg-type]  # __post_init__ still runs: list -> tuple
+    assert block.output == ("x",) and block.state == "success" and block.metadata is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        block.state = "error"  # type: ignore[misc]
+    with pytest.raises(FormatError, match="state must be one of"):
+        ToolResultBlock("c", "read", "x", "nope")
+    with pytest.raises(FormatError, match="role must be one of"):
+        Message("m", "robot", ())
+    assert dataclasses.replace(block, state="error") == ToolResultBlock("c", "read", ("x",), "error")
+    assert Message("m", "user", [text("hi")]).content == (text("hi"),)
+    with pytest.raises(TypeError):
+        Pair("t1")  # type: ignore[call-arg]  # required fields stay required
+    with pytest.raises(TypeError, match="frozen slotted dataclass"):
+        quick_init(type("Plain", (), {}))

@@ -34,7 +34,7 @@ def facts(messages: list[Any], form: str) -> dict[str, Any]:
     judged = candidates(transcript, CompactionConfig(eligible_tools=frozenset(tools)))
     per_tool: dict[str, dict[str, Any]] = {}
     for tool in tools:
-        sizes = [len(p.result.text) for p in transcript.pairs if p.tool == tool]
+        sizes = [p.result_chars for p in transcript.pairs if p.tool == tool]
         per_tool[tool] = {"pairs": len(sizes), "result_chars": sum(sizes), "largest_result": max(sizes),
                           "judgeable": sum(1 for p in judged if p.tool == tool)}
     roles: dict[str, int] = {}
