@@ -79,15 +79,6 @@ def let_go(pair: Pair, config: CompactionConfig) -> LetGo:
                  max(0, size - (0 if stone is None else len(stone))))
 
 
-def removed_chars(pair: Pair, action: Action, config: CompactionConfig) -> int:
-    """Characters of the pair's result text that `action` removes, net of a kept head and the marker, or of
-    the tombstone a drop leaves."""
-    if action is Action.KEEP:
-        return 0
-    gone = let_go(pair, config)
-    return gone.drop_saves if action is Action.DROP_PAIR else gone.truncate_saves
-
-
 def is_truncated(result: ToolResultBlock) -> bool:
     """The result is what TRUNCATE_RESULT left (a head and the marker), not an original: after a host's
     format round trip too, where the one text block may have become a string."""
