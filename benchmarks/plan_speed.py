@@ -89,7 +89,10 @@ def main() -> None:
         repeat = 5 if pairs <= 4000 else 2  # the median of 5 where the goal is set
         t_load_plan = timeit(load_and_plan, repeat=repeat)
         t_plan = timeit(plan, repeat=repeat)
-        t_floor = timeit(lambda: hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).digest(), repeat=repeat)
+        def floor() -> None:  # the history's jev-form dicts as canonical JSON, hashed
+            hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).digest()
+
+        t_floor = timeit(floor, repeat=repeat)
         lc = langchain_messages(messages)
         edit = ClearToolUsesEdit(trigger=0, keep=3)
         # the edit works in place, so each run gets a fresh deep copy made outside the timing

@@ -5,7 +5,7 @@ and how to bring it back (never an archive path, scope or user id)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .policy import Action, CompactionConfig

@@ -26,7 +26,7 @@ from .records import PairRecord, build_record, deliver, recommendation, session_
 from .history import chars_after, take, unchanged
 from .token_target import reduction_for_tokens
 from .state import cut
-from .transcript import Message, Pair, Transcript, analyze, canonical_json
+from .transcript import Message, Pair, Transcript, analyze
 from .windows import JudgeCall, plan_requests
 
 
@@ -166,7 +166,8 @@ class Compactor:
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before if before else 0.0
         pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
-        common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=tuple(views), requests=len(requests.calls),
+        common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=tuple(views),
+                      requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=removed / max(1, sum(p.result_chars for p in judged)),

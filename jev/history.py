@@ -1,4 +1,4 @@
-"""The caller's history as judged, taken once at the start of a plan: the very message objects, a digest
+"""The caller's history as judged, taken once at the start of a plan: the very message objects, the JSON
 of their mutable parts, and the size of what the model sees in each.
 
 Sizes count model-visible content only — text, thinking, each call's tool name and canonical input, each
@@ -14,7 +14,7 @@ metadata mapping, an unknown block's JSON object. Those parts are set aside and 
 and again at the guard; everything else is compared by identity — the converters' bookkeeping in
 `metadata["jev.source"]` too: it is not judged, not model-visible, and the library's own (it holds what a
 form needs to be written back), so a metadata mapping holding it is checked for the same keys holding the
-same objects, and only its other values are serialized.
+same (or equal) values, and only its other values are serialized.
 """
 
 from __future__ import annotations

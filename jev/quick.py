@@ -17,7 +17,8 @@ T = TypeVar("T")
 
 def quick_init(cls: type[T]) -> type[T]:
     """Give a frozen, slotted dataclass an `__init__` that sets its slots directly (then runs its
-    `__post_init__`, if any). Fields with a default factory are refused: the generated code has none."""
+    `__post_init__`, if any). Fields with a default factory or keyword-only are refused: the generated
+    code has neither."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"quick_init needs a frozen slotted dataclass (got {cls.__name__})")
@@ -25,8 +26,8 @@ def quick_init(cls: type[T]) -> type[T]:
     env: dict[str, Any] = {}
     signature, body = [], []
     for k, f in enumerate(fields):
-        if f.default_factory is not dataclasses.MISSING:
-            raise TypeError(f"quick_init: {cls.__name__}.{f.name} has a default factory")
+        if f.default_factory is not dataclasses.MISSING or f.kw_only:
+            raise TypeError(f"quick_init: {cls.__name__}.{f.name} has a default factory or is keyword-only")
         env[f"_set{k}"] = cls.__dict__[f.name].__set__
         if f.default is dataclasses.MISSING:
             signature.append(f.name)

@@ -104,9 +104,9 @@ def test_the_same_plan_reports_the_same_reduction_from_every_form_and_keeps_no_p
             for message in messages:  # what the blocks hold is not kept a second time in the metadata
                 kept = canonical_json(message.metadata or {})
                 for block in message.content:
-                    texts = [block.text] if isinstance(block, TextBlock) else [
-                        canonical_json(block.input).decode()] if isinstance(block, ToolUseBlock) else [
-                        block.text] if isinstance(block, ToolResultBlock) else []
+                    texts = [block.text] if isinstance(block, TextBlock) else [  # an input as JSON and as arguments
+                        canonical_json(block.input).decode(), orjson.dumps(block.input).decode()] if isinstance(
+                        block, ToolUseBlock) else [block.text] if isinstance(block, ToolResultBlock) else []
                     for text in texts:
                         if len(text) >= 40:
                             assert canonical_json(text)[1:-1] not in kept, (form, message.id)

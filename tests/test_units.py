@@ -376,3 +376,11 @@ def test_quick_init_values_behave_as_their_dataclasses() -> None:
         Pair("t1")  # type: ignore[call-arg]  # required fields stay required
     with pytest.raises(TypeError, match="frozen slotted dataclass"):
         quick_init(type("Plain", (), {}))
+    for cls in (TextBlock, ToolUseBlock, ToolResultBlock, Message, Pair):  # the cheaper __init__ is in place
+        assert "_set0" in cls.__init__.__code__.co_freevars, cls
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Later:
+        items: list[int] = dataclasses.field(default_factory=list)
+    with pytest.raises(TypeError, match="default factory"):
+        quick_init(Later)

@@ -7,7 +7,6 @@ from contextlib import nullcontext
 import dataclasses
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..compactor import Compactor

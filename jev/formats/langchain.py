@@ -4,7 +4,8 @@
 A message keeps its LangChain id as its jev id when it has one (else `m0`, `m1`, …, dropped on dump).
 Everything else LangChain carries (`additional_kwargs`, `response_metadata`, `usage_metadata`, `artifact`,
 content-block lists, …) rides in `metadata["jev.source"]` as the dict form, without what the blocks hold
-(text, other parts but reasoning, calls' `args`), so `dump(load(x)) == x` in either form. `langchain-core` is needed only for objects; the dict form needs nothing.
+(text, other parts but reasoning, calls' `args`), so `dump(load(x)) == x` in either form.
+`langchain-core` is needed only for objects; the dict form needs nothing.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ def load(data: Any) -> list[Message]:
             role = item.get("role")
             if not isinstance(role, str) or role not in _ROLES:
                 raise FormatError(f"{where}.role: unsupported role {role!r}")
-            kept = {**item, "content": hollow(item["content"], _is_text)} if "content" in item else item  # blocks hold the text
+            # the blocks hold the text: the item keeps its parts' shape only
+            kept = {**item, "content": hollow(item["content"], _is_text)} if "content" in item else item
             out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, loaded(NAME, kept)))
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
