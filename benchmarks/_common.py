@@ -45,6 +45,39 @@ def transcript(pairs: int) -> list[Message]:
     raise RuntimeError("not enough pairs")
 
 
+def paired(fn: Callable[[], object], baseline: Callable[[], object], repeat: int = 5,
+           min_time: float = 0.2) -> tuple[float, float, float]:
+    """Median seconds per call of `fn` and of `baseline`, and the median of their per-round ratio: each
+    round times one then the other back to back, so a machine whose speed drifts slows both alike."""
+    plan = [(fn, _loops(fn, min_time / repeat), []), (baseline, _loops(baseline, min_time / repeat), [])]
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            for timed, loops, out in plan:
+                start = time.perf_counter()
+                for _ in range(loops):
+                    timed()
+                out.append((time.perf_counter() - start) / loops)
+    finally:
+        gc.enable()
+    a, b = plan[0][2], plan[1][2]
+    return statistics.median(a), statistics.median(b), statistics.median([x / y for x, y in zip(a, b)])
+
+
+def _loops(fn: Callable[[], object], enough: float) -> int:
+    """How many calls of `fn` take at least `enough` seconds (after one warm-up call)."""
+    fn()
+    loops = 1
+    while loops < 1 << 16:
+        start = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        if time.perf_counter() - start >= enough:
+            break
+        loops *= 2
+    return loops
+
+
 def timeit(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.2) -> float:
     """Median seconds per call over `repeat` rounds, each long enough to time reliably."""
     fn()

@@ -30,23 +30,24 @@ def quoted(text: str) -> str:
     return canonical_json(text).decode()
 
 
-def _how(call_id: str, config: CompactionConfig) -> str:
-    quoted_id = quoted(call_id)
+def _how(quoted_id: str, config: CompactionConfig) -> str:
+    """How to bring back the call whose id, as a JSON string, is `quoted_id`."""
     return (f"restore it with {config.restore_tool}(call_id={quoted_id})" if config.restore_tool
             else f"ask the host to restore call {quoted_id}")
 
 
 def truncation_marker(call_id: str, config: CompactionConfig) -> str:
     """The marker ending a cut result: it names the call and the way back."""
-    return f"[JEV archived the full result of call {quoted(call_id)}; {_how(call_id, config)}; " \
+    quoted_id = quoted(call_id)
+    return f"[JEV archived the full result of call {quoted_id}; {_how(quoted_id, config)}; " \
            "do not re-execute this tool for recovery.]"
 
 
 def tombstone(pair: Pair, config: CompactionConfig) -> str:
     """The line a dropped pair leaves: its tool, the head of its input, its call id, the way back."""
-    head = cut(pair.input_json, _INPUT_HEAD)
-    return (f"{TOMBSTONE_PREFIX}{quoted(pair.call_id)} ({pair.tool} {head}) and its result; "
-            f"{_how(pair.call_id, config)}; do not re-execute this tool for recovery.]")
+    head, quoted_id = cut(pair.input_json, _INPUT_HEAD), quoted(pair.call_id)
+    return (f"{TOMBSTONE_PREFIX}{quoted_id} ({pair.tool} {head}) and its result; "
+            f"{_how(quoted_id, config)}; do not re-execute this tool for recovery.]")
 
 
 def truncated_output(pair: Pair, config: CompactionConfig) -> tuple[TextBlock, ...] | None:

@@ -29,7 +29,7 @@ import orjson
 
 from .errors import TranscriptError
 from .transcript import (BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message, TextBlock, ThinkingBlock,
-                         ToolResultBlock, ToolUseBlock, _default, canonical_json)
+                         ToolResultBlock, ToolUseBlock, _CANONICAL, _default, canonical_json)
 
 
 def chars(data: bytes) -> int:
@@ -61,7 +61,10 @@ def _measure(blocks: Any, parts: list[Any] | None, inputs: dict[int, str] | None
             if type(value) is str:
                 total += len(block.name) + len(value)
             else:
-                json = _encode(value).decode()
+                try:  # orjson called directly: this runs once per call on every plan
+                    json = orjson.dumps(value, default=_default, option=_CANONICAL).decode()
+                except TypeError as exc:
+                    raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
                 total += len(block.name) + len(json)
                 if parts is not None:
                     parts.append(value)
@@ -114,20 +117,21 @@ def take(messages: Sequence[Message]) -> Judged:
     parts: list[Any] = []
     kept: list[tuple[Any, tuple[Any, ...]]] = []
     inputs: dict[int, str] = {}
-    sizes = []
+    sizes: list[int] = []
+    size_of, keep, part = sizes.append, kept.append, parts.append
     for message in held:
-        if isinstance(message, Message):
+        if type(message) is Message or isinstance(message, Message):
             metadata = message.metadata
             if metadata is not None:
                 if SOURCE_KEY in metadata or FORMAT_KEY in metadata or ENVELOPE_KEY in metadata:
                     items = tuple(metadata.items())
-                    kept.append((metadata, items))
+                    keep((metadata, items))
                     parts.extend(v for k, v in items if k not in BOOKKEEPING_KEYS)
                 else:
-                    parts.append(metadata)
-            sizes.append(_measure(message.content, parts, inputs))
+                    part(metadata)
+            size_of(_measure(message.content, parts, inputs))
         else:
-            sizes.append(0)  # validation refuses it right after; nothing to guard
+            size_of(0)  # validation refuses it right after; nothing to guard
     return Judged(held, parts, _serialized(parts), kept, inputs, sum(sizes), tuple(sizes))
 
 

@@ -303,15 +303,8 @@ def message_problem(message: Any, where: str) -> str | None:
     every plan, so the common case — typed blocks with string fields — is checked inline."""
     if not isinstance(message, Message):
         return f"{where}: not a jev Message (got {type(message).__name__})"
-    if ((message.name is None or type(message.name) is str)
-            and (message.timestamp is None or type(message.timestamp) is str)
-            and (message.metadata is None or isinstance(message.metadata, Mapping))
-            and type(message.content) is tuple):
-        for block in message.content:
-            if not _plain(block):
-                break
-        else:
-            return None
+    if _plain_message(message):
+        return None
     for name in ("name", "timestamp"):
         value = getattr(message, name)
         if value is not None and type(value) is not str:
@@ -320,17 +313,29 @@ def message_problem(message: Any, where: str) -> str | None:
                                                                          "a list of blocks")
 
 
-def _plain(block: Any) -> bool:
-    """A typed block whose fields are all of the right type (the fast path of `message_problem`)."""
-    kind = type(block)
-    if kind is TextBlock:
-        return type(block.text) is str
-    if kind is ToolUseBlock:
-        return type(block.id) is str and type(block.name) is str
-    if kind is ToolResultBlock:
-        return (type(block.id) is str and type(block.name) is str and type(block.output) is str
-                and block.metadata is None)
-    return kind is ThinkingBlock and type(block.thinking) is str
+def _plain_message(message: Message) -> bool:
+    """The fast path of `message_problem`: optional fields of the right type, typed blocks whose fields are
+    too. Runs for every message of every plan, so it is written inline (no call per block)."""
+    if not ((message.name is None or type(message.name) is str)
+            and (message.timestamp is None or type(message.timestamp) is str)
+            and (message.metadata is None or isinstance(message.metadata, Mapping))
+            and type(message.content) is tuple):
+        return False
+    for block in message.content:
+        kind = type(block)
+        if kind is TextBlock:
+            if type(block.text) is not str:
+                return False
+        elif kind is ToolUseBlock:
+            if type(block.id) is not str or type(block.name) is not str:
+                return False
+        elif kind is ToolResultBlock:
+            if type(block.id) is not str or type(block.name) is not str or type(block.output) is not str \
+                    or block.metadata is not None:
+                return False
+        elif kind is not ThinkingBlock or type(block.thinking) is not str:
+            return False
+    return True
 
 
 def _metadata_problem(metadata: Any, where: str) -> str | None:
@@ -460,8 +465,10 @@ def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None
     for i, message in enumerate(messages):
         if not isinstance(message, Message):
             raise TranscriptError(f"messages[{i}] is a {type(message).__name__}, not a jev.Message")
-        if (problem := message_problem(message, f"messages[{i}]")) is not None:
-            raise TranscriptError(problem)
+        if not _plain_message(message):  # the usual message passes here, before any text is formatted
+            problem = message_problem(message, f"messages[{i}]")
+            if problem is not None:
+                raise TranscriptError(problem)
         if message.id in seen_messages:
             raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
         seen_messages.add(message.id)

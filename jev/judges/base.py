@@ -85,7 +85,9 @@ def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None
     out: dict[str, float | None] = {}
     for qid in ids:
         value = got[qid]
-        if value is REFUSAL:
+        if type(value) is float and 0.0 <= value <= 1.0:  # the usual answer (NaN fails the comparison)
+            out[qid] = value
+        elif value is REFUSAL:
             out[qid] = None
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise JudgeError(f"answer for question {qid!r} must be a probability or a refusal "
