@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,55 +50,43 @@ def paired(fn: Callable[[], object], baseline: Callable[[], object], repeat: int
            min_time: float = 0.2) -> tuple[float, float, float]:
     """Median seconds per call of `fn` and of `baseline`, and the median of their per-round ratio: each
     round times one then the other back to back, so a machine whose speed drifts slows both alike."""
-    plan = [(fn, _loops(fn, min_time / repeat), []), (baseline, _loops(baseline, min_time / repeat), [])]
-    gc.disable()
-    try:
+    loops = _loops(fn, min_time / repeat), _loops(baseline, min_time / repeat)
+    a, b = [], []
+    with _collector_paused():
         for _ in range(repeat):
-            for timed, loops, out in plan:
-                start = time.perf_counter()
-                for _ in range(loops):
-                    timed()
-                out.append((time.perf_counter() - start) / loops)
-    finally:
-        gc.enable()
-    a, b = plan[0][2], plan[1][2]
+            a.append(_round(fn, loops[0]))
+            b.append(_round(baseline, loops[1]))
     return statistics.median(a), statistics.median(b), statistics.median([x / y for x, y in zip(a, b)])
+
+
+def timeit(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.2) -> float:
+    """Median seconds per call over `repeat` rounds, each long enough to time reliably."""
+    loops = _loops(fn, min_time / repeat)
+    with _collector_paused():
+        return statistics.median([_round(fn, loops) for _ in range(repeat)])
 
 
 def _loops(fn: Callable[[], object], enough: float) -> int:
     """How many calls of `fn` take at least `enough` seconds (after one warm-up call)."""
     fn()
     loops = 1
-    while loops < 1 << 16:
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        if time.perf_counter() - start >= enough:
-            break
+    while loops < 1 << 16 and _round(fn, loops) * loops < enough:
         loops *= 2
     return loops
 
 
-def timeit(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.2) -> float:
-    """Median seconds per call over `repeat` rounds, each long enough to time reliably."""
-    fn()
-    loops, t = 1, 0.0
-    while True:
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        t = time.perf_counter() - start
-        if t >= min_time / repeat or loops >= 1 << 16:
-            break
-        loops *= 2
-    rounds = []
+def _round(fn: Callable[[], object], loops: int) -> float:
+    """Seconds per call of `fn` over `loops` calls."""
+    start = time.perf_counter()
+    for _ in range(loops):
+        fn()
+    return (time.perf_counter() - start) / loops
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
     gc.disable()
     try:
-        for _ in range(repeat):
-            start = time.perf_counter()
-            for _ in range(loops):
-                fn()
-            rounds.append((time.perf_counter() - start) / loops)
+        yield
     finally:
         gc.enable()
-    return statistics.median(rounds)
