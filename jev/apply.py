@@ -4,6 +4,7 @@ and how to bring it back (never an archive path, scope or user id)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,24 +31,30 @@ def quoted(text: str) -> str:
     return canonical_json(text).decode()
 
 
-def _how(quoted_id: str, config: CompactionConfig) -> str:
+def _how(quoted_id: str, restore_tool: str | None) -> str:
     """How to bring back the call whose id, as a JSON string, is `quoted_id`."""
-    return (f"restore it with {config.restore_tool}(call_id={quoted_id})" if config.restore_tool
+    return (f"restore it with {restore_tool}(call_id={quoted_id})" if restore_tool
             else f"ask the host to restore call {quoted_id}")
+
+
+def _marker(quoted_id: str, restore_tool: str | None) -> str:
+    return f"[JEV archived the full result of call {quoted_id}; {_how(quoted_id, restore_tool)}; " \
+           "do not re-execute this tool for recovery.]"
+
+
+def _tombstone(quoted_id: str, tool: str, head: str, restore_tool: str | None) -> str:
+    return (f"{TOMBSTONE_PREFIX}{quoted_id} ({tool} {head}) and its result; "
+            f"{_how(quoted_id, restore_tool)}; do not re-execute this tool for recovery.]")
 
 
 def truncation_marker(call_id: str, config: CompactionConfig) -> str:
     """The marker ending a cut result: it names the call and the way back."""
-    quoted_id = quoted(call_id)
-    return f"[JEV archived the full result of call {quoted_id}; {_how(quoted_id, config)}; " \
-           "do not re-execute this tool for recovery.]"
+    return _marker(quoted(call_id), config.restore_tool)
 
 
 def tombstone(pair: Pair, config: CompactionConfig) -> str:
     """The line a dropped pair leaves: its tool, the head of its input, its call id, the way back."""
-    head, quoted_id = cut(pair.input_json, _INPUT_HEAD), quoted(pair.call_id)
-    return (f"{TOMBSTONE_PREFIX}{quoted_id} ({pair.tool} {head}) and its result; "
-            f"{_how(quoted_id, config)}; do not re-execute this tool for recovery.]")
+    return _tombstone(quoted(pair.call_id), pair.tool, cut(pair.input_json, _INPUT_HEAD), config.restore_tool)
 
 
 def truncated_output(pair: Pair, config: CompactionConfig) -> tuple[TextBlock, ...] | None:
@@ -58,26 +65,35 @@ def truncated_output(pair: Pair, config: CompactionConfig) -> tuple[TextBlock, .
     return (TextBlock(cut(text, head_chars) + "\n" + truncation_marker(pair.call_id, config)),)
 
 
+@functools.lru_cache(maxsize=64)
+def _fixed_chars(restore_tool: str | None) -> tuple[int, int]:
+    """Characters of a marker and of a tombstone naming the empty call id (`""`) with an empty tool and
+    input head: each grows by twice the quoted id's extra length (it names the call twice) and, a
+    tombstone, by the tool's and the head's."""
+    return len(_marker('""', restore_tool)), len(_tombstone('""', "", "", restore_tool))
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class LetGo:
-    """What letting go of one pair would leave, made once per plan: the cut result's output (None when the
-    result is short enough to keep), the tombstone line of a drop (None when tombstones are off), and the
-    characters of result text each removes, net of the kept head and marker, or of the tombstone."""
+    """The characters of result text letting go of one pair removes, net of what it leaves: a truncation
+    keeps a head and the marker (0 when the result is short enough to keep), a drop leaves its tombstone
+    line (when tombstones are on). Counted, not built: a plan sizes every candidate and writes few."""
 
-    output: tuple[TextBlock, ...] | None
-    tombstone: str | None
     truncate_saves: int
     drop_saves: int
 
 
 def let_go(pair: Pair, config: CompactionConfig) -> LetGo:
-    """The `LetGo` of `pair` under `config`."""
-    size = pair.result_chars
-    output = truncated_output(pair, config)
-    stone = tombstone(pair, config) if config.tombstones else None
-    return LetGo(output, stone, 0 if output is None else size - len(output[0].text),
-                 max(0, size - (0 if stone is None else len(stone))))
+    """The `LetGo` of `pair` under `config`: the lengths `truncated_output` and `tombstone` would write."""
+    size, head = pair.result_chars, config.truncate_head_chars
+    marker, stone = _fixed_chars(config.restore_tool)
+    named = 2 * (len(quoted(pair.call_id)) - 2)
+    truncate = 0 if size <= head + SHORT_RESULT_SLACK else size - (head + 1 + marker + named)
+    if not config.tombstones:
+        return LetGo(truncate, size)
+    left = stone + named + len(pair.tool) + min(len(pair.input_json), _INPUT_HEAD)
+    return LetGo(truncate, max(0, size - left))
 
 
 def is_truncated(result: ToolResultBlock) -> bool:
@@ -91,14 +107,11 @@ def is_tombstone(text: str) -> bool:
     return text.startswith(TOMBSTONE_PREFIX) and _TOMBSTONE.match(text) is not None
 
 
-def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig,
-                  prepared: Mapping[str, LetGo] | None = None) -> list[Message]:
+def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig) -> list[Message]:
     """The compacted history. Unchanged messages are the same objects; changed ones keep every field
     but their content; a message left with no blocks is removed. With `config.tombstones` each dropped
     pair leaves its tombstone line as a message of its own right after where its call was (a message
-    made here, so every form writes it afresh; never a lone result). `prepared`: the pairs' `LetGo` when
-    the caller made them already (made here for the others)."""
-    prepared = prepared or {}
+    made here, so every form writes it afresh; never a lone result)."""
     # blocks by place (is result, message index, id): a call id may be reused once its pair is complete
     dropped: set[tuple[bool, int, str]] = set()
     replaced: dict[tuple[bool, int, str], ToolResultBlock] = {}
@@ -108,16 +121,15 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
         action = decisions.get(pair.key, Action.KEEP)
         if action is Action.KEEP:
             continue
-        gone = prepared.get(pair.key) or let_go(pair, config)
         if action is Action.DROP_PAIR:
             dropped.update(((False, pair.call_message, pair.call_id), (True, pair.result_message, pair.call_id)))
             touched.update((pair.call_message, pair.result_message))
-            if gone.tombstone is not None:
+            if config.tombstones:
                 holder = transcript.messages[pair.call_message]
                 tombstones.setdefault(pair.call_message, []).append(Message(
-                    f"{holder.id}~dropped~{pair.call_id}", "assistant", (TextBlock(gone.tombstone),)))
+                    f"{holder.id}~dropped~{pair.call_id}", "assistant", (TextBlock(tombstone(pair, config)),)))
         elif action is Action.TRUNCATE_RESULT:
-            output = gone.output
+            output = truncated_output(pair, config)
             if output is not None:
                 r = pair.result
                 replaced[(True, pair.result_message, pair.call_id)] = ToolResultBlock(r.id, r.name, output, r.state,

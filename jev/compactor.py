@@ -161,7 +161,7 @@ class Compactor:
                 record_pairs.append(PairRecord(p.key, p.call_id, p.tool, score.keep_call, score.keep_result,
                                                action.value, score.reason, p.result_chars, let.truncate_saves,
                                                let.drop_saves))
-        compacted = apply_actions(transcript, decisions, config, gone)
+        compacted = apply_actions(transcript, decisions, config)
         before = judged_history.chars
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before if before else 0.0

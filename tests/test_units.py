@@ -6,7 +6,7 @@ import math
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from conftest import plain, call, msg, reference_config, reference_messages, result, text
 
@@ -285,6 +285,30 @@ def test_drop_pair_removes_exactly_its_two_blocks() -> None:
     assert [getattr(b, "id", None) for b in out[1].content] == [None, "y"]
     assert [b.id for b in out[2].content] == ["y"]
     assert out[0] is messages[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(call_id=st.text(min_size=1, max_size=12).filter(str.strip), tool=st.text(min_size=1, max_size=8),
+       arg=st.text(max_size=90), head=st.integers(0, 400),
+       output=st.builds(lambda a, n: a + "o" * n, st.text(max_size=20), st.integers(0, 900)),
+       restore=st.sampled_from([None, "restore_archived_result"]), stones=st.booleans())
+@example(call_id='c"\\\n\u00e9', tool="t", arg="x" * 80, output="o" * 600, head=10, restore=None, stones=True)
+def test_what_letting_go_saves_is_counted_exactly_without_writing_it(call_id, tool, arg, output, head, restore,
+                                                                     stones) -> None:
+    """`let_go` counts the characters a truncation or a drop removes without building the marker or the
+    tombstone: the counts must be what `apply_actions` then writes, for any id, tool, input and config."""
+    from jev.apply import let_go
+    messages = [msg("0", "user", text("t")), Message("c", "assistant", (ToolUseBlock(call_id, tool, {"a": arg}),)),
+                Message("r", "tool", (ToolResultBlock(call_id, tool, output),))]
+    t = analyze(messages)
+    config = CompactionConfig(truncate_head_chars=head, restore_tool=restore, tombstones=stones)
+    counted = let_go(t.pairs[0], config)
+    cut_result = apply_actions(t, {"t1": Action.TRUNCATE_RESULT}, config)
+    written = cut_result[2].content[0].text
+    assert counted.truncate_saves == (0 if cut_result[2] is messages[2] else len(output) - len(written))
+    dropped = apply_actions(t, {"t1": Action.DROP_PAIR}, config)
+    left = sum(len(m.content[0].text) for m in dropped[1:])  # the tombstone, when there is one
+    assert counted.drop_saves == max(0, len(output) - left)
 
 
 def _visible(blocks) -> int:
