@@ -10,7 +10,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, NoReturn, TypeAlias
 
 import orjson
 
@@ -449,6 +449,28 @@ def _input_json(call: ToolUseBlock, where: str) -> str:
         raise TranscriptError(f"the input of call {call.id!r} at {where} is not JSON ({exc})") from None
 
 
+def _check_message(message: Any, i: int) -> None:
+    """Raise `TranscriptError` naming what is wrong with `messages[i]`, if anything."""
+    if not isinstance(message, Message):
+        raise TranscriptError(f"messages[{i}] is a {type(message).__name__}, not a jev.Message")
+    problem = message_problem(message, f"messages[{i}]")
+    if problem is not None:
+        raise TranscriptError(problem)
+
+
+def _refuse(messages: Sequence[Message], i: int, problem: str) -> NoReturn:
+    """Raise `problem` (a pairing or content error at `messages[i]`) — unless a later message is malformed
+    or repeats an id: those are reported first, as a list validated before pairing would."""
+    seen: set[str] = set()
+    for k, message in enumerate(messages):
+        if k > i and (type(message) is not Message or not _plain_message(message)):
+            _check_message(message, k)
+        if message.id in seen:
+            raise TranscriptError(f"duplicate message id {message.id!r} at messages[{k}]")
+        seen.add(message.id)
+    raise TranscriptError(problem)
+
+
 def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None) -> Transcript:
     """Validate a transcript and pair its calls and results, or raise `TranscriptError` naming the culprit.
     `inputs`: the canonical JSON of call inputs by `id()` of their blocks, when the caller made it already
@@ -462,17 +484,12 @@ def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None
     pairs: list[Pair] = []
     places: dict[tuple[bool, int, str], Pair] = {}
     thinking: set[int] = set()
-    for i, message in enumerate(messages):
-        if not isinstance(message, Message):
-            raise TranscriptError(f"messages[{i}] is a {type(message).__name__}, not a jev.Message")
-        if not _plain_message(message):  # the usual message passes here, before any text is formatted
-            problem = message_problem(message, f"messages[{i}]")
-            if problem is not None:
-                raise TranscriptError(problem)
+    for i, message in enumerate(messages):  # one pass: each message validated, then its blocks paired
+        if type(message) is not Message or not _plain_message(message):  # the usual message passes here
+            _check_message(message, i)
         if message.id in seen_messages:
             raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
         seen_messages.add(message.id)
-    for i, message in enumerate(messages):
         for j, block in enumerate(message.content):
             kind = type(block)
             if kind is TextBlock:
@@ -482,18 +499,15 @@ def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None
                 continue
             if kind is ToolUseBlock:
                 if not block.id.strip() or block.id in open_calls:
-                    raise TranscriptError(f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
-                                          + (" (blank)" if not block.id.strip() else
-                                             f": the call at messages[{open_calls[block.id][0]}] with this id "
-                                             "has no result yet"))
+                    _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
+                            + (" (blank)" if not block.id.strip() else
+                               f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
                 open_calls[block.id] = (i, block)
             elif kind is ToolResultBlock:
                 call = open_calls.get(block.id)
                 if call is None or call[0] >= i or call[1].name != block.name:
-                    raise TranscriptError(f"unpaired result {block.id!r} ({block.name}) at "
-                                          f"messages[{i}].content[{j}]"
-                                          + (": its call already has a result" if call is None
-                                             and block.id in completed else ""))
+                    _refuse(messages, i, f"unpaired result {block.id!r} ({block.name}) at messages[{i}].content[{j}]"
+                            + (": its call already has a result" if call is None and block.id in completed else ""))
                 del open_calls[block.id]
                 completed.add(block.id)
                 use = call[1]
@@ -504,5 +518,5 @@ def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None
                 pairs.append(pair)
                 places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
             elif block.type not in _VERBATIM_KINDS:
-                raise TranscriptError(f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
+                _refuse(messages, i, f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
     return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking))

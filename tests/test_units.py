@@ -55,6 +55,10 @@ def test_pairs_are_keyed_in_result_order_and_pending_calls_are_found() -> None:
     ([msg("a", "assistant", call("x")), msg("b", "tool", result("x")), msg("c", "tool", result("x"))],
      "unpaired result"),
     ([msg("a", "user", OtherBlock({"type": "image", "url": "u"}))], "unsupported transcript content 'image'"),
+    # a malformed or repeated message is named before a pairing problem earlier in the list
+    ([msg("a", "tool", result("x")), msg("b", "user", text("y")), "not a message"], r"messages\[2\] is a str"),
+    ([msg("a", "tool", result("x")), msg("b", "user", text("y")), msg("b", "user", text("z"))],
+     "duplicate message id 'b'"),
 ])
 def test_validation_names_the_culprit(messages: list[Message], message: str) -> None:
     with pytest.raises(TranscriptError, match=message):
