@@ -163,5 +163,9 @@ def fingerprint(messages: Sequence[Message]) -> bytes:
 def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
     """Model-visible characters of the compacted list: messages the plan kept as they were are counted from
     the judged sizes, only those it rebuilt or made (a cut result's message, a tombstone) are measured."""
-    measured = {id(m): n for m, n in zip(judged.messages, judged.sizes, strict=True)}
-    return sum(measured[id(m)] if id(m) in measured else size(m) for m in compacted)
+    measured = dict(zip(map(id, judged.messages), judged.sizes, strict=True)).get
+    total = 0
+    for message in compacted:
+        n = measured(id(message))
+        total += size(message) if n is None else n
+    return total
