@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .policy import Action, CompactionConfig
@@ -84,16 +84,21 @@ class LetGo:
     drop_saves: int
 
 
-def let_go(pair: Pair, config: CompactionConfig) -> LetGo:
-    """The `LetGo` of `pair` under `config`: the lengths `truncated_output` and `tombstone` would write."""
-    size, head = pair.result_chars, config.truncate_head_chars
+def let_go(pairs: Sequence[Pair], config: CompactionConfig) -> dict[str, LetGo]:
+    """The `LetGo` of each pair under `config`, by key: the lengths `truncated_output` and `tombstone`
+    would write."""
+    head, stones = config.truncate_head_chars, config.tombstones
     marker, stone = _fixed_chars(config.restore_tool)
-    named = 2 * (len(quoted(pair.call_id)) - 2)
-    truncate = 0 if size <= head + SHORT_RESULT_SLACK else size - (head + 1 + marker + named)
-    if not config.tombstones:
-        return LetGo(truncate, size)
-    left = stone + named + len(pair.tool) + min(len(pair.input_json), _INPUT_HEAD)
-    return LetGo(truncate, max(0, size - left))
+    out: dict[str, LetGo] = {}
+    for pair in pairs:
+        size, call_id = pair.result_chars, pair.call_id
+        named = 2 * (len(call_id) if call_id.isascii() and call_id.isprintable() and '"' not in call_id
+                     and "\\" not in call_id else len(quoted(call_id)) - 2)  # `quoted`'s fast path
+        truncate = 0 if size <= head + SHORT_RESULT_SLACK else size - (head + 1 + marker + named)
+        drop = max(0, size - (stone + named + len(pair.tool) + min(len(pair.input_json), _INPUT_HEAD))) if stones \
+            else size
+        out[pair.key] = LetGo(truncate, drop)
+    return out
 
 
 def is_truncated(result: ToolResultBlock) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from archive.scope import Scope
 
 from .aio import run_sync
-from .apply import apply_actions, let_go
+from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
@@ -148,19 +148,19 @@ class Compactor:
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged")
 
-        gone = {p.key: let_go(p, config) for p in judged}
-        saves = {key: (g.truncate_saves, g.drop_saves) for key, g in gone.items()}
-        decisions, scores, removed, target = self._decide(transcript, judged, probabilities, saves)
-        pinned = why_pinned(transcript, config, pinned_messages)
-        views = []
+        gone = let_go(judged, config)
+        decisions, scores, removed, target = self._decide(transcript, judged, probabilities, gone)
+        pinned = why_pinned(transcript, config, pinned_messages).get
+        views, record = [], record_pairs.append
         for p in transcript.pairs:  # the plan's view of every pair, and a record of every judged one
-            score, action, let = scores[p.key], decisions[p.key], gone.get(p.key)
-            views.append(PairView(p.key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars,
-                                  score.keep_call, score.keep_result, action, score.reason, pinned.get(p.key, "")))
+            key = p.key
+            score, action, let = scores[key], decisions[key], gone.get(key)
+            head = p.input_json if len(p.input_json) <= INPUT_HEAD else cut(p.input_json, INPUT_HEAD)
+            views.append(PairView(key, p.call_id, p.tool, head, p.result_chars, score.keep_call, score.keep_result,
+                                  action, score.reason, pinned(key, "")))
             if let is not None:
-                record_pairs.append(PairRecord(p.key, p.call_id, p.tool, score.keep_call, score.keep_result,
-                                               action.value, score.reason, p.result_chars, let.truncate_saves,
-                                               let.drop_saves))
+                record(PairRecord(key, p.call_id, p.tool, score.keep_call, score.keep_result, action.value,
+                                  score.reason, p.result_chars, let.truncate_saves, let.drop_saves))
         compacted = apply_actions(transcript, decisions, config)
         before = judged_history.chars
         after = chars_after(compacted, judged_history)
@@ -220,24 +220,30 @@ class Compactor:
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
     def _decide(self, transcript: Transcript, judged: Sequence[Pair], probabilities: dict[str, float | None],
-                saves: dict[str, tuple[int, int]]) -> tuple[dict[str, Action], dict[str, Scores], int, int | None]:
+                gone: dict[str, LetGo]) -> tuple[dict[str, Action], dict[str, Scores], int, int | None]:
         """Actions and scores per pair, the result characters the actions remove, and the budget target
-        (None on the threshold table). `saves`: what a truncation and a drop of each pair would remove."""
+        (None on the threshold table). `gone`: what a truncation and a drop of each pair would remove."""
         config = self.config
-        answers = {p.key: (probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"]) for p in judged}
         target: int | None = None
         if config.target_reduction is not None:
             chosen, removed, target = budget(
-                [Judged(p.key, *answers[p.key], p.tool, p.result_chars, *saves[p.key]) for p in judged], config)
+                [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
+                        p.result_chars, gone[p.key].truncate_saves, gone[p.key].drop_saves) for p in judged], config)
         else:
-            chosen = {p.key: decide(*answers[p.key], config, p.tool, p.result_chars) for p in judged}
+            chosen = {p.key: decide(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
+                                    p.result_chars) for p in judged}
         decisions: dict[str, Action] = {}
         scores: dict[str, Scores] = {}
+        kept, pick = (Action.KEEP, PINNED_SCORES), chosen.get
         for pair in transcript.pairs:
-            decisions[pair.key], scores[pair.key] = chosen.get(pair.key, (Action.KEEP, PINNED_SCORES))
+            decisions[pair.key], scores[pair.key] = pick(pair.key, kept)
         if target is None:
-            removed = sum(saves[p.key][0 if decisions[p.key] is Action.TRUNCATE_RESULT else 1] for p in judged
-                          if decisions[p.key] is not Action.KEEP)
+            removed = 0
+            for p in judged:
+                action = decisions[p.key]
+                if action is not Action.KEEP:
+                    let = gone[p.key]
+                    removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
         return decisions, scores, removed, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:

@@ -306,7 +306,7 @@ def test_what_letting_go_saves_is_counted_exactly_without_writing_it(call_id, to
                 Message("r", "tool", (ToolResultBlock(call_id, tool, output),))]
     t = analyze(messages)
     config = CompactionConfig(truncate_head_chars=head, restore_tool=restore, tombstones=stones)
-    counted = let_go(t.pairs[0], config)
+    counted = let_go(t.pairs, config)["t1"]
     cut_result = apply_actions(t, {"t1": Action.TRUNCATE_RESULT}, config)
     written = cut_result[2].content[0].text
     assert counted.truncate_saves == (0 if cut_result[2] is messages[2] else len(output) - len(written))
