@@ -67,11 +67,12 @@ def run(workdir: Path) -> None:
         jev.ExecutionOptions(jev.Mode.ENFORCE, budget=5.0, version="example"),
         archive,
     )
-    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 8), scope=Scope("demo", "coder", "s1"))
+    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 8), scope=Scope("demo", "coder", "s1"),
+                                         keep_decisions=10)  # the last 10 plans (1 by default)
     agent = create_agent(model, tools=[read_file, middleware.restore_tool()], middleware=[middleware])
     state = agent.invoke({"messages": [{"role": "user", "content": "Check app.py against its test."}]})
     print("final state holds results of:", [m.tool_call_id for m in state["messages"] if isinstance(m, ToolMessage)])
-    for decision in middleware.decisions:
+    for decision in middleware.recent_decisions:
         print("decision:", decision.status.value, decision.reason.value,
               decision.plan.archive_reference[:12] if decision.plan and decision.plan.archive_reference else "")
     restored = asyncio.run(middleware.restore_tool().ainvoke({"call_id": "read_0"}))

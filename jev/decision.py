@@ -43,7 +43,7 @@ class Reason(str, Enum):
     CANCELLED = "CANCELLED"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Plan:
     """A judged proposal: the candidate history and, per pair key, the action, scores and (call id, tool).
     `state_stage` is the deepest input cap any request used (`not-sent` for an in-process judge),

@@ -48,7 +48,7 @@ def agent(mode: Mode, tmp_path, judge: Any = None, records: list | None = None) 
     judge = judge or ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
     observer = (lambda _c, r: records.append(r)) if records is not None else None
     compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "as-test", observer), FileArchive(tmp_path))
-    middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE)
+    middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE, keep_decisions=50)
     state = AgentState(session_id="s")
     state.context.extend(context())
     return Agent(name="coder", system_prompt="Fix bugs.", model=NoModel(), middlewares=[middleware], state=state), middleware
@@ -61,9 +61,9 @@ def call_ids(a: Agent) -> list[str]:
 def test_enforce_replaces_the_context_through_the_real_chain(tmp_path) -> None:
     a, middleware = agent(Mode.ENFORCE, tmp_path)
     asyncio.run(a.compress_context())
-    assert middleware.decisions[-1].status.value == "DECIDED"
+    assert middleware.recent_decisions[-1].status.value == "DECIDED"
     assert call_ids(a) == ["c1", "c2"] and all(isinstance(m, Msg) for m in a.state.context)
-    ref = middleware.decisions[-1].plan.archive_reference
+    ref = middleware.recent_decisions[-1].plan.archive_reference
     restored = formats.dump(FileArchive(tmp_path).restore(SCOPE, ref), "agentscope")
     assert [b["id"] for m in restored for b in m["content"] if b["type"] == "tool_result"] == ["c0", "c1", "c2"]
 
@@ -72,7 +72,7 @@ def test_shadow_changes_nothing_and_writes_records(tmp_path) -> None:
     records: list = []
     a, middleware = agent(Mode.SHADOW, tmp_path, records=records)
     asyncio.run(a.compress_context())
-    assert call_ids(a) == ["c0", "c1", "c2"] and middleware.decisions[-1].status.value == "DECIDED"
+    assert call_ids(a) == ["c0", "c1", "c2"] and middleware.recent_decisions[-1].status.value == "DECIDED"
     assert [(r.mode, r.status, r.session_id) for r in records] == [("SHADOW", "DECIDED", "s")]
 
 
@@ -141,7 +141,7 @@ def test_a_real_reply_loop_compacts_and_the_next_call_sees_it(tmp_path) -> None:
         config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
         compactor = Compactor(ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99), config,
                               ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
-        middleware = JevContextMiddleware(compactor, trigger=("tool_results", 3), scope=SCOPE)
+        middleware = JevContextMiddleware(compactor, trigger=("tool_results", 3), scope=SCOPE, keep_decisions=50)
         toolkit = Toolkit()
         await toolkit.add_tool(FunctionTool(read_file, is_read_only=True))
         model = Scripted()
@@ -151,7 +151,7 @@ def test_a_real_reply_loop_compacts_and_the_next_call_sees_it(tmp_path) -> None:
         return a, model, middleware
 
     a, model, middleware = asyncio.run(run())
-    assert any(d.status.value == "DECIDED" for d in middleware.decisions)
+    assert any(d.status.value == "DECIDED" for d in middleware.recent_decisions)
     assert "call1" not in model.seen[-1] and "call3" in model.seen[-1]  # the last model call saw the compaction
     assert "call1" not in call_ids(a) and "call3" in call_ids(a)
 
@@ -179,13 +179,14 @@ def test_a_token_target_is_counted_by_the_agents_own_model(tmp_path) -> None:
     config = CompactionConfig(eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
     judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep every result
     compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
-    middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE, target_tokens=1_500)
+    middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE, keep_decisions=50,
+                                      target_tokens=1_500)
     state = AgentState(session_id="s")
     state.context.extend(context())
     a = Agent(name="coder", system_prompt="Fix bugs.", model=NoModel(), middlewares=[middleware], state=state)
     before = asyncio.run(a.model.count_tokens(list(a.state.context), None))
     asyncio.run(a.compress_context())
-    decision = middleware.decisions[-1]
+    decision = middleware.recent_decisions[-1]
     assert before > 1_500 and decision.status.value == "DECIDED" and decision.plan.target_met
     assert asyncio.run(a.model.count_tokens(list(a.state.context), None)) <= 1_500 < before
     assert len(call_ids(a)) < 3

@@ -49,7 +49,7 @@ def agent(mode: Mode, judge: Any, archive: Any = None, records: list | None = No
     config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     observer = (lambda _c, r: records.append(r)) if records is not None else None
     compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "lc-test", observer), archive)
-    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 6), scope=SCOPE)
+    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 6), scope=SCOPE, keep_decisions=50)
     return create_agent(script(), tools=[read_file], middleware=[middleware]), middleware
 
 
@@ -60,7 +60,7 @@ def test_shadow_records_and_leaves_state_untouched() -> None:
     tools = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert len(tools) == 3 and all("line of text" * 3 in m.content.replace("\n", "") for m in tools)
     assert records and all(r.mode == "SHADOW" for r in records)
-    assert any(d.plan is not None for d in middleware.decisions)
+    assert any(d.plan is not None for d in middleware.recent_decisions)
 
 
 def test_enforce_compacts_state_once_and_the_next_call_sees_it(tmp_path) -> None:
@@ -70,7 +70,7 @@ def test_enforce_compacts_state_once_and_the_next_call_sees_it(tmp_path) -> None
     state = graph.invoke({"messages": [{"role": "user", "content": "Read the three files."}]})
     ids = [getattr(m, "tool_call_id", None) for m in state["messages"]]
     assert "call0" not in ids and "call1" in ids and "call2" in ids  # the first pair left the state
-    decided = [d for d in middleware.decisions if d.status.value == "DECIDED"]
+    decided = [d for d in middleware.recent_decisions if d.status.value == "DECIDED"]
     assert len(decided) >= 1
     last_view = ScriptedModel.seen[-1]
     assert not any(getattr(m, "tool_call_id", None) == "call0" for m in last_view)
@@ -92,7 +92,7 @@ def test_a_concurrent_change_keeps_the_live_history(tmp_path) -> None:
     judge = Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
     config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc-test"), FileArchive(tmp_path))
-    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 1), scope=SCOPE)
+    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 1), scope=SCOPE, keep_decisions=50)
     from langchain_core.messages import HumanMessage
     live = [HumanMessage("go", id="h"),
             AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a"}, "id": "c1", "type": "tool_call"}],
@@ -104,7 +104,7 @@ def test_a_concurrent_change_keeps_the_live_history(tmp_path) -> None:
             HumanMessage("next", id="h2")]
     holder["state"] = {"messages": live}
     assert middleware.before_model(holder["state"], None) is None  # judged fine, but the history moved on
-    assert middleware.decisions[-1].status.value == "DECIDED"
+    assert middleware.recent_decisions[-1].status.value == "DECIDED"
 
 
 def test_trigger_is_validated() -> None:
@@ -135,16 +135,49 @@ def test_a_token_target_runs_budget_mode_and_brings_the_history_under_it(tmp_pat
     graph, plain = agent(Mode.SHADOW, judge)
     graph.invoke({"messages": [{"role": "user", "content": "Read the three files."}]})
     assert all(d.plan is None or not any(a.value != "KEEP" for a in d.plan.decisions.values())
-               for d in plain.decisions)
+               for d in plain.recent_decisions)
     config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc-test"), FileArchive(tmp_path))
-    middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 900), scope=SCOPE, target_tokens=900)
+    middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 900), scope=SCOPE, keep_decisions=50,
+                                         target_tokens=900)
     state = create_agent(script(), tools=[read_file], middleware=[middleware]).invoke(
         {"messages": [{"role": "user", "content": "Read the three files."}]})
-    decided = [d for d in middleware.decisions if d.status.value == "DECIDED"]
+    decided = [d for d in middleware.recent_decisions if d.status.value == "DECIDED"]
     assert decided  # (target_met speaks of the budget share, which a capped share with tombstones can miss)
     for d in decided:  # counted with the host's counter, each adopted history is under the target
         assert count_tokens_approximately(formats.dump(list(d.plan.messages), "langchain")) <= 900
     assert len([m for m in state["messages"] if isinstance(m, ToolMessage)]) < 3
     with pytest.raises(Exception, match="target_tokens must be an integer >= 1"):
         JevCompactionMiddleware(compactor, target_tokens=0)
+
+
+@pytest.mark.slow
+def test_a_long_running_agent_keeps_only_its_last_decisions() -> None:
+    """10 000 plans through the middleware: only the last `keep_decisions` are still reachable (weak
+    references, collected), and the deprecated `decisions` says so and holds only those."""
+    import gc
+    import weakref
+
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.messages import HumanMessage
+
+    compactor = Compactor(ReplayJudge({}, default=0.01), CompactionConfig(eligible_tools={"read_file"},
+                                                                          preserve_recent_messages=1),
+                          ExecutionOptions(Mode.SHADOW, 5.0, "lc-test"))
+    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 1), keep_decisions=3)
+    messages = [HumanMessage("Read f0.py.", id="h"),
+                AIMessage("", id="a", tool_calls=[{"name": "read_file", "args": {"path": "f0.py"}, "id": "c0",
+                                                   "type": "tool_call"}]),
+                ToolMessage("line of text\n" * 200, tool_call_id="c0", name="read_file", id="t"),
+                AIMessage("Read it.", id="z")]
+    request = ModelRequest(model=script(), messages=messages)
+    plans = []
+    for _ in range(10_000):
+        middleware.wrap_model_call(request, lambda _request: None)
+        plans.append(weakref.ref(middleware.last_decision.plan))
+    gc.collect()
+    alive = [ref() for ref in plans if ref() is not None]
+    assert len(alive) == 3 and alive == [d.plan for d in middleware.recent_decisions]
+    assert middleware.last_decision.status.value == "DECIDED"  # real plans, not skipped ones
+    with pytest.warns(DeprecationWarning, match="keep_decisions"):
+        assert middleware.decisions == list(middleware.recent_decisions)

@@ -16,7 +16,7 @@ from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from archive import FileArchive, Scope
-from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
+from jev import CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, formats
 from jev.integrations.openai_agents import JevSession, input_filter
 from jev.judges import ReplayJudge
 
@@ -74,7 +74,8 @@ def stored_call_ids(session: Any) -> list[str]:
 
 def test_shadow_session_records_and_changes_nothing(tmp_path) -> None:
     records: list = []
-    session = JevSession(SQLiteSession("s1"), compactor(Mode.SHADOW, tmp_path, records), trigger_items=5, scope=SCOPE)
+    session = JevSession(SQLiteSession("s1"), compactor(Mode.SHADOW, tmp_path, records), trigger_items=5, scope=SCOPE,
+                         keep_decisions=50)
     result = run(session, ScriptedModel())
     assert result.final_output == "done"
     assert stored_call_ids(session) == ["call1", "call2", "call3"]
@@ -84,10 +85,10 @@ def test_shadow_session_records_and_changes_nothing(tmp_path) -> None:
 def test_enforce_session_compacts_stored_items_and_the_next_call_sees_it(tmp_path) -> None:
     model = ScriptedModel()
     c = compactor(Mode.ENFORCE, tmp_path)
-    session = JevSession(SQLiteSession("s2"), c, trigger_items=5, scope=SCOPE)
+    session = JevSession(SQLiteSession("s2"), c, trigger_items=5, scope=SCOPE, keep_decisions=50)
     assert run(session, model).final_output == "done"
     assert "call1" not in stored_call_ids(session)
-    decided = [d for d in session.decisions if d.status.value == "DECIDED"]
+    decided = [d for d in session.recent_decisions if d.status.value == "DECIDED"]
     assert decided
     calls_before = len(model.inputs)
     assert run(session, model, text="And now?").final_output == "done"  # the next turn starts from the session
@@ -109,10 +110,10 @@ def test_a_concurrent_change_keeps_the_stored_history(tmp_path) -> None:
     c = Compactor(Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99),
                   CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05),
                   ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
-    session = JevSession(underlying, c, trigger_items=5, scope=SCOPE)
+    session = JevSession(underlying, c, trigger_items=5, scope=SCOPE, keep_decisions=50)
     run(session, ScriptedModel())
     assert "call1" in stored_call_ids(session)  # every plan was judged, none adopted over a changed history
-    assert any(d.status.value == "DECIDED" for d in session.decisions)
+    assert any(d.status.value == "DECIDED" for d in session.recent_decisions)
 
 
 def test_a_failed_write_of_the_compacted_items_puts_the_history_back(tmp_path) -> None:
@@ -131,7 +132,7 @@ def test_a_failed_write_of_the_compacted_items_puts_the_history_back(tmp_path) -
             await super().add_items(items)
 
     underlying = FailsOnce("s6")
-    session = JevSession(underlying, compactor(Mode.ENFORCE, tmp_path), trigger_items=5, scope=SCOPE)
+    session = JevSession(underlying, compactor(Mode.ENFORCE, tmp_path), trigger_items=5, scope=SCOPE, keep_decisions=50)
     with pytest.raises(ConnectionError, match="store went away"):  # the failure goes on to the host
         run(session, ScriptedModel())
     assert stored_call_ids(session)[:1] == ["call1"]  # the judged history is back, nothing lost
@@ -151,7 +152,7 @@ def test_input_filter_compacts_the_view_only(tmp_path) -> None:
 
 def test_restore_tool_brings_back_an_archived_pair(tmp_path) -> None:
     c = compactor(Mode.ENFORCE, tmp_path)
-    session = JevSession(SQLiteSession("s5"), c, trigger_items=5, scope=SCOPE)
+    session = JevSession(SQLiteSession("s5"), c, trigger_items=5, scope=SCOPE, keep_decisions=50)
     run(session, ScriptedModel())
     tool = session.restore_tool()
     text = asyncio.run(tool.on_invoke_tool(None, '{"call_id": "call1"}'))
@@ -163,9 +164,10 @@ def test_a_token_target_sizes_the_session_compaction(tmp_path) -> None:
     judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep everything
     config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     c = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
-    session = JevSession(SQLiteSession("s-tokens"), c, trigger_items=5, scope=SCOPE, target_tokens=1_000)
+    session = JevSession(SQLiteSession("s-tokens"), c, trigger_items=5, scope=SCOPE, keep_decisions=50,
+                         target_tokens=1_000)
     assert run(session, ScriptedModel()).final_output == "done"
-    decided = [d for d in session.decisions if d.status.value == "DECIDED"]
+    decided = [d for d in session.recent_decisions if d.status.value == "DECIDED"]
     assert decided
     for d in decided:  # each adopted history is under the target, by the counter the session was given, or
         # nothing more could go: every pair outside the pinned recent window was dropped
@@ -175,3 +177,18 @@ def test_a_token_target_sizes_the_session_compaction(tmp_path) -> None:
     assert len(stored_call_ids(session)) < 3
     with pytest.raises(Exception, match="target_tokens must be an integer >= 1"):
         input_filter(c, target_tokens=-1)
+
+
+def test_the_session_keeps_only_its_last_decisions(tmp_path) -> None:
+    """Every add_items over the trigger plans; the session keeps the last `keep_decisions` of them (1 by
+    default), and `decisions` is deprecated."""
+    session = JevSession(SQLiteSession("s-bounded"), compactor(Mode.SHADOW, tmp_path), trigger_items=1)
+    made = []
+    for i in range(30):
+        asyncio.run(session.add_items([{"role": "user", "content": f"note {i}"}]))
+        made.append(session.last_decision)
+    assert len(set(map(id, made))) == 30 and session.recent_decisions == (made[-1],)
+    with pytest.warns(DeprecationWarning, match="keep_decisions"):
+        assert session.decisions == [made[-1]]
+    with pytest.raises(ConfigError, match="keep_decisions must be an integer >= 1"):
+        JevSession(SQLiteSession("s-bad"), compactor(Mode.SHADOW, tmp_path), keep_decisions=0)

@@ -6,7 +6,8 @@ Below the trigger, or in OFF, the middleware passes through to AgentScope's own 
 SHADOW records and passes through; ENFORCE replaces `agent.state.context` with the compacted messages only
 on DECIDED and only if the context is still exactly what was judged — and never falls back to the lossy
 summary, whatever the outcome. With `target_tokens=N` the plan runs in budget mode, sized to bring the
-context under N tokens as the agent's own model counts them (`agent.model.count_tokens`).
+context under N tokens as the agent's own model counts them (`agent.model.count_tokens`). The middleware
+keeps its last `keep_decisions` decisions (`last_decision`, `recent_decisions`), never every plan it made.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from typing import Any
 from agentscope.message import Msg
 from agentscope.middleware import MiddlewareBase
 
-from archive import Scope, restore_latest
+from archive import Scope
 
 from .. import formats
 from ..compactor import Compactor
-from ..decision import Decision, Mode, Status
+from ..decision import Decision, Mode
 from ..errors import ConfigError
-from ..token_target import check_target_tokens
 from ..transcript import Message, ToolResultBlock
+from .core import HostCompaction, check_trigger
 
 FORMAT = "agentscope"
 
@@ -39,26 +40,38 @@ class JevContextMiddleware(MiddlewareBase):
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("tool_results", 20),
                  scope: Scope | Callable[[Any], Scope | None] | None = None,
-                 target_tokens: int | None = None) -> None:
-        kind, value = trigger
-        if kind not in ("tool_results", "messages") or isinstance(value, bool) or not isinstance(value, int) \
-                or value < 1:
-            raise ConfigError(f"trigger must be ('tool_results', n) or ('messages', n) with n >= 1 (got {trigger!r})")
+                 target_tokens: int | None = None, keep_decisions: int = 1) -> None:
+        self.trigger = check_trigger(trigger, ("tool_results", "messages"))
+        self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
+                                   keep_decisions=keep_decisions)
         self.compactor = compactor
-        self.trigger = (kind, value)
-        self.scope = scope
-        self.target_tokens = check_target_tokens(target_tokens)
-        self.decisions: list[Decision] = []
-        self.references: list[tuple[Scope, str]] = []
+
+    @property
+    def last_decision(self) -> Decision | None:
+        """The newest plan's decision (None before the first)."""
+        return self.host.last_decision
+
+    @property
+    def recent_decisions(self) -> tuple[Decision, ...]:
+        """The last `keep_decisions` decisions, newest last."""
+        return tuple(self.host.recent)
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """Deprecated: `recent_decisions` (it no longer grows with every plan)."""
+        return self.host.deprecated_decisions(type(self).__name__)
+
+    @property
+    def references(self) -> list[tuple[Scope, str]]:
+        """(scope, archive reference) of each adopted compaction, oldest first: what the restore tool reads."""
+        return self.host.references
 
     def restore_tool(self) -> Any:
         """An AgentScope `FunctionTool` that brings back an archived call and result by call id."""
         from agentscope.message import TextBlock
         from agentscope.tool import FunctionTool, ToolChunk
 
-        archive = self.compactor.archive
-        if archive is None:
-            raise ConfigError("restore_tool needs a compactor with an archive")
+        self.host.archive()  # a restore tool needs one
 
         async def restore_archived_result(call_id: str) -> ToolChunk:
             """Bring back the full, original result of an earlier tool call that was archived when the
@@ -67,7 +80,7 @@ class JevContextMiddleware(MiddlewareBase):
             Args:
                 call_id (str): the id of the tool call whose archived result to bring back
             """
-            return ToolChunk(content=[TextBlock(text=await restore_latest(archive, self.references, call_id))])
+            return ToolChunk(content=[TextBlock(text=await self.host.restore(call_id))])
 
         return FunctionTool(restore_archived_result, is_read_only=True)
 
@@ -82,22 +95,20 @@ class JevContextMiddleware(MiddlewareBase):
             await next_handler()
             return
         judged = _dicts(context)
-        scope = self.scope(agent) if callable(self.scope) else self.scope
+        scope = self.host.scope_for(agent)
         messages = formats.load(judged, FORMAT)
         compactor = self.compactor
-        if self.target_tokens is not None:  # counted by the agent's model, as AgentScope counts its context
+        if self.host.target_tokens is not None:  # counted by the agent's model, as AgentScope counts its context
             tokens = await agent.model.count_tokens(context, None)
-            compactor = compactor.for_tokens(messages, tokens, self.target_tokens)
-        decision = await compactor.plan(messages, scope=scope, context={"session_id": agent.state.session_id})
-        self.decisions.append(decision)
+            compactor = self.host.sized(messages, lambda: tokens)
+        decision = self.host.keep(await compactor.plan(messages, scope=scope,
+                                                       context={"session_id": agent.state.session_id}))
         if mode is Mode.SHADOW:
             await next_handler()
             return
-        if decision.status is Status.DECIDED and decision.plan is not None and _dicts(agent.state.context) == judged:
-            compacted = formats.dump(list(decision.plan.messages), FORMAT)
+        if self.host.adopts(decision) and _dicts(agent.state.context) == judged:
+            compacted = formats.dump(list(self.host.adopted(decision, scope)), FORMAT)
             agent.state.context[:] = [Msg.model_validate(d) for d in compacted]
-            if scope is not None:
-                self.references.append((scope, decision.plan.archive_reference))
 
 
 def _count(context: list[Msg], kind: str) -> int:

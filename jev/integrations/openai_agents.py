@@ -9,7 +9,8 @@ failed write of the compacted items puts the judged ones back before the error g
 
 With `target_tokens=N` either one plans in budget mode, sized to bring the items under N tokens. The SDK
 has no token counter of its own, so `token_counter` defaults to jev's deterministic estimate (SPEC §4)
-of the items' JSON; pass your model's tokenizer for an exact count.
+of the items' JSON; pass your model's tokenizer for an exact count. `JevSession` keeps its last
+`keep_decisions` decisions (`last_decision`, `recent_decisions`), never every plan it made.
 """
 
 from __future__ import annotations
@@ -22,15 +23,14 @@ import orjson
 from agents.memory import SessionABC
 from agents.run import CallModelData, ModelInputData
 
-from archive import Scope, restore_latest
+from archive import Scope
 from archive.tool import DESCRIPTION, NAME, SCHEMA
 
 from .. import formats
 from ..compactor import Compactor
-from ..decision import Decision, Mode, Status
-from ..errors import ConfigError
+from ..decision import Decision, Mode
 from ..state import estimate_tokens
-from ..token_target import check_target_tokens
+from .core import HostCompaction, check_count
 
 FORMAT = "openai-responses"
 
@@ -40,39 +40,45 @@ def estimated_tokens(items: list[Any]) -> int:
     return estimate_tokens(orjson.dumps(items, default=str).decode())
 
 
-def _sized(compactor: Compactor, items: list[Any], judged: list[Any], target_tokens: int | None,
-           token_counter: Callable[[list[Any]], int]) -> Compactor:
-    if target_tokens is None:
-        return compactor
-    return compactor.for_tokens(judged, token_counter(items), target_tokens)
-
-
-def _adopted(compactor: Compactor, decision: Decision) -> bool:
-    return compactor.options.mode is Mode.ENFORCE and decision.status is Status.DECIDED and decision.plan is not None
-
-
 class JevSession(SessionABC):
     """Any Agents SDK session, with judged compaction of its stored items."""
 
     def __init__(self, underlying: Any, compactor: Compactor, *, trigger_items: int = 50,
                  scope: Scope | None = None, target_tokens: int | None = None,
-                 token_counter: Callable[[list[Any]], int] = estimated_tokens) -> None:
-        if isinstance(trigger_items, bool) or not isinstance(trigger_items, int) or trigger_items < 1:
-            raise ConfigError(f"trigger_items must be an integer >= 1 (got {trigger_items!r})")
+                 token_counter: Callable[[list[Any]], int] = estimated_tokens, keep_decisions: int = 1) -> None:
+        self.trigger_items = check_count("trigger_items", trigger_items)
+        self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
+                                   keep_decisions=keep_decisions)
         self.underlying = underlying
         self.compactor = compactor
-        self.trigger_items = trigger_items
         self.scope = scope
-        self.target_tokens = check_target_tokens(target_tokens)
         self.token_counter = token_counter
         self.session_id = underlying.session_id
         self.session_settings = getattr(underlying, "session_settings", None)
-        self.decisions: list[Decision] = []
-        self.references: list[tuple[Scope, str]] = []
+
+    @property
+    def last_decision(self) -> Decision | None:
+        """The newest plan's decision (None before the first)."""
+        return self.host.last_decision
+
+    @property
+    def recent_decisions(self) -> tuple[Decision, ...]:
+        """The last `keep_decisions` decisions, newest last."""
+        return tuple(self.host.recent)
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """Deprecated: `recent_decisions` (it no longer grows with every plan)."""
+        return self.host.deprecated_decisions(type(self).__name__)
+
+    @property
+    def references(self) -> list[tuple[Scope, str]]:
+        """(scope, archive reference) of each adopted compaction, oldest first: what the restore tool reads."""
+        return self.host.references
 
     def restore_tool(self) -> Any:
         """An Agents SDK function tool that brings back an archived call and result by call id."""
-        return _restore_function_tool(self.compactor, self.references)
+        return _restore_function_tool(self.host)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         return await self.underlying.get_items(limit)
@@ -92,16 +98,14 @@ class JevSession(SessionABC):
         if len(items) < self.trigger_items or self.compactor.options.mode is Mode.OFF:
             return
         judged = formats.load(items, FORMAT)
-        compactor = _sized(self.compactor, items, judged, self.target_tokens, self.token_counter)
-        decision = await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id})
-        self.decisions.append(decision)
-        if not _adopted(self.compactor, decision):
+        compactor = self.host.sized(judged, lambda: self.token_counter(items))
+        decision = self.host.keep(await compactor.plan(judged, scope=self.scope,
+                                                       context={"session_id": self.session_id}))
+        if not self.host.adopts(decision):
             return
         if await self.underlying.get_items() != items:  # the stored history moved on: keep it
             return
-        compacted = formats.dump(list(decision.plan.messages), FORMAT)  # type: ignore[union-attr]
-        if self.scope is not None:
-            self.references.append((self.scope, decision.plan.archive_reference))  # type: ignore[union-attr]
+        compacted = formats.dump(list(self.host.adopted(decision, self.scope)), FORMAT)
         await self.underlying.clear_session()
         try:
             await self.underlying.add_items(compacted)
@@ -121,29 +125,27 @@ def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions:
                  token_counter: Callable[[list[Any]], int] = estimated_tokens) -> Callable[[CallModelData[Any]], Any]:
     """A `call_model_input_filter`: each model call gets the compacted input on DECIDED in ENFORCE, the input
     unchanged otherwise (SHADOW only records). The session's stored history is never touched."""
-    check_target_tokens(target_tokens)
+    host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens)
 
     async def compact_input(data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
         judged = formats.load(items, FORMAT)
-        decision = await _sized(compactor, items, judged, target_tokens, token_counter).plan(judged, scope=scope)
+        decision = await host.sized(judged, lambda: token_counter(items)).plan(judged, scope=scope)
         if decisions is not None:
             decisions.append(decision)
-        if _adopted(compactor, decision):
-            items = formats.dump(list(decision.plan.messages), FORMAT)  # type: ignore[union-attr]
+        if host.adopts(decision):
+            items = formats.dump(list(host.adopted(decision, None)), FORMAT)
         return ModelInputData(input=items, instructions=data.model_data.instructions)
 
     return compact_input
 
 
-def _restore_function_tool(compactor: Compactor, references: list[tuple[Scope, str]]) -> Any:
+def _restore_function_tool(host: HostCompaction) -> Any:
     from agents import FunctionTool
 
-    if compactor.archive is None:
-        raise ConfigError("restore_tool needs a compactor with an archive")
+    host.archive()  # a restore tool needs one
 
     async def invoke(_context: Any, arguments: str) -> str:
-        call_id = orjson.loads(arguments or "{}").get("call_id", "")
-        return await restore_latest(compactor.archive, references, call_id)
+        return await host.restore(orjson.loads(arguments or "{}").get("call_id", ""))
 
     return FunctionTool(name=NAME, description=DESCRIPTION, params_json_schema=SCHEMA, on_invoke_tool=invoke)

@@ -1,0 +1,105 @@
+"""What the three host adapters share: the trigger, the commit rule, the decisions kept, the archive
+references and the restore tool's reads. Each adapter keeps only its host's wire (where the history lives,
+how it is replaced, how the host counts tokens) and calls this.
+
+Memory stays bounded in a long-running agent: an adapter keeps its last `keep_decisions` decisions (1 by
+default; each holds a whole compacted history), not every plan it made. The archive references — a
+scope and a short string per adopted compaction — are kept, because restoring a call dropped long ago
+needs the snapshot taken then.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from archive import Scope, restore_latest
+
+from ..compactor import Compactor
+from ..decision import Decision, Mode, Status
+from ..errors import ConfigError
+from ..token_target import check_target_tokens
+from ..transcript import Message
+
+
+def check_trigger(trigger: Any, kinds: tuple[str, ...]) -> tuple[str, int]:
+    """`(kind, n)` with kind one of `kinds` and n an integer >= 1, or `ConfigError` saying so."""
+    kind, value = trigger if isinstance(trigger, tuple) and len(trigger) == 2 else (None, None)
+    if kind not in kinds or isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        shapes = " or ".join(f"({k!r}, n)" for k in kinds)
+        raise ConfigError(f"trigger must be {shapes} with n >= 1 (got {trigger!r})")
+    return kind, value
+
+
+def check_count(name: str, value: Any) -> int:
+    """An integer >= 1 (a trigger count, how many decisions to keep), or `ConfigError` naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1 (got {value!r})")
+    return value
+
+
+class HostCompaction:
+    """The state an adapter keeps between a host's model calls: its compactor and scope, the last
+    decisions (bounded), and the references of the snapshots its adopted compactions archived."""
+
+    def __init__(self, compactor: Compactor, *, scope: Any = None, target_tokens: int | None = None,
+                 keep_decisions: int = 1) -> None:
+        self.compactor = compactor
+        self.scope = scope
+        self.target_tokens = check_target_tokens(target_tokens)
+        self.recent: deque[Decision] = deque(maxlen=check_count("keep_decisions", keep_decisions))
+        self.references: list[tuple[Scope, str]] = []
+
+    @property
+    def mode(self) -> Mode:
+        return self.compactor.options.mode
+
+    @property
+    def last_decision(self) -> Decision | None:
+        return self.recent[-1] if self.recent else None
+
+    def deprecated_decisions(self, owner: str) -> list[Decision]:
+        """The old `decisions` attribute: now the last `keep_decisions` only, with a warning."""
+        warnings.warn(f"{owner}.decisions is deprecated and holds only the last keep_decisions decisions "
+                      "(an unbounded list grew without end in a long-running agent); use last_decision or "
+                      "recent_decisions", DeprecationWarning, stacklevel=3)
+        return list(self.recent)
+
+    def scope_for(self, host: Any) -> Scope | None:
+        """The scope of this plan: the one given, or what the given callable makes of the host's object."""
+        return self.scope(host) if callable(self.scope) else self.scope
+
+    def sized(self, messages: Sequence[Message], count_tokens: Callable[[], int]) -> Compactor:
+        """The compactor for this plan: in budget mode toward `target_tokens` when one is set, the history
+        counted (only then) by the host's own counter."""
+        if self.target_tokens is None:
+            return self.compactor
+        return self.compactor.for_tokens(messages, count_tokens(), self.target_tokens)
+
+    def keep(self, decision: Decision) -> Decision:
+        self.recent.append(decision)
+        return decision
+
+    def adopts(self, decision: Decision) -> bool:
+        """The commit rule: only an ENFORCE plan that DECIDED is adopted (the host then checks its history
+        is still the one judged)."""
+        return self.mode is Mode.ENFORCE and decision.status is Status.DECIDED and decision.plan is not None
+
+    def adopted(self, decision: Decision, scope: Scope | None) -> tuple[Message, ...]:
+        """The compacted messages of an adopted plan; its snapshot's reference is kept for restores."""
+        assert decision.plan is not None
+        if scope is not None and decision.plan.archive_reference:
+            self.references.append((scope, decision.plan.archive_reference))
+        return decision.plan.messages
+
+    def archive(self) -> Any:
+        """The compactor's archive, which a restore tool reads; `ConfigError` when there is none."""
+        if self.compactor.archive is None:
+            raise ConfigError("restore_tool needs a compactor with an archive")
+        return self.compactor.archive
+
+    async def restore(self, call_id: str) -> str:
+        """What the restore tool answers: `call_id`'s pair from the newest snapshot holding it."""
+        return await restore_latest(self.compactor.archive, self.references, call_id)
