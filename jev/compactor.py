@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from .windows import JudgeCall, plan_requests
 
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
+_log = logging.getLogger("jev")
 
 
 def _error(exc: BaseException) -> Decision:
@@ -66,22 +68,21 @@ class Compactor:
                    context: Any = None) -> Decision:
         """Judge the history and return a `Decision`; emits one record (a CANCELLED one if the task is cancelled)."""
         started = time.monotonic()
-        record_pairs: list[PairRecord] = []
+        record_pairs: tuple[PairRecord, ...] = ()
         if self.options.mode is Mode.OFF:
             decision = Decision(Status.SKIPPED, Reason.DISABLED)
         else:
             try:
                 async with asyncio.timeout(self.options.budget):
-                    decision = await self._plan(messages, scope, record_pairs)
+                    decision, record_pairs = await self._plan(messages, scope)
             except TimeoutError:
                 decision = Decision(Status.ERROR, Reason.TIMEOUT,
                                     detail=f"plan exceeded its budget of {self.options.budget}s",
                                     error_kind="TimeoutError")
-                record_pairs.clear()
             except asyncio.CancelledError:
                 self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, (), scope, messages)
                 raise
-        self._emit(context, decision, started, tuple(record_pairs), scope, messages)
+        self._emit(context, decision, started, record_pairs, scope, messages)
         return decision
 
     async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None,
@@ -118,19 +119,33 @@ class Compactor:
 
     # --- the plan, step by step ---------------------------------------------------------------
 
-    async def _plan(self, messages: Sequence[Message], scope: Scope | None,
-                    record_pairs: list[PairRecord]) -> Decision:
+    async def _plan(self, messages: Sequence[Message], scope: Scope | None
+                    ) -> tuple[Decision, tuple[PairRecord, ...]]:
+        """The plan's decision and its judged pairs' records (kept when only the archive write fails: the
+        judgments stand). Any failure is an ERROR decision."""
+        pairs: tuple[PairRecord, ...] = ()
         try:
-            return await self._steps(messages, scope, record_pairs)
+            decision, pairs, judged = await self._steps(messages, scope)
+            if decision.status is Status.DECIDED and decision.plan is not None and self.options.mode is Mode.ENFORCE:
+                plan = dataclasses.replace(decision.plan, archive_reference=await self._archive(scope, judged))
+                decision = Decision(Status.DECIDED, Reason.ARCHIVED_PROPOSAL, plan, recommendation(plan, True))
+            return decision, pairs
         except StateBudgetError as exc:
-            return Decision(Status.ERROR, Reason.STATE_BUDGET_EXCEEDED, detail=str(exc), error_kind=type(exc).__name__)
-        except (JevError, TypeError, ValueError, RuntimeError, OSError) as exc:
-            return _error(exc)
+            return Decision(Status.ERROR, Reason.STATE_BUDGET_EXCEEDED, detail=str(exc),
+                            error_kind=type(exc).__name__), pairs
+        except JevError as exc:
+            return _error(exc), pairs
+        except Exception as exc:  # a bug — ours, or a host object's — never dressed up as a judge failure
+            _log.error("plan failed with an unexpected %s", type(exc).__name__, exc_info=exc)
+            return Decision(Status.ERROR, Reason.INTERNAL_ERROR, detail=f"unexpected {type(exc).__name__}: {exc}",
+                            error_kind=type(exc).__name__), pairs
 
-    async def _steps(self, messages: Sequence[Message], scope: Scope | None,
-                     record_pairs: list[PairRecord]) -> Decision:
-        config, enforce = self.config, self.options.mode is Mode.ENFORCE
-        if enforce and not isinstance(scope, Scope):
+    async def _steps(self, messages: Sequence[Message], scope: Scope | None
+                     ) -> tuple[Decision, tuple[PairRecord, ...], tuple[Message, ...]]:
+        """Everything but the archive write: the decision, the judged pairs' records, and the history as
+        judged (what ENFORCE archives)."""
+        config = self.config
+        if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
         judged_history = take(messages)
         if judged_history.chars > config.max_transcript_chars:
@@ -140,18 +155,19 @@ class Compactor:
         pinned_messages = pinned_message_indices(transcript, config)
         judged = candidates(transcript, config, pinned_messages)
         if not judged:
-            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=no_candidates_detail(transcript, config))
+            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=no_candidates_detail(transcript, config)), (), ()
         requests = plan_requests(transcript, judged, config, receives_state(self.judge))
         probabilities, tokens_in, tokens_out = await self._ask_all(requests.calls, transcript)
 
         if not unchanged(messages, judged_history):
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
-                            detail="the history changed while it was being judged")
+                            detail="the history changed while it was being judged"), (), ()
 
         gone = let_go(judged, config)
         decisions, scores, removed, target = self._decide(transcript, judged, probabilities, gone)
         pinned = why_pinned(transcript, config, pinned_messages).get
-        views, record = [], record_pairs.append
+        views, records = [], []
+        record = records.append
         for p in transcript.pairs:  # the plan's view of every pair, and a record of every judged one
             key = p.key
             score, action, let = scores[key], decisions[key], gone.get(key)
@@ -174,14 +190,11 @@ class Compactor:
                       target_met=None if target is None else removed >= target)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common)
-            return Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False))
-
-        reference = ""
-        if enforce:
-            reference = await self._archive(scope, transcript.messages)
-        plan = Plan(tuple(compacted), archive_reference=reference, **common)
-        reason = Reason.ARCHIVED_PROPOSAL if enforce else Reason.SHADOW_PROPOSAL
-        return Decision(Status.DECIDED, reason, plan, recommendation(plan, True))
+            return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
+                    tuple(records), transcript.messages)
+        plan = Plan(tuple(compacted), **common)  # ENFORCE adopts it only once `_plan` has archived the history
+        return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True)), tuple(records),
+                transcript.messages)
 
     async def _ask_all(self, calls: Sequence[JudgeCall],
                        transcript: Transcript) -> tuple[dict[str, float | None], int, int]:

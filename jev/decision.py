@@ -41,6 +41,7 @@ class Reason(str, Enum):
     ARCHIVED_PROPOSAL = "ARCHIVED_PROPOSAL"
     SHADOW_PROPOSAL = "SHADOW_PROPOSAL"
     CANCELLED = "CANCELLED"
+    INTERNAL_ERROR = "INTERNAL_ERROR"  # an unexpected exception: a bug, never a judge's failure
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)

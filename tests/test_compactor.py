@@ -107,6 +107,41 @@ def test_archive_failure_keeps_original(tmp_path) -> None:
     assert failing.saves == 1 and records[0].status == "ERROR" and "disk full" not in str(records[0].to_dict())
 
 
+def test_archive_failure_keeps_the_judgments_in_the_record(tmp_path) -> None:
+    records: list = []
+    c = compactor(ScriptedJudge(0.01), archive=CountingArchive(tmp_path, fail="disk full"), records=records)
+    decision = c.plan_sync(reference_messages(), scope=SCOPE)
+    assert (decision.status, decision.reason, decision.error_kind) == (Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR,
+                                                                      "ArchiveError")
+    assert [p.key for p in records[0].pairs] == ["t1", "t2", "t3"]  # the judge answered: calibration may use them
+
+
+@pytest.mark.parametrize("mode", [Mode.SHADOW, Mode.ENFORCE])
+def test_a_bug_is_an_internal_error_not_a_judge_failure(archive: CountingArchive, monkeypatch, caplog,
+                                                        mode: Mode) -> None:
+    """An unexpected exception (here apply's own internal-error assertion) still ends the plan as ERROR —
+    one record, ENFORCE hands back the original history, nothing archived — but says what it was."""
+    import jev.compactor
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("internal error: result 'x' would survive without its call")
+
+    monkeypatch.setattr(jev.compactor, "apply_actions", broken)
+    messages, records = reference_messages(), []
+    c = compactor(ScriptedJudge(0.01), mode=mode, archive=archive, records=records)
+    with caplog.at_level("ERROR", logger="jev"):
+        decision = c.plan_sync(messages, scope=SCOPE)
+    assert (decision.status, decision.reason, decision.error_kind) == (Status.ERROR, Reason.INTERNAL_ERROR,
+                                                                      "RuntimeError")
+    assert "would survive without its call" in decision.detail
+    logged = [r for r in caplog.records if r.name == "jev" and r.exc_info]
+    assert logged and logged[0].exc_info[0] is RuntimeError  # the traceback is in the log
+    assert [(r.status, r.reason, r.error) for r in records] == [("ERROR", "INTERNAL_ERROR", "RuntimeError")]
+    assert "survive" not in str(records[0].to_dict())  # records carry the kind, never the text
+    if mode is Mode.ENFORCE:
+        assert c.compact_sync(messages, scope=SCOPE) == messages and archive.saves == 0
+
+
 def test_state_limit_does_not_remove_constraints_to_fit(archive: CountingArchive) -> None:
     judge = ScriptedJudge(0.01)
     decision = compactor(judge, reference_config(state=1), archive=archive).plan_sync(reference_messages(), scope=SCOPE)
