@@ -12,18 +12,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from jev.errors import ArchiveError
 from jev.transcript import Message
 
 from .file import DEFAULT_MAX_BYTES, FileArchive
-from .object_store import ObjectStoreArchive
 from .scope import Scope
 from .snapshot import check_reference
 from .store import KeyValueStore, MemoryStore, SqliteStore, StoreArchive
 from .tool import ToolDefinition, restore_latest, restore_tool
+
+if TYPE_CHECKING:
+    from .object_store import ObjectStoreArchive
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ObjectStoreArchive":  # fsspec is imported when an object store is first named
+        from .object_store import ObjectStoreArchive
+
+        return ObjectStoreArchive
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @runtime_checkable
@@ -54,6 +64,8 @@ def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_M
             raise ArchiveError("sqlite archive URL needs a file path: sqlite:///relative.db or sqlite:////abs.db")
         return StoreArchive(SqliteStore(path), max_bytes)
     if parts.scheme and len(parts.scheme) > 1:  # one letter would be a Windows drive
+        from .object_store import ObjectStoreArchive
+
         return ObjectStoreArchive(target, max_bytes, **storage_options)
     return FileArchive(target, max_bytes)
 

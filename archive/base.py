@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from jev.restore import extract_pair
 from jev.transcript import Message
 
-from . import snapshot
 from .scope import Scope
 
 
@@ -27,4 +27,4 @@ class ArchiveBase:
     def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]:
         """The call and result blocks of one archived pair (never re-runs the tool). A call id may be
         reused once its pair is complete: `occurrence` (1 = first) picks one, the latest by default."""
-        return snapshot.extract_pair(self.restore(scope, ref), call_id, occurrence)
+        return extract_pair(self.restore(scope, ref), call_id, occurrence)

@@ -10,8 +10,7 @@ from typing import Any
 import orjson
 
 from jev.errors import ArchiveError, FormatError
-from jev.transcript import (Message, ToolResultBlock, ToolUseBlock, canonical_json, message_problem,
-                            messages_from_dicts, non_finite_path)
+from jev.transcript import Message, canonical_json, message_problem, messages_from_dicts, non_finite_path
 
 from .scope import Scope
 
@@ -100,34 +99,3 @@ def decode(scope: Scope, ref: str, data: bytes) -> list[Message]:
         raise ArchiveError(f"archive snapshot unreadable: {exc}") from None
 
 
-def occurrences(messages: Sequence[Message], call_id: str) -> list[tuple[int, int | None]]:
-    """Where each pair using `call_id` sits, in order: (message of its call, message of its result or
-    None while pending). Pairing is by order, as `jev.transcript.analyze` pairs: a result answers the
-    latest call with its id, and an id may be reused once its pair is complete."""
-    found: list[list[int | None]] = []
-    for i, message in enumerate(messages):
-        for block in message.content:
-            if isinstance(block, ToolUseBlock) and block.id == call_id:
-                found.append([i, None])
-            elif isinstance(block, ToolResultBlock) and block.id == call_id and found and found[-1][1] is None:
-                found[-1][1] = i
-    return [(c, r) for c, r in found]  # type: ignore[misc]
-
-
-def extract_pair(messages: Sequence[Message], call_id: str, occurrence: int | None = None) -> list[Message]:
-    """The call block and the result block of one pair, each in a copy of its message (ids kept). When
-    the id was used by several pairs, `occurrence` picks one (1 = the first); the latest by default."""
-    places = occurrences(messages, call_id)
-    if not places:
-        raise ArchiveError(f"call id {call_id!r} is not in this snapshot")
-    if occurrence is None:
-        occurrence = len(places)
-    if isinstance(occurrence, bool) or not isinstance(occurrence, int) or not 1 <= occurrence <= len(places):
-        raise ArchiveError(f"occurrence must be 1..{len(places)} for call id {call_id!r} (got {occurrence!r})")
-    call_at, result_at = places[occurrence - 1]
-    out = [messages[call_at].replace(content=tuple(b for b in messages[call_at].content
-                                                   if isinstance(b, ToolUseBlock) and b.id == call_id))]
-    if result_at is not None:
-        out.append(messages[result_at].replace(content=tuple(
-            b for b in messages[result_at].content if isinstance(b, ToolResultBlock) and b.id == call_id)))
-    return out

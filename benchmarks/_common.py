@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "servers"))  # the local servers (loopback only) the benchmarks start, as the tests do
 DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
 
 from calibration.dataset import trajectories  # noqa: E402

@@ -9,15 +9,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from _common import ROOT
-
-sys.path.insert(0, str(ROOT / "tests"))
+import _common  # noqa: F401  (puts the repository and servers/ on sys.path)
 from seaweed import SeaweedFS  # noqa: E402
 
 from archive import FileArchive, ObjectStoreArchive, Scope  # noqa: E402

@@ -10,12 +10,9 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import sys
 import time
 
-from _common import ROOT, timeit, transcript
-
-sys.path.insert(0, str(ROOT / "tests"))
+from _common import timeit, transcript
 from decisions_server import DecisionsServer  # noqa: E402
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json  # noqa: E402

@@ -3,10 +3,14 @@
 A judge answers two yes/no questions per historical tool pair (is the call still needed, is the result
 still needed verbatim); the probabilities map to KEEP, TRUNCATE_RESULT or DROP_PAIR, keeping everything
 when unsure. ENFORCE adopts a plan only after the full history is archived.
+
+`import jev` stays light: the compactor (and asyncio), each judge, each transcript form and each archive
+load when first used.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from . import formats
-from .compactor import Compactor
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
 from .errors import (ArchiveError, ConfigError, FormatError, JevError, JudgeError, StateBudgetError,
                      TranscriptError)
@@ -16,7 +20,19 @@ from .state import estimate_tokens
 from .transcript import (Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                          canonical_json)
 
+if TYPE_CHECKING:
+    from .compactor import Compactor
+
 __version__ = "0.3.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Compactor":  # with it asyncio, the judges' base and the plan's steps
+        from .compactor import Compactor
+
+        globals()["Compactor"] = Compactor
+        return Compactor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Action", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError", "Decision",

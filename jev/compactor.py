@@ -14,8 +14,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from archive.scope import Scope
-
 from .aio import run_sync
 from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
@@ -24,6 +22,7 @@ from .judges.base import Judge, JudgeRequest, judge_name, receives_state, valida
 from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide,
                      no_candidates_detail, pinned_message_indices, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
+from .scope import Scope
 from .history import chars_after, take, unchanged
 from .token_target import reduction_for_tokens
 from .state import cut

@@ -29,7 +29,7 @@ import orjson
 
 from .errors import TranscriptError
 from .transcript import (BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message, TextBlock, ThinkingBlock,
-                         ToolResultBlock, ToolUseBlock, _CANONICAL, _default, canonical_json)
+                         ToolResultBlock, ToolUseBlock, CANONICAL_OPTIONS, json_default, canonical_json)
 
 
 def chars(data: bytes) -> int:
@@ -62,7 +62,7 @@ def _measure(blocks: Any, parts: list[Any] | None, inputs: dict[int, str] | None
                 total += len(block.name) + len(value)
             else:
                 try:  # orjson called directly: this runs once per call on every plan
-                    json = orjson.dumps(value, default=_default, option=_CANONICAL).decode()
+                    json = orjson.dumps(value, default=json_default, option=CANONICAL_OPTIONS).decode()
                 except TypeError as exc:
                     raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
                 total += len(block.name) + len(json)
@@ -104,7 +104,7 @@ def _serialized(parts: list[Any]) -> bytes:
     """The parts' JSON as orjson writes them (keys in their order: the same objects give the same bytes,
     and a reordering reads as a change, which only makes the guard more cautious)."""
     try:
-        return orjson.dumps(parts, default=_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+        return orjson.dumps(parts, default=json_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     except TypeError as exc:
         raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
 

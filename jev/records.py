@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import fsspec
 import orjson
 
 from .decision import Decision, Plan
@@ -128,6 +127,8 @@ class JsonlSink:
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url
+        import fsspec  # only a sink that writes pays for the storage stack
+
         self._fs, self._path = fsspec.core.url_to_fs(url, **storage_options)
         self._lock = threading.Lock()
         parent = self._path.rstrip("/").rpartition("/")[0]

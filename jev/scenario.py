@@ -7,13 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from archive import FileArchive, Scope
-
 from .compactor import Compactor
 from .decision import Decision, ExecutionOptions, Mode, Status
 from .judges import LocalJudge, ReplayJudge
 from .policy import CompactionConfig
 from .records import Record
+from .scope import Scope
 from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
 CONSTRAINT = "Never edit generated files. Fix the failing count test."
@@ -59,6 +58,8 @@ class ScriptedModel:
 async def run_reference(workdir: Path) -> dict[str, Any]:
     """The scenario in ENFORCE with the reference answers and a file archive, then the model step and a
     restore; returns what happened (for `jev demo`)."""
+    from archive import FileArchive  # the demo archives on disk; the core never imports the archives
+
     archive = FileArchive(workdir / "archive", 1_000_000)
     records: list[Record] = []
     judge = ReplayJudge(REFERENCE_ANSWERS["answers"], default=REFERENCE_ANSWERS["default"],

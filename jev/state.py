@@ -6,11 +6,10 @@ shortened, so the task's constraints always reach the judge intact.
 
 from __future__ import annotations
 
+import functools
 import string
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from .errors import StateBudgetError
 from .transcript import TextBlock, ToolUseBlock, Transcript, canonical_json
@@ -28,11 +27,8 @@ _RUNS = bytes(ord("a") if c in _LETTERS else ord(" ") for c in range(256))  # le
 # Deleting these leaves one byte per symbol: ASCII punctuation, and the lead byte of each non-ASCII char.
 _NOT_SYMBOLS = b"0123456789" + _LETTERS + b" \t\n\r\f\v" + bytes(range(0x80, 0xC0))
 # Byte classes for the vectorised path: 0 letter, 1 digit, 2 symbol (one per character), 3 free.
-_CLASS = np.full(256, 2, dtype=np.uint8)
-_CLASS[list(_LETTERS)] = 0
-_CLASS[list(b"0123456789")] = 1
-_CLASS[list(b" \t\n\r\f\v") + list(range(0x80, 0xC0))] = 3
-_CLASS_TABLE = _CLASS.tobytes()
+_CLASS_TABLE = bytes(0 if c in _LETTERS else 1 if c in b"0123456789" else 3 if c in b" \t\n\r\f\v" or 0x80 <= c < 0xC0
+                     else 2 for c in range(256))
 _VECTOR_FROM = 4096  # bytes: below this the fixed cost of numpy outweighs its speed
 _SLICE = 1 << 18
 
@@ -64,9 +60,18 @@ def _estimate_vectorised(data: bytes) -> int:
     return total
 
 
+@functools.cache
+def _numpy() -> Any:
+    """numpy, imported on the first long text: `import jev` does not pay for it."""
+    import numpy
+
+    return numpy
+
+
 def _estimate_slice(data: bytes) -> int:
     """Bytes to classes with one translate, then counts and letter-run lengths from where the letter
     mask flips."""
+    np = _numpy()
     classes = np.frombuffer(data.translate(_CLASS_TABLE), dtype=np.uint8)
     digits, symbols = int(np.count_nonzero(classes == 1)), int(np.count_nonzero(classes == 2))
     letter = (classes == 0).view(np.int8)

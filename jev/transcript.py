@@ -356,7 +356,8 @@ def _blocks_problem(blocks: Any, where: str, rule: str) -> str | None:
 # --- canonical JSON ----------------------------------------------------------------------------
 
 
-def _default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """orjson's `default`: messages and blocks in their `jev` form, sets sorted, mappings as dicts."""
     if isinstance(value, Message):
         return message_to_dict(value)
     if isinstance(value, (TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, OtherBlock)):
@@ -368,12 +369,12 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
+CANONICAL_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS  # with `json_default`: canonical JSON
 
 
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON (SPEC §1): orjson with sorted keys, UTF-8; messages and blocks in their `jev` form."""
-    return orjson.dumps(value, default=_default, option=_CANONICAL)
+    return orjson.dumps(value, default=json_default, option=CANONICAL_OPTIONS)
 
 
 def non_finite_path(value: Any, path: str = "") -> str | None:
@@ -388,7 +389,7 @@ def non_finite_path(value: Any, path: str = "") -> str | None:
     elif isinstance(value, (list, tuple)):
         items = ((f"[{i}]", v) for i, v in enumerate(value))
     else:  # a message or a block (its fields), a set (sorted)
-        return non_finite_path(_default(value), path)
+        return non_finite_path(json_default(value), path)
     for key, item in items:
         where = non_finite_path(item, f"{path}{key}" if key.startswith("[") else f"{path}.{key}" if path else key)
         if where is not None:
@@ -444,7 +445,7 @@ class Transcript:
 
 def _input_json(call: ToolUseBlock, where: str) -> str:
     try:
-        return orjson.dumps(call.input, default=_default, option=_CANONICAL).decode()
+        return orjson.dumps(call.input, default=json_default, option=CANONICAL_OPTIONS).decode()
     except orjson.JSONEncodeError as exc:
         raise TranscriptError(f"the input of call {call.id!r} at {where} is not JSON ({exc})") from None
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# the local servers tests start (loopback only) live beside the tests, shared with the benchmarks
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
 
 from archive import FileArchive, Scope
 from jev import (CompactionConfig, Compactor, ExecutionOptions, Message, Mode, TextBlock, ToolResultBlock,

@@ -412,3 +412,18 @@ def test_quick_init_values_behave_as_their_dataclasses() -> None:
         items: list[int] = dataclasses.field(default_factory=list)
     with pytest.raises(TypeError, match="default factory"):
         quick_init(Later)
+
+
+def test_import_jev_loads_no_heavy_stack_until_used() -> None:
+    """`import jev` (and `import archive`) load no numpy, HTTP, storage or agent framework, nor the
+    compactor's asyncio; each arrives with the first use of what needs it. Timing is benchmarks/footprint.py."""
+    import subprocess
+    import sys
+    heavy = ("numpy", "httpx", "httpx2", "fsspec", "openai", "sklearn", "langchain_core", "asyncio")
+    probe = (f"import sys, jev, archive; print(','.join(m for m in {heavy!r} if m in sys.modules)); "
+             "jev.Compactor; from jev.judges import LocalJudge; from archive import ObjectStoreArchive; "
+             f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
+    first, then = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
+                                 text=True).stdout.splitlines()
+    assert first == ""
+    assert {"asyncio", "numpy", "fsspec"} <= set(then.split(","))  # loaded when used, and then there

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import orjson
 from rich.console import Console
 
-from archive.scope import Scope
+from ..scope import Scope
 
 from ..decision import Status
 from ..errors import ConfigError, FormatError

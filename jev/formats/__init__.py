@@ -9,42 +9,34 @@ format name raises a `FormatError` that lists the available ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 import orjson
 
 from ..errors import FormatError
 from ..transcript import ROLES, Message, ToolResultBlock, ToolUseBlock
-from . import (agentscope, anthropic, claude_code, jev_json, langchain, mini_swe_agent, openai_chat, openai_responses,
-               request)
+from . import request
 
-_FORMATS: dict[str, tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]] = {
-    "jev": (jev_json.load, jev_json.dump),
-    "openai-chat": (openai_chat.load, openai_chat.dump),
-    "mini-swe-agent": (mini_swe_agent.load, mini_swe_agent.dump),
-    "openai-responses": (openai_responses.load, openai_responses.dump),
-    "anthropic": (anthropic.load, anthropic.dump),
-    "langchain": (langchain.load, langchain.dump),
-    "agentscope": (agentscope.load, agentscope.dump),
-    "claude-code": (claude_code.load, claude_code.dump),  # read-only: dump refuses
-}
+# each form's converter module, imported when the form is first read or written (not by `import jev`)
+_MODULES = {"jev": "jev_json", "openai-chat": "openai_chat", "mini-swe-agent": "mini_swe_agent",
+            "openai-responses": "openai_responses", "anthropic": "anthropic", "langchain": "langchain",
+            "agentscope": "agentscope", "claude-code": "claude_code"}  # claude-code is read-only: dump refuses
+FORMATS = (*_MODULES, *request.FORMS)
 
 
-def _request_codec(form: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]:
-    return (lambda data: request.load(data, form, _codec)), (lambda messages: request.dump(messages, form, _codec))
-
-
-_FORMATS.update({form: _request_codec(form) for form in request.FORMS})
-FORMATS = tuple(_FORMATS)
+def _module(name: str) -> ModuleType:
+    return import_module(f"{__name__}.{name}")
 
 
 def detect(data: Any) -> str:
     """Guess the format of a parsed JSON document: `jev` when messages carry ids and block lists."""
     if isinstance(data, dict) and str(data.get("trajectory_format", "")).startswith("mini-swe-agent"):
         return "mini-swe-agent"
-    if langchain._is_objects(data):
+    if _module("langchain").is_objects(data):
         return "langchain"
-    if claude_code.is_transcript(data):
+    if _module("claude_code").is_transcript(data):
         return "claude-code"
     if isinstance(data, dict) and (form := request.detect(data, detect)) is not None:
         return form
@@ -113,8 +105,11 @@ def writable(format: str) -> str:
 
 
 def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]:
-    if format in _FORMATS:
-        return _FORMATS[format]
+    if format in _MODULES:
+        module = _module(_MODULES[format])
+        return module.load, module.dump
+    if format in request.FORMS:  # a request body: its messages in the API's form, the rest kept beside them
+        return (lambda data: request.load(data, format, _codec)), (lambda messages: request.dump(messages, format, _codec))
     raise FormatError(f"unknown format {format!r} (available: {', '.join(FORMATS)}, auto)")
 
 

@@ -22,7 +22,8 @@ _THINKING = {"reasoning": "reasoning", "thinking": "thinking"}  # part type -> i
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "AIMessageChunk": "assistant"}
 
 
-def _is_objects(data: Any) -> bool:
+def is_objects(data: Any) -> bool:
+    """A list of LangChain message objects (not their dicts): what an agent's state holds."""
     return isinstance(data, list) and bool(data) and all(hasattr(m, "type") and hasattr(m, "content") and
                                                          not isinstance(m, dict) for m in data)
 
@@ -58,7 +59,7 @@ def _part(p: Any, where: str = "content") -> Block:
 
 def load(data: Any) -> list[Message]:
     """Messages from LangChain message objects or their dict form."""
-    if _is_objects(data):
+    if is_objects(data):
         from langchain_core.messages import messages_to_dict
         return _load_dicts(messages_to_dict(data), objects=True)
     return _load_dicts(data, objects=False)

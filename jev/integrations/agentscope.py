@@ -19,12 +19,11 @@ from typing import Any
 from agentscope.message import Msg
 from agentscope.middleware import MiddlewareBase
 
-from archive import Scope
-
 from .. import formats
 from ..compactor import Compactor
 from ..decision import Decision, Mode
 from ..errors import ConfigError
+from ..scope import Scope
 from ..transcript import Message, ToolResultBlock
 from .core import HostCompaction, check_trigger
 

@@ -19,13 +19,13 @@ from langchain_core.messages import RemoveMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from archive import Scope
-from archive.tool import DESCRIPTION, NAME
 
 from .. import formats
 from ..compactor import Compactor
 from ..decision import Decision, Mode
 from ..history import fingerprint
+from ..restore import DESCRIPTION, NAME
+from ..scope import Scope
 from .core import HostCompaction, check_trigger
 
 

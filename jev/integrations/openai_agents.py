@@ -23,12 +23,12 @@ import orjson
 from agents.memory import SessionABC
 from agents.run import CallModelData, ModelInputData
 
-from archive import Scope
-from archive.tool import DESCRIPTION, NAME, SCHEMA
 
 from .. import formats
 from ..compactor import Compactor
 from ..decision import Decision, Mode
+from ..restore import DESCRIPTION, NAME, SCHEMA
+from ..scope import Scope
 from ..state import estimate_tokens
 from .core import HostCompaction, check_count
 
