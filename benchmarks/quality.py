@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of  # noqa: E402
-from calibration.train_local import calibrated, fit_heads  # noqa: E402
+from calibration.train_local import calibrated, columns, fit_specs  # noqa: E402
 from jev.apply import SHORT_RESULT_SLACK, truncation_marker  # noqa: E402
 from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
 
@@ -52,12 +52,13 @@ PROXIES = ("labels-v1", "labels-v2-reuse")
 
 def calibrated_heads(train: Rows) -> tuple[dict, dict]:
     """Both heads fitted on `train` as `python -m calibration.train_local` fits the shipped ones."""
-    heads = fit_heads(train)
-    return heads["keep_result"][0], heads["keep_call"][0]
+    heads = fit_specs(train)
+    return heads["keep_result"], heads["keep_call"]
 
 
 def probabilities(heads: tuple[dict, dict], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return calibrated(heads[0], X), calibrated(heads[1], X)
+    """P(result needed), P(call needed) for full feature rows `X`, as the judge scores them."""
+    return calibrated(heads[0], columns(X)), calibrated(heads[1], columns(X))
 
 
 def out_of_fold(rows: Rows) -> tuple[np.ndarray, np.ndarray]:

@@ -2,9 +2,13 @@
 
     python -m calibration.train_local --out FILE [--data PATH ...]
 
-Two heads, `keep_result` and `keep_call`: standardised logistic regression on decision-time features,
-then isotonic calibration fitted on instance-grouped out-of-fold scores. Trained on both dev sets (two
-agent models) by default, on the union of two label proxies built differently (`TRAINING_LABEL`), so
+Two heads, `keep_result` and `keep_call`, each the mean of two models on the same decision-time features:
+standardised logistic regression with an isotonic calibration map fitted on instance-grouped out-of-fold
+scores, and shallow gradient-boosted trees (scikit-learn's histogram GBT, 150 trees of depth 3, exported as
+arrays and scored with numpy by the judge, checked against scikit-learn's own scores). Features whose
+scale is one agent's habit — absolute result sizes and lines, message positions, history lengths — are
+left out: their rank versions carry the same order and transfer across agents. Trained on both dev sets
+(two agent models) by default, on the union of two label proxies built differently (`TRAINING_LABEL`), so
 the judge learns what either calls needed rather than one proxy's quirks. Reported metrics are
 instance-grouped cross-validated (AUROC, Brier, ECE of the calibrated probability), plus a held-out
 split (75/25 by instance). Deterministic: same data, same weights. `--out` is required: the shipped
@@ -20,12 +24,14 @@ from typing import Any
 
 import numpy as np
 import orjson
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 
 from jev.judges.features import FEATURE_NAMES
+from jev.judges.local import DEPTH, score, score_trees
 
 from .dataset import Rows, build_rows, group_of
 from .labels import ALT_LABEL_VERSION, LABEL_VERSION
@@ -37,6 +43,19 @@ CORPORA = {"mini-swe-agent-swebench-dev": "mini-swe-agent 1 (Gemini 3 Pro) on SW
 TRAINING_LABEL = f"{LABEL_VERSION} or {ALT_LABEL_VERSION}"
 C = 0.1
 FOLDS = 5
+BLEND = 0.5  # the weight of the linear head in each head's mean
+# one agent's scale, not a transferable signal: their rank_* versions stay (see the module's docstring)
+LEFT_OUT = frozenset({"result_chars", "result_lines", "position", "age_messages", "history_pairs", "history_edits"})
+FEATURES = tuple(name for name in FEATURE_NAMES if name not in LEFT_OUT)
+COLUMNS = np.asarray([FEATURE_NAMES.index(name) for name in FEATURES])
+TREES = dict(max_iter=150, max_depth=3, max_leaf_nodes=None, min_samples_leaf=200, l2_regularization=1.0,
+             learning_rate=0.1, early_stopping=False, random_state=0)
+_ALWAYS_LEFT = float(np.finfo(float).max)  # a split every finite value passes to the left
+
+
+def columns(X: np.ndarray) -> np.ndarray:
+    """The model's feature columns of a full `feature_matrix` (or `Rows.X`)."""
+    return X[:, COLUMNS]
 
 
 def _fit_lr(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
@@ -48,14 +67,49 @@ def _fit_lr(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
 
 
 def raw_score(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
-    """The uncalibrated probability of a fitted head."""
+    """The uncalibrated probability of a fitted linear head."""
     z = ((X - np.asarray(head["mean"])) / np.asarray(head["scale"])) @ np.asarray(head["coef"]) + head["intercept"]
     return 1.0 / (1.0 + np.exp(-z))
 
 
 def calibrated(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
-    """The calibrated probability: isotonic map (stored as breakpoints) of the raw score."""
-    return np.interp(raw_score(head, X), head["isotonic"]["x"], head["isotonic"]["y"])
+    """A head's probability on the model's columns, as the judge scores it (`jev.judges.local.score`)."""
+    return score(head, X)
+
+
+def _fit_trees(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Boosted trees as arrays: each tree complete to `DEPTH` in heap order (a shallower leaf becomes a
+    subtree whose splits all go left). scikit-learn keeps its trees in `_predictors` — no public export
+    exists — so the arrays are checked against its own scores and training stops if they ever differ."""
+    model = HistGradientBoostingClassifier(**TREES).fit(X, y)
+    splits, leaves = 2 ** DEPTH - 1, 2 ** DEPTH
+    feature, threshold, value = [], [], []
+    for (predictor,) in model._predictors:
+        nodes = predictor.nodes
+        f, t, v = [0] * splits, [_ALWAYS_LEFT] * splits, [0.0] * leaves
+
+        def place(node: int, at: int, depth: int, leaf: float | None = None) -> None:
+            if leaf is None and nodes[node]["is_leaf"]:
+                leaf = float(nodes[node]["value"])
+            if depth == DEPTH:
+                v[at - splits] = float(nodes[node]["value"]) if leaf is None else leaf
+                return
+            if leaf is None:
+                f[at], t[at] = int(nodes[node]["feature_idx"]), float(nodes[node]["num_threshold"])
+                place(int(nodes[node]["left"]), 2 * at + 1, depth + 1)
+                place(int(nodes[node]["right"]), 2 * at + 2, depth + 1)
+            else:  # below a leaf: every split goes left, every leaf holds its value
+                place(node, 2 * at + 1, depth + 1, leaf)
+                place(node, 2 * at + 2, depth + 1, leaf)
+
+        place(0, 0, 0)
+        feature.append(f), threshold.append(t), value.append(v)
+    trees = {"baseline": float(np.ravel(model._baseline_prediction)[0]), "feature": feature,
+             "threshold": threshold, "value": value}
+    mine = score_trees(trees, X)
+    if not np.allclose(mine, model.predict_proba(X)[:, 1], rtol=0, atol=1e-9):
+        raise RuntimeError("the exported trees do not reproduce scikit-learn's scores (has its tree layout changed?)")
+    return trees
 
 
 def _isotonic(scores: np.ndarray, y: np.ndarray) -> dict[str, list[float]]:
@@ -77,29 +131,45 @@ def reliability(p: np.ndarray, y: np.ndarray, bins: int = 10) -> list[dict[str, 
             for b in range(bins) if (edges == b).any()]
 
 
-def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Weights of one head and its session-grouped cross-validated metrics."""
+def _out_of_fold(X: np.ndarray, y: np.ndarray, folds: list) -> np.ndarray:
+    """The linear head's raw scores, each row's from a fit without its fold (what its isotonic map learns)."""
     oof = np.zeros(len(y))
-    folds = list(GroupKFold(FOLDS).split(X, y, groups))
     for train, test in folds:
         oof[test] = raw_score(_fit_lr(X[train], y[train]), X[test])
-    cal = np.zeros(len(y))  # cross-fitted calibration, so the reported Brier/ECE are out of sample too
+    return oof
+
+
+def _assemble(X: np.ndarray, y: np.ndarray, oof: np.ndarray) -> dict[str, Any]:
+    """One head fitted on these rows: the linear head with its isotonic map learnt from `oof` (its
+    out-of-fold raw scores on them), the trees, their blend."""
+    linear = _fit_lr(X, y)
+    linear["isotonic"] = _isotonic(oof, y)
+    return {"linear": linear, "trees": _fit_trees(X, y), "blend": BLEND}
+
+
+def fit_spec(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> dict[str, Any]:
+    """One head as shipped, on the model's columns (instance-grouped folds for the isotonic map)."""
+    return _assemble(X, y, _out_of_fold(X, y, list(GroupKFold(FOLDS).split(X, y, groups))))
+
+
+def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One head (`fit_spec`) and its instance-grouped cross-validated metrics: the blend scored out of
+    sample, the linear head's map cross-fitted and the trees refitted per fold."""
+    folds = list(GroupKFold(FOLDS).split(X, y, groups))
+    oof = _out_of_fold(X, y, folds)
+    blended = np.zeros(len(y))
     for train, test in folds:
-        iso = _isotonic(oof[train], y[train])
-        cal[test] = np.interp(oof[test], iso["x"], iso["y"])
-    head = _fit_lr(X, y)
-    head["isotonic"] = _isotonic(oof, y)
-    metrics = {"auroc": round(float(roc_auc_score(y, oof)), 4), "brier": round(float(brier_score_loss(y, cal)), 4),
-               "ece": round(ece(cal, y), 4), "base_rate": round(float(y.mean()), 4),
-               "reliability": reliability(cal, y)}
-    return head, metrics
+        blended[test] = score(_assemble(X[train], y[train], oof[train]), X[test])
+    metrics = {"auroc": round(float(roc_auc_score(y, blended)), 4),
+               "brier": round(float(brier_score_loss(y, blended)), 4), "ece": round(ece(blended, y), 4),
+               "base_rate": round(float(y.mean()), 4), "reliability": reliability(blended, y)}
+    return _assemble(X, y, oof), metrics
 
 
 def held_out_auroc(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int = 0) -> float:
-    """AUROC on 25% of sessions never seen in training."""
+    """AUROC on 25% of instances never seen in training, of the head fitted as shipped on the rest."""
     train, test = next(GroupShuffleSplit(1, test_size=0.25, random_state=seed).split(X, y, groups))
-    head = _fit_lr(X[train], y[train])
-    return float(roc_auc_score(y[test], raw_score(head, X[test])))
+    return float(roc_auc_score(y[test], score(fit_spec(X[train], y[train], groups[train]), X[test])))
 
 
 def training_labels(rows: Rows) -> dict[str, np.ndarray]:
@@ -112,16 +182,22 @@ def training_labels(rows: Rows) -> dict[str, np.ndarray]:
 def fit_heads(rows: Rows) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """Both heads (weights, cross-validated metrics), grouped by instance, as the shipped ones are fitted."""
     groups = np.asarray([group_of(s) for s in rows.sessions])
-    return {name: fit_head(rows.X, y.astype(float), groups) for name, y in training_labels(rows).items()}
+    return {name: fit_head(columns(rows.X), y.astype(float), groups) for name, y in training_labels(rows).items()}
+
+
+def fit_specs(rows: Rows) -> dict[str, dict[str, Any]]:
+    """Both heads as shipped, without the metrics' cross-validation (what the benchmarks retrain)."""
+    groups = np.asarray([group_of(s) for s in rows.sessions])
+    return {name: fit_spec(columns(rows.X), y.astype(float), groups) for name, y in training_labels(rows).items()}
 
 
 def train(rows: Rows, corpora: list[str] | None = None) -> dict[str, Any]:
     """The model document: feature names, both heads, and the model card's numbers."""
-    model: dict[str, Any] = {"format": "jev-local-judge", "version": 1, "label": TRAINING_LABEL,
-                             "features": list(FEATURE_NAMES), "heads": {}, "card": {}}
+    model: dict[str, Any] = {"format": "jev-local-judge", "version": 2, "label": TRAINING_LABEL,
+                             "features": list(FEATURES), "heads": {}, "card": {}}
     groups = np.asarray([group_of(s) for s in rows.sessions])
     for (name, (head, metrics)), y in zip(fit_heads(rows).items(), training_labels(rows).values(), strict=True):
-        metrics["held_out_auroc"] = round(held_out_auroc(rows.X, y, groups), 4)
+        metrics["held_out_auroc"] = round(held_out_auroc(columns(rows.X), y, groups), 4)
         model["heads"][name] = head
         model["card"][name] = metrics
     model["card"]["data"] = {"rows": int(len(rows.X)), "sessions": len(set(rows.sessions.tolist())),

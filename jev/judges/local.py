@@ -1,7 +1,7 @@
 """The embedded local judge: a small trained model over decision-time features, offline, no key.
 
-Two heads — P(call still needed), P(result still needed) — each a standardised logistic regression with
-an isotonic calibration map, trained by `python -m calibration.train_local` on real agent trajectories
+Two heads — P(call still needed), P(result still needed) — each the mean of a standardised logistic
+regression with an isotonic calibration map and shallow boosted trees (scored with numpy), trained by `python -m calibration.train_local` on real agent trajectories
 and shipped as JSON in the package (`local_model.json`, never pickle). Features come from
 `jev.judges.features` and see only the transcript up to the decision point. Deterministic.
 """
@@ -21,14 +21,21 @@ from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
 from .features import FEATURE_NAMES, feature_matrix
 
-MODEL = "jev-local-1"
+MODEL = "jev-local-2"  # a new name with new weights: thresholds calibrated for the old ones are refused
 _HEADS = ("keep_call", "keep_result")
+
+
+DEPTH = 3  # trees are stored complete to this depth: 7 split nodes (heap order) and 8 leaves each (the
+# scorer walks exactly three levels)
+_SPLITS, _LEAVES = 2 ** DEPTH - 1, 2 ** DEPTH
 
 
 @functools.lru_cache(maxsize=4)
 def load_model(path: str | None = None) -> dict[str, Any]:
     """The model document (JSON), checked against the features this code computes; `ConfigError` names
-    the field and the rule when it is not a model this version can run."""
+    the field and the rule when it is not a model this version can run. Version 1: a linear head over
+    every feature. Version 2: over the features it names, each head a blend of a linear head and
+    boosted trees."""
     try:
         text = (Path(path).read_bytes() if path
                 else resources.files(__package__).joinpath("local_model.json").read_bytes())
@@ -38,13 +45,22 @@ def load_model(path: str | None = None) -> dict[str, Any]:
         model = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"local judge model: not JSON ({exc})") from None
-    if not isinstance(model, dict) or model.get("format") != "jev-local-judge" or model.get("version") != 1:
+    if not isinstance(model, dict) or model.get("format") != "jev-local-judge" or model.get("version") not in (1, 2):
         raise ConfigError("local judge model: unknown format or version")
-    if tuple(model.get("features", ())) != FEATURE_NAMES:
+    features = model.get("features", ())
+    if model["version"] == 1 and tuple(features) != FEATURE_NAMES:
         raise ConfigError("local judge model: its features do not match this version's (retrain it)")
+    if model["version"] == 2 and (not isinstance(features, list) or not features
+                                  or not set(features) <= set(FEATURE_NAMES) or len(set(features)) != len(features)):
+        raise ConfigError("local judge model: features must name distinct features this version computes "
+                          "(retrain it)")
     heads = model.get("heads")
     for head in _HEADS:
-        _check_head(heads.get(head) if isinstance(heads, dict) else None, f"heads.{head}")
+        spec = heads.get(head) if isinstance(heads, dict) else None
+        if model["version"] == 1:
+            _check_linear(spec, f"heads.{head}", len(features))
+        else:
+            _check_blend(spec, f"heads.{head}", len(features))
     return model
 
 
@@ -53,8 +69,7 @@ def _numbers(value: Any, size: int | None = None) -> bool:
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
 
 
-def _check_head(spec: Any, where: str) -> None:
-    n = len(FEATURE_NAMES)
+def _check_linear(spec: Any, where: str, n: int) -> None:
     if not isinstance(spec, dict):
         raise ConfigError(f"local judge model: {where} must be an object")
     for key in ("mean", "scale", "coef"):
@@ -71,7 +86,32 @@ def _check_head(spec: Any, where: str) -> None:
                           "many numbers")
 
 
-class _Head:
+def _check_blend(spec: Any, where: str, n: int) -> None:
+    if not isinstance(spec, dict):
+        raise ConfigError(f"local judge model: {where} must be an object")
+    _check_linear(spec.get("linear"), f"{where}.linear", n)
+    blend = spec.get("blend")
+    if not _numbers([blend]) or not 0.0 <= blend <= 1.0:
+        raise ConfigError(f"local judge model: {where}.blend must be a number in [0, 1]")
+    trees = spec.get("trees")
+    if not isinstance(trees, dict) or not _numbers([trees.get("baseline")]):
+        raise ConfigError(f"local judge model: {where}.trees must be an object with a numeric baseline")
+    rows = {key: trees.get(key) for key in ("feature", "threshold", "value")}
+    if not all(isinstance(v, list) and v for v in rows.values()) or len({len(v) for v in rows.values()}) != 1:
+        raise ConfigError(f"local judge model: {where}.trees must hold feature, threshold and value, one row "
+                          "per tree")
+    for k, (feature, threshold, value) in enumerate(zip(*rows.values())):
+        if not (_numbers(feature, _SPLITS) and all(isinstance(f, int) and 0 <= f < n for f in feature)):
+            raise ConfigError(f"local judge model: {where}.trees.feature[{k}] must be {_SPLITS} feature "
+                              f"indices below {n}")
+        if not _numbers(threshold, _SPLITS) or not _numbers(value, _LEAVES):
+            raise ConfigError(f"local judge model: {where}.trees.threshold[{k}] and value[{k}] must be "
+                              f"{_SPLITS} and {_LEAVES} numbers")
+
+
+class _Linear:
+    """A standardised logistic regression, then its isotonic calibration map."""
+
     def __init__(self, spec: dict[str, Any]) -> None:
         self.mean = np.asarray(spec["mean"], dtype=float)
         self.scale = np.asarray(spec["scale"], dtype=float)
@@ -83,6 +123,52 @@ class _Head:
     def __call__(self, X: np.ndarray) -> np.ndarray:
         z = ((X - self.mean) / self.scale) @ self.coef + self.intercept
         return np.interp(1.0 / (1.0 + np.exp(-z)), self.iso_x, self.iso_y)
+
+
+class _Trees:
+    """Boosted trees, each complete to depth 3 (a shallower leaf is stored as a subtree whose splits all go
+    left), scored for all rows and all trees at once: a row goes right where its feature is above the
+    threshold; the probability is the logistic of the baseline plus the leaves reached."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.baseline = float(spec["baseline"])
+        self.feature = np.ascontiguousarray(np.asarray(spec["feature"], dtype=np.intp).T)  # splits x trees
+        self.threshold = np.ascontiguousarray(np.asarray(spec["threshold"], dtype=float).T)
+        value = np.asarray(spec["value"], dtype=float)  # trees x leaves
+        self.value = value.ravel()
+        self.first_leaf = np.arange(len(value)) * _LEAVES  # where each tree's leaves start in `value`
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        right = X[:, self.feature] > self.threshold  # rows x splits x trees; split k's children: 2k+1, 2k+2
+        r0 = right[:, 0]
+        r1 = np.where(r0, right[:, 2], right[:, 1])
+        r2 = np.where(r0, np.where(r1, right[:, 6], right[:, 5]), np.where(r1, right[:, 4], right[:, 3]))
+        leaves = self.value[4 * r0 + 2 * r1 + r2 + self.first_leaf]  # rows x trees
+        return 1.0 / (1.0 + np.exp(-(self.baseline + leaves.sum(axis=1))))
+
+
+def score(spec: dict[str, Any], X: np.ndarray, version: int = 2) -> np.ndarray:
+    """P(needed) from one head's spec on the model's feature columns `X` (what the judge computes; the
+    training script and the benchmarks score with it too)."""
+    return _Head(spec, version)(X)
+
+
+def score_trees(spec: dict[str, Any], X: np.ndarray) -> np.ndarray:
+    """The probability of a head's boosted trees alone (`spec` is its `trees` object)."""
+    return _Trees(spec)(X)
+
+
+class _Head:
+    """One head: a linear head alone (version 1), or its blend with boosted trees (version 2)."""
+
+    def __init__(self, spec: dict[str, Any], version: int) -> None:
+        self.linear = _Linear(spec if version == 1 else spec["linear"])
+        self.trees = None if version == 1 else _Trees(spec["trees"])
+        self.blend = 1.0 if version == 1 else float(spec["blend"])
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        p = self.linear(X)
+        return p if self.trees is None else self.blend * p + (1.0 - self.blend) * self.trees(X)
 
 
 class LocalJudge:
@@ -98,7 +184,8 @@ class LocalJudge:
         spec = load_model(model_path)
         self.model = MODEL if model_path is None else f"{MODEL}:{Path(model_path).name}"
         self.card = spec.get("card", {})
-        self._heads = {name: _Head(spec["heads"][name]) for name in _HEADS}
+        self._heads = {name: _Head(spec["heads"][name], spec["version"]) for name in _HEADS}
+        self._columns = np.asarray([FEATURE_NAMES.index(f) for f in spec["features"]], dtype=np.intp)
         # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
         # history outlives its plan here
         self._last: tuple[weakref.ref[Any], dict[str, tuple[float, float]]] | None = None
@@ -108,6 +195,7 @@ class LocalJudge:
         if self._last is not None and self._last[0]() is transcript:
             return self._last[1]
         keys, X = feature_matrix(transcript)
+        X = X[:, self._columns]
         out: dict[str, tuple[float, float]] = {}
         if keys:
             call = [round(p, 4) for p in self._heads["keep_call"](X).tolist()]
