@@ -21,11 +21,11 @@ from agentscope.middleware import MiddlewareBase
 
 from .. import formats
 from ..compactor import Compactor
-from ..decision import Decision, Mode
+from ..decision import Mode
 from ..errors import ConfigError
 from ..scope import Scope
 from ..transcript import Message, ToolResultBlock
-from .core import HostCompaction, check_trigger
+from .core import Adapter, HostCompaction, check_trigger
 
 FORMAT = "agentscope"
 
@@ -34,7 +34,7 @@ def _dicts(msgs: list[Msg]) -> list[dict[str, Any]]:
     return [m.model_dump(mode="json") for m in msgs]
 
 
-class JevContextMiddleware(MiddlewareBase):
+class JevContextMiddleware(Adapter, MiddlewareBase):
     """Judged compaction of an AgentScope agent's context."""
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("tool_results", 20),
@@ -44,26 +44,6 @@ class JevContextMiddleware(MiddlewareBase):
         self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
                                    keep_decisions=keep_decisions)
         self.compactor = compactor
-
-    @property
-    def last_decision(self) -> Decision | None:
-        """The newest plan's decision (None before the first)."""
-        return self.host.last_decision
-
-    @property
-    def recent_decisions(self) -> tuple[Decision, ...]:
-        """The last `keep_decisions` decisions, newest last."""
-        return tuple(self.host.recent)
-
-    @property
-    def decisions(self) -> list[Decision]:
-        """Deprecated: `recent_decisions` (it no longer grows with every plan)."""
-        return self.host.deprecated_decisions(type(self).__name__)
-
-    @property
-    def references(self) -> list[tuple[Scope, str]]:
-        """(scope, archive reference) of each adopted compaction, oldest first: what the restore tool reads."""
-        return self.host.references
 
     def restore_tool(self) -> Any:
         """An AgentScope `FunctionTool` that brings back an archived call and result by call id."""

@@ -103,3 +103,30 @@ class HostCompaction:
     async def restore(self, call_id: str) -> str:
         """What the restore tool answers: `call_id`'s pair from the newest snapshot holding it."""
         return await restore_latest(self.compactor.archive, self.references, call_id)
+
+
+class Adapter:
+    """What every host adapter shows of its `host` (a `HostCompaction`): the decisions it kept and the
+    references its restore tool reads."""
+
+    host: HostCompaction
+
+    @property
+    def last_decision(self) -> Decision | None:
+        """The newest plan's decision (None before the first)."""
+        return self.host.last_decision
+
+    @property
+    def recent_decisions(self) -> tuple[Decision, ...]:
+        """The last `keep_decisions` decisions, newest last."""
+        return tuple(self.host.recent)
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """Deprecated: `recent_decisions` (it no longer grows with every plan)."""
+        return self.host.deprecated_decisions(type(self).__name__)
+
+    @property
+    def references(self) -> list[tuple[Scope, str]]:
+        """(scope, archive reference) of each adopted compaction, oldest first: what the restore tool reads."""
+        return self.host.references

@@ -26,10 +26,10 @@ from ..decision import Decision, Mode
 from ..history import fingerprint
 from ..restore import DESCRIPTION, NAME
 from ..scope import Scope
-from .core import HostCompaction, check_trigger
+from .core import Adapter, HostCompaction, check_trigger
 
 
-class JevCompactionMiddleware(AgentMiddleware):
+class JevCompactionMiddleware(Adapter, AgentMiddleware):
     """Judged compaction inside a LangChain agent loop."""
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("messages", 50),
@@ -42,26 +42,6 @@ class JevCompactionMiddleware(AgentMiddleware):
                                    keep_decisions=keep_decisions)
         self.compactor = compactor
         self.token_counter = token_counter
-
-    @property
-    def last_decision(self) -> Decision | None:
-        """The newest plan's decision (None before the first)."""
-        return self.host.last_decision
-
-    @property
-    def recent_decisions(self) -> tuple[Decision, ...]:
-        """The last `keep_decisions` decisions, newest last."""
-        return tuple(self.host.recent)
-
-    @property
-    def decisions(self) -> list[Decision]:
-        """Deprecated: `recent_decisions` (it no longer grows with every plan)."""
-        return self.host.deprecated_decisions(type(self).__name__)
-
-    @property
-    def references(self) -> list[tuple[Scope, str]]:
-        """(scope, archive reference) of each adopted compaction, oldest first: what the restore tool reads."""
-        return self.host.references
 
     def _fires(self, messages: list[Any]) -> bool:
         kind, value = self.trigger

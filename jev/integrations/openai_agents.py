@@ -30,7 +30,7 @@ from ..decision import Decision, Mode
 from ..restore import DESCRIPTION, NAME, SCHEMA
 from ..scope import Scope
 from ..state import estimate_tokens
-from .core import HostCompaction, check_count
+from .core import Adapter, HostCompaction, check_count
 
 FORMAT = "openai-responses"
 
@@ -40,7 +40,7 @@ def estimated_tokens(items: list[Any]) -> int:
     return estimate_tokens(orjson.dumps(items, default=str).decode())
 
 
-class JevSession(SessionABC):
+class JevSession(Adapter, SessionABC):
     """Any Agents SDK session, with judged compaction of its stored items."""
 
     def __init__(self, underlying: Any, compactor: Compactor, *, trigger_items: int = 50,
@@ -55,26 +55,6 @@ class JevSession(SessionABC):
         self.token_counter = token_counter
         self.session_id = underlying.session_id
         self.session_settings = getattr(underlying, "session_settings", None)
-
-    @property
-    def last_decision(self) -> Decision | None:
-        """The newest plan's decision (None before the first)."""
-        return self.host.last_decision
-
-    @property
-    def recent_decisions(self) -> tuple[Decision, ...]:
-        """The last `keep_decisions` decisions, newest last."""
-        return tuple(self.host.recent)
-
-    @property
-    def decisions(self) -> list[Decision]:
-        """Deprecated: `recent_decisions` (it no longer grows with every plan)."""
-        return self.host.deprecated_decisions(type(self).__name__)
-
-    @property
-    def references(self) -> list[tuple[Scope, str]]:
-        """(scope, archive reference) of each adopted compaction, oldest first: what the restore tool reads."""
-        return self.host.references
 
     def restore_tool(self) -> Any:
         """An Agents SDK function tool that brings back an archived call and result by call id."""
