@@ -13,7 +13,7 @@ import pytest
 # the local servers tests start (loopback only) live beside the tests, shared with the benchmarks
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
 
-from archive import FileArchive, Scope
+from archive import Archive, FileArchive, Scope
 from jev import (CompactionConfig, Compactor, ExecutionOptions, Message, Mode, TextBlock, ToolResultBlock,
                  ToolUseBlock)
 from jev.judges import Answers, JudgeRequest
@@ -123,6 +123,9 @@ class CountingArchive:
     def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]:
         return self.inner.restore_pair(scope, ref, call_id, occurrence)
 
+    def restore_bytes(self, scope: Scope, ref: str) -> bytes:
+        return self.inner.restore_bytes(scope, ref)
+
 
 SCOPE = Scope("user-1", "agent-1", "session-1")
 
@@ -135,7 +138,9 @@ def compactor(judge: Any, config: CompactionConfig | None = None, mode: Mode = M
 
 @pytest.fixture
 def archive(tmp_path: Any) -> CountingArchive:
-    return CountingArchive(tmp_path / "archive")
+    counting = CountingArchive(tmp_path / "archive")
+    assert isinstance(counting, Archive)  # the double stands in for an archive: it has all an archive has
+    return counting
 
 
 def long_history(pairs: int, thought: str = "Looking at the next module to see how the parser handles it. ") -> list[Message]:
