@@ -54,10 +54,12 @@ class HostCompaction:
 
     @property
     def mode(self) -> Mode:
+        """The compactor's mode (OFF, SHADOW, ENFORCE)."""
         return self.compactor.options.mode
 
     @property
     def last_decision(self) -> Decision | None:
+        """The newest decision kept (None before the first plan)."""
         return self.recent[-1] if self.recent else None
 
     def deprecated_decisions(self, owner: str) -> list[Decision]:
@@ -79,6 +81,7 @@ class HostCompaction:
         return self.compactor.for_tokens(messages, count_tokens(), self.target_tokens)
 
     def keep(self, decision: Decision) -> Decision:
+        """Keep `decision` as the newest (the oldest kept one goes when there are `keep_decisions`)."""
         self.recent.append(decision)
         return decision
 
