@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -12,6 +11,7 @@ from .errors import ConfigError
 from .policy import Action, Scores
 from .quick import quick_init
 from .transcript import Message
+from .validate import is_positive
 
 
 class Mode(str, Enum):
@@ -133,7 +133,7 @@ class ExecutionOptions:
         except ValueError:
             raise ConfigError(f"mode must be one of OFF, SHADOW, ENFORCE (got {self.mode!r})") from None
         b = self.budget
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
+        if not is_positive(b):
             raise ConfigError(f"budget must be a positive number of seconds (got {b!r})")
         if not isinstance(self.version, str) or not self.version.strip():
             raise ConfigError(f"version must be a non-blank string (got {self.version!r})")

@@ -14,6 +14,7 @@ from typing import Any
 from .errors import ConfigError
 from .quick import quick_init
 from .transcript import Pair, Transcript
+from .validate import is_finite_number, is_integer
 
 SUSPENDED_METADATA_KEYS = ("suspended", "pending", "jev.suspended")
 
@@ -40,13 +41,13 @@ PINNED_SCORES = Scores(1.0, 1.0, "PINNED")
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise ConfigError(f"{name} must be a finite number (got {value!r})")
     return float(value)
 
 
 def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise ConfigError(f"{name} must be an integer (got {value!r})")
     if value < low or (high is not None and value > high):
         rule = f">= {low}" if high is None else f"in {low}..{high}"

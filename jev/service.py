@@ -6,7 +6,6 @@ Absent, blank or OFF builds nothing: no judge client, no archive.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ from .decision import ExecutionOptions, Mode, Observer
 from .errors import ConfigError
 from .judges.base import Judge
 from .policy import CompactionConfig
+from .validate import is_finite_number, is_integer
 
 SETTINGS = ("mode", "version", "budgetMillis", "threshold", "rejectionThreshold", "eligibleTools",
             "preserveRecentMessages", "maxStateTokens", "maxRequestTokens", "maxQuestions", "truncateHeadChars",
@@ -50,14 +50,14 @@ class ServiceConfig:
 
 def _integer(obj: dict[str, Any], key: str, default: int) -> int:
     value = obj.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise ConfigError(f"compaction setting {key} must be an integer (got {value!r})")
     return value
 
 
 def _number(obj: dict[str, Any], key: str) -> float:
     value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise ConfigError(f"explicit compaction thresholds required: {key} must be a JSON number (got {value!r})")
     return float(value)
 

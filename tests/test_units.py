@@ -427,3 +427,12 @@ def test_import_jev_loads_no_heavy_stack_until_used() -> None:
                                  text=True).stdout.splitlines()
     assert first == ""
     assert {"asyncio", "numpy", "fsspec"} <= set(then.split(","))  # loaded when used, and then there
+
+
+def test_the_shared_value_rules() -> None:
+    from jev.validate import is_finite_number, is_integer, is_positive, is_probability
+    assert [is_finite_number(v) for v in (0, 1.5, -2, True, float("nan"), float("inf"), "1", None)] == \
+        [True, True, True, False, False, False, False, False]
+    assert [is_probability(v) for v in (0, 1, 0.5, 1.0000001, -0.0, False)] == [True, True, True, False, True, False]
+    assert [is_positive(v) for v in (1e-9, 0, -1, float("inf"))] == [True, False, False, False]
+    assert [is_integer(v, 0, 3) for v in (0, 3, 4, -1, 2.0, True)] == [True, True, False, False, False, False]

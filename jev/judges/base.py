@@ -3,7 +3,6 @@ one probability or refusal per question out. Answers are checked here, never tru
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -11,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import JudgeError
 from ..questions import Question
 from ..transcript import Transcript
+from ..validate import is_probability
 
 
 class Refusal:
@@ -92,7 +92,7 @@ def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise JudgeError(f"answer for question {qid!r} must be a probability or a refusal "
                              f"(got {type(value).__name__})")
-        elif not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        elif not is_probability(value):
             raise JudgeError(f"answer for question {qid!r} contains an invalid probability")
         else:
             out[qid] = float(value)

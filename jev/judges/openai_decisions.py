@@ -10,7 +10,6 @@ so the plan budget rules. Key and base URL from `OPENAI_API_KEY` / `OPENAI_BASE_
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ import orjson
 from ..aio import run_sync
 from ..errors import ConfigError, JudgeError
 from ..questions import Question
+from ..validate import is_probability
 from .base import REFUSAL, Answers, JudgeRequest
 from .http import LoopClients, async_client
 from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
@@ -54,7 +54,7 @@ def _answers(body: Any, questions: tuple[Question, ...]) -> tuple[dict[str, Any]
             out[question.id] = REFUSAL
         elif kind == "predicate":
             p = answer.get("probability")
-            if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 <= p <= 1:
+            if not is_probability(p):
                 raise JudgeError(f"Decisions answer for question {question.id!r} contains an invalid probability")
             out[question.id] = float(p)
         else:

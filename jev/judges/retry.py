@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ConfigError, JudgeError
+from ..validate import is_integer, is_positive
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({429, 529})
@@ -40,11 +41,11 @@ class RetryPolicy:
     jitter: float = 0.2
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+        if not is_integer(self.max_retries, 0):
             raise ConfigError(f"maxRetries must not be negative: max_retries must be an integer >= 0 "
                               f"(got {self.max_retries!r})")
         b = self.initial_backoff
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
+        if not is_positive(b):
             raise ConfigError(f"initialBackoff must be positive: initial_backoff must be > 0 seconds (got {b!r})")
         if not 1 <= self.max_backoff_factor or not 0 <= self.jitter < 1:
             raise ConfigError("max_backoff_factor must be >= 1 and jitter in [0, 1)")

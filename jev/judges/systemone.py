@@ -8,7 +8,6 @@ compactor's plan budget bounds all of it. Request bodies are never compressed.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 from typing import Any
 
@@ -18,6 +17,7 @@ import orjson
 from ..errors import ConfigError, JudgeError
 from ..questions import questions_map
 from ..aio import run_sync
+from ..validate import is_probability
 from .base import Answers, JudgeRequest
 from .http import LoopClients, async_client
 from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
@@ -90,7 +90,7 @@ def parse_response(body: Any, question_ids: list[str]) -> Answers:
         if answer.get("type") != "noul":
             raise JudgeError(f"System One answer for question '{qid}' must have type noul")
         p = answer.get("noul")
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 <= p <= 1:
+        if not is_probability(p):
             raise JudgeError(f"System One answer for question '{qid}' contains an invalid probability")
         probabilities[qid] = float(p)
     tokens = []
