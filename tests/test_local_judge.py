@@ -216,7 +216,7 @@ def test_auroc_bar_on_held_out_instances(rows) -> None:
 
 
 @needs_data
-@pytest.mark.slow  # a full training run, ~2 min
+@pytest.mark.slow  # a full training run, ~75 s
 def test_training_reproduces_the_shipped_weights(rows) -> None:
     from calibration.train_local import train
     shipped = load_model()
