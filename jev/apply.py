@@ -24,11 +24,14 @@ _MARKER = re.compile(r"\n\[JEV archived the full result[^\n]*do not re-execute t
 _TOMBSTONE = re.compile(r"\A\[JEV dropped call [^\n]*do not re-execute this tool for recovery\.\]\Z")
 
 
+def _as_is(text: str) -> bool:
+    """JSON writes `text` between quotes unchanged (printable ASCII without quotes or backslashes)."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
 def quoted(text: str) -> str:
     """`text` as a JSON string (how markers and tombstones name a call id)."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return f'"{text}"'  # what orjson writes for it, without the call
-    return canonical_json(text).decode()
+    return f'"{text}"' if _as_is(text) else canonical_json(text).decode()  # orjson's output, without the call
 
 
 def _how(quoted_id: str, restore_tool: str | None) -> str:
@@ -92,8 +95,7 @@ def let_go(pairs: Sequence[Pair], config: CompactionConfig) -> dict[str, LetGo]:
     out: dict[str, LetGo] = {}
     for pair in pairs:
         size, call_id = pair.result_chars, pair.call_id
-        named = 2 * (len(call_id) if call_id.isascii() and call_id.isprintable() and '"' not in call_id
-                     and "\\" not in call_id else len(quoted(call_id)) - 2)  # `quoted`'s fast path
+        named = 2 * (len(call_id) if _as_is(call_id) else len(quoted(call_id)) - 2)  # it names the call twice
         truncate = 0 if size <= head + SHORT_RESULT_SLACK else size - (head + 1 + marker + named)
         drop = max(0, size - (stone + named + len(pair.tool) + min(len(pair.input_json), _INPUT_HEAD))) if stones \
             else size

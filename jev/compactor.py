@@ -154,7 +154,8 @@ class Compactor:
         pinned_messages = pinned_message_indices(transcript, config)
         judged = candidates(transcript, config, pinned_messages)
         if not judged:
-            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=no_candidates_detail(transcript, config)), (), ()
+            detail = no_candidates_detail(transcript, config)
+            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=detail), (), ()
         requests = plan_requests(transcript, judged, config, receives_state(self.judge))
         probabilities, tokens_in, tokens_out = await self._ask_all(requests.calls, transcript)
 
@@ -170,9 +171,8 @@ class Compactor:
         for p in transcript.pairs:  # the plan's view of every pair, and a record of every judged one
             key = p.key
             score, action, let = scores[key], decisions[key], gone.get(key)
-            head = p.input_json if len(p.input_json) <= INPUT_HEAD else cut(p.input_json, INPUT_HEAD)
-            views.append(PairView(key, p.call_id, p.tool, head, p.result_chars, score.keep_call, score.keep_result,
-                                  action, score.reason, pinned(key, "")))
+            views.append(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars,
+                                  score.keep_call, score.keep_result, action, score.reason, pinned(key, "")))
             if let is not None:
                 record(PairRecord(key, p.call_id, p.tool, score.keep_call, score.keep_result, action.value,
                                   score.reason, p.result_chars, let.truncate_saves, let.drop_saves))
