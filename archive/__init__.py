@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 from jev.errors import ArchiveError
 from jev.transcript import Message
 
-from .file import DEFAULT_MAX_BYTES, FileArchive
+from .base import DEFAULT_MAX_BYTES, ArchiveBase
+from .file import FileArchive
 from .scope import Scope
 from .snapshot import check_reference
 from .store import KeyValueStore, MemoryStore, SqliteStore, StoreArchive
@@ -70,5 +71,5 @@ def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_M
     return FileArchive(target, max_bytes)
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "Archive", "FileArchive", "KeyValueStore", "MemoryStore", "ObjectStoreArchive",
+__all__ = ["DEFAULT_MAX_BYTES", "Archive", "ArchiveBase", "FileArchive", "KeyValueStore", "MemoryStore", "ObjectStoreArchive",
            "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "check_reference", "open_archive", "restore_latest", "restore_tool"]

@@ -14,18 +14,16 @@ are content-addressed, so two writers racing on one reference write identical by
 from __future__ import annotations
 
 import errno
-from collections.abc import Sequence
 from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from jev.errors import ArchiveError
-from jev.transcript import Message
 
 from . import snapshot
-from .file import DEFAULT_MAX_BYTES, FileArchive, check_max_bytes
-from .base import ArchiveBase
+from .base import DEFAULT_MAX_BYTES, ArchiveBase, check_max_bytes, check_scope
+from .file import FileArchive
 from .scope import Scope
 
 
@@ -66,105 +64,71 @@ class ObjectStoreArchive(ArchiveBase):
             raise ArchiveError(f"archive URL {url!r} cannot be opened ({exc})") from None
         self.url = url
         self.root = root.rstrip("/")
-        # fsspec's local filesystem follows symlinks and writes in two steps: the file archive does neither
-        self._local = FileArchive(root, max_bytes) if isinstance(self.fs, LocalFileSystem) else None
-
-    @property
-    def max_bytes(self) -> int:
-        return self._max_bytes
-
-    @max_bytes.setter
-    def max_bytes(self, value: int) -> None:
-        self._max_bytes = check_max_bytes(value)
-        if getattr(self, "_local", None) is not None:
-            self._local.max_bytes = self._max_bytes
+        # fsspec's local filesystem follows symlinks and writes in two steps: the file archive's primitives
+        # do neither (its own `max_bytes` is unused: the limits are checked here, by the base)
+        self._local = FileArchive(root) if isinstance(self.fs, LocalFileSystem) else None
 
     def __repr__(self) -> str:  # storage options (credentials) are never shown
         return f"ObjectStoreArchive({self.url!r}, max_bytes={self.max_bytes})"
 
-    def _path(self, scope: Scope, ref: str) -> str:
-        if not isinstance(scope, Scope):
-            raise ArchiveError("archive needs an archive.Scope")
-        return f"{self.root}/{scope.digest()}/{ref}.json"
+    def path(self, scope: Scope, ref: str) -> str:
+        """Where the scope's snapshot `ref` is stored, on `self.fs`."""
+        return f"{self.root}/{check_scope(scope).digest()}/{snapshot.check_reference(ref)}.json"
 
-    def save(self, scope: Scope, messages: Sequence[Message]) -> str:
-        """Archive the messages; returns the reference. An existing snapshot is verified, not rewritten."""
+    # --- storage primitives (ArchiveBase) ----------------------------------------------------------
+
+    def _read(self, scope: Scope, ref: str, limit: int) -> bytes | None:
         if self._local is not None:
-            return self._local.save(scope, messages)
-        ref, data = snapshot.encode(scope, messages)
-        snapshot.check_size(len(data), self.max_bytes)
-        path = self._path(scope, ref)
+            return self._local._read(scope, ref, limit)
+        try:  # a ranged read: a stored object over the limit is never fetched whole
+            return self.fs.cat_file(self.path(scope, ref), start=0, end=limit + 1)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
+
+    def _create(self, scope: Scope, ref: str, data: bytes) -> bool:
+        if self._local is not None:
+            return self._local._create(scope, ref, data)
+        path = self.path(scope, ref)
         try:
-            self.fs.makedirs(self.fs._parent(path), exist_ok=True)
+            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             self.fs.pipe_file(path, data, mode="create")
         except Exception as exc:  # noqa: BLE001 - classified below
             if not _already_exists(exc):
                 raise ArchiveError(f"archive write failed ({type(exc).__name__}: {exc})") from None
-            self._read(scope, ref)  # verify what is there; raises if it is not this snapshot
-        return ref
+            return False
+        return True
 
-    def restore(self, scope: Scope, ref: str) -> list[Message]:
-        """The archived messages, verified: right scope, within max_bytes, hash equal to `ref`."""
+    def _exists(self, scope: Scope, ref: str) -> bool:
         if self._local is not None:
-            return self._local.restore(scope, ref)
-        snapshot.check_reference(ref)
-        return self._read(scope, ref)
+            return self._local._exists(scope, ref)
+        path = self.path(scope, ref)
+        try:
+            self.fs.invalidate_cache(path)
+            return bool(self.fs.exists(path))
+        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
 
-    def restore_bytes(self, scope: Scope, ref: str) -> bytes:
-        """The snapshot document exactly as archived (canonical JSON), verified, not parsed."""
+    def _names(self, scope: Scope) -> list[str]:
         if self._local is not None:
-            return self._local.restore_bytes(scope, ref)
-        snapshot.check_reference(ref)
-        return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
-
-
-    def snapshots(self, scope: Scope) -> list[str]:
-        """The references of the scope's snapshots, sorted."""
-        if self._local is not None:
-            return self._local.snapshots(scope)
-        folder = self._path(scope, "x").rsplit("/", 1)[0]
+            return self._local._names(scope)
+        folder = f"{self.root}/{scope.digest()}"
         try:
             self.fs.invalidate_cache(folder)
-            names = self.fs.ls(folder, detail=False)
+            return self.fs.ls(folder, detail=False)
         except FileNotFoundError:
             return []
         except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
             raise ArchiveError(f"archive listing failed ({type(exc).__name__})") from None
-        return snapshot.references(names)
 
-    def delete(self, scope: Scope, ref: str) -> bool:
-        """Remove one snapshot (see `ArchiveBase.delete`)."""
+    def _remove(self, scope: Scope, ref: str) -> bool:
         if self._local is not None:
-            return self._local.delete(scope, ref)
-        snapshot.check_reference(ref)
-        path = self._path(scope, ref)
-        try:
-            self.fs.invalidate_cache(path)
-            if not self.fs.exists(path):  # S3 answers a delete of a missing key with success
-                return False
-            self.fs.rm_file(path)
+            return self._local._remove(scope, ref)
+        try:  # S3 answers a delete of a missing key with success: the base asked `_exists` first
+            self.fs.rm_file(self.path(scope, ref))
         except FileNotFoundError:
             return False
         except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
             raise ArchiveError(f"archive delete failed ({type(exc).__name__})") from None
         return True
-
-    def _read(self, scope: Scope, ref: str) -> list[Message]:
-        return snapshot.decode(scope, ref, self._read_bytes(scope, ref))
-
-    def _read_bytes(self, scope: Scope, ref: str) -> bytes:
-        path = self._path(scope, ref)
-        try:
-            size = self.fs.size(path)
-            if size is not None and size > self.max_bytes:
-                raise ArchiveError(snapshot.too_big(self.max_bytes))
-            data = self.fs.cat_file(path)
-        except FileNotFoundError:
-            raise ArchiveError(snapshot.MISSING) from None
-        except ArchiveError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
-            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
-        if len(data) > self.max_bytes:
-            raise ArchiveError(snapshot.too_big(self.max_bytes))
-        return data

@@ -17,21 +17,17 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
 from jev.errors import ArchiveError, ConfigError
-from jev.transcript import Message
 
-from . import snapshot
-from .file import DEFAULT_MAX_BYTES, check_max_bytes
-from .base import ArchiveBase
+from .base import DEFAULT_MAX_BYTES, REFUSED, ArchiveBase, check_max_bytes, check_scope
 from .scope import Scope
 
-REFUSED = "archive requires acknowledged create-if-absent storage"
 Namespace = tuple[str, ...]
 
 
@@ -166,83 +162,44 @@ class StoreArchive(ArchiveBase):
 
     @staticmethod
     def namespace(scope: Scope) -> Namespace:
-        if not isinstance(scope, Scope):
-            raise ArchiveError("archive needs an archive.Scope")
+        """The scope's namespace: each part hashed, so no identifier is stored in the clear."""
+        check_scope(scope)
         return ("jev", "context", _digest(scope.user_id), _digest(scope.agent_id), _digest(scope.session_id))
 
-    def save(self, scope: Scope, messages: Sequence[Message]) -> str:
-        """Archive the messages; returns the reference. The same snapshot again is acknowledged, not rewritten."""
-        ref, data = snapshot.encode(scope, messages)
-        snapshot.check_size(len(data), self.max_bytes)
-        namespace, text = self.namespace(scope), data.decode()
-        try:
-            created = self.store.put_if_absent(namespace, ref, {"snapshot": text})
-        except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
-            raise ArchiveError(f"archive write failed ({type(exc).__name__})") from None
-        if created is True:
-            return ref
-        if created is not False:  # anything but an acknowledgement of "created" or "already there"
-            raise ArchiveError(f"{REFUSED}: put_if_absent returned {type(created).__name__}, not a bool")
-        stored = self._stored_text(scope, ref)
-        if stored is None:  # "already there", yet nothing is: not an acknowledged create-if-absent
-            raise ArchiveError(f"{REFUSED}: put_if_absent said the snapshot exists, but get finds nothing")
-        if stored != text:
-            raise ArchiveError("archive checksum mismatch: another document is stored under this reference")
-        return ref
+    # --- storage primitives (ArchiveBase) ----------------------------------------------------------
 
-    def restore(self, scope: Scope, ref: str) -> list[Message]:
-        """The archived messages, verified: right scope, within max_bytes, hash equal to `ref`."""
-        snapshot.check_reference(ref)
-        return snapshot.decode(scope, ref, self._read_bytes(scope, ref))
-
-    def restore_bytes(self, scope: Scope, ref: str) -> bytes:
-        """The snapshot document exactly as archived (canonical JSON), verified, not parsed."""
-        snapshot.check_reference(ref)
-        return snapshot.verify(scope, ref, self._read_bytes(scope, ref))
-
-    def snapshots(self, scope: Scope) -> list[str]:
-        """The references of the scope's snapshots, sorted; the store needs `keys(namespace)`."""
-        return snapshot.references(self._optional("keys")(self.namespace(scope)))
-
-    def delete(self, scope: Scope, ref: str) -> bool:
-        """Remove one snapshot (see `ArchiveBase.delete`); the store needs `delete(namespace, key)`."""
-        snapshot.check_reference(ref)
-        return bool(self._optional("delete")(self.namespace(scope), ref))
-
-    def _optional(self, name: str) -> Any:
-        method = getattr(self.store, name, None)
-        if not callable(method):
-            raise ArchiveError(f"{type(self.store).__name__} has no {name}(namespace{', key' if name == 'delete' else ''}): "
-                               "listing and deleting snapshots need it (saving and restoring do not)")
-
-        def call(*args: Any) -> Any:
-            try:
-                return method(*args)
-            except ArchiveError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
-                raise ArchiveError(f"archive {name} failed ({type(exc).__name__})") from None
-        return call
-
-    def _stored_text(self, scope: Scope, ref: str) -> str | None:
-        try:
-            entry = self.store.get(self.namespace(scope), ref)
-        except ArchiveError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
-            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
+    def _read(self, scope: Scope, ref: str, limit: int) -> bytes | None:
+        entry = self._call("get", self.namespace(scope), ref)
         if entry is None:
             return None
         text = entry.get("snapshot") if isinstance(entry, Mapping) else None
         if not isinstance(text, str):
             raise ArchiveError("archive snapshot unreadable: the stored entry has no snapshot text (corrupted)")
-        return text
+        return text.encode()
 
-    def _read_bytes(self, scope: Scope, ref: str) -> bytes:
-        text = self._stored_text(scope, ref)
-        if text is None:
-            raise ArchiveError(snapshot.MISSING)
-        data = text.encode()
-        if len(data) > self.max_bytes:
-            raise ArchiveError(snapshot.too_big(self.max_bytes))
-        return data
+    def _create(self, scope: Scope, ref: str, data: bytes) -> bool:
+        return self._call("put_if_absent", self.namespace(scope), ref, {"snapshot": data.decode()})
+
+    def _exists(self, scope: Scope, ref: str) -> bool:
+        return self._read(scope, ref, self.max_bytes) is not None
+
+    def _names(self, scope: Scope) -> list[str]:
+        return self._call("keys", self.namespace(scope))
+
+    def _remove(self, scope: Scope, ref: str) -> bool:
+        return bool(self._call("delete", self.namespace(scope), ref))
+
+    def _call(self, name: str, *args: Any) -> Any:
+        """The store's method `name`, any failure of it an `ArchiveError`. `keys` and `delete` are needed
+        only to list and delete snapshots, and said so when missing."""
+        method = getattr(self.store, name, None)
+        if not callable(method):
+            raise ArchiveError(f"{type(self.store).__name__} has no {name}(namespace{', key' if name == 'delete' else ''}): "
+                               "listing and deleting snapshots need it (saving and restoring do not)")
+        try:
+            return method(*args)
+        except ArchiveError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
+            what = {"get": "read", "put_if_absent": "write"}.get(name, name)
+            raise ArchiveError(f"archive {what} failed ({type(exc).__name__})") from None

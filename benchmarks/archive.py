@@ -90,7 +90,7 @@ def s3(server: SeaweedFS) -> None:
             ("raw put s", "raw get s"),
             lambda name: ObjectStoreArchive(f"s3://{bucket}/{name}", 1 << 31, **server.storage_options),
             lambda data: fs.pipe_file(f"{bucket}/raw-{uuid.uuid4().hex}", data),
-            lambda archive, ref: (lambda: hashlib.sha256(fs.cat_file(archive._path(SCOPE, ref))).digest()))
+            lambda archive, ref: (lambda: hashlib.sha256(fs.cat_file(archive.path(SCOPE, ref))).digest()))
 
 
 if __name__ == "__main__":

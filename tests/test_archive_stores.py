@@ -141,7 +141,7 @@ def _tamper(name: str, archive: object, ref: str) -> None:
         key = next(k for k in archive.store._data if k[1] == ref)
         archive.store._data[key]["snapshot"] = archive.store._data[key]["snapshot"].replace("evidence", "EVIDENCE", 1)
     else:
-        path = archive._path(SCOPE, ref)
+        path = archive.path(SCOPE, ref)
         data = archive.fs.cat_file(path)
         archive.fs.pipe_file(path, data.replace(b"evidence", b"EVIDENCE", 1))
 
