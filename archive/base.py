@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jev.errors import ArchiveError, ConfigError
+from jev.errors import ArchiveError
 from jev.restore import extract_pair
 from jev.transcript import Message
+from jev.validate import require_integer
 
 from . import snapshot
 from .scope import Scope
+from .snapshot import check_scope
 
 DEFAULT_MAX_BYTES = 20_000_000
 REFUSED = "archive requires acknowledged create-if-absent storage"
@@ -24,16 +26,7 @@ REFUSED = "archive requires acknowledged create-if-absent storage"
 
 def check_max_bytes(max_bytes: int) -> int:
     """`max_bytes` if it is a positive integer, else the `ConfigError` that says so."""
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        raise ConfigError(f"max_bytes must be a positive integer (got {max_bytes!r})")
-    return max_bytes
-
-
-def check_scope(scope: object) -> Scope:
-    """`scope` if it is an `archive.Scope` (a wrong one is refused before any storage is touched)."""
-    if not isinstance(scope, Scope):
-        raise ArchiveError("archive needs an archive.Scope")
-    return scope
+    return require_integer("max_bytes", max_bytes, 1)
 
 
 class ArchiveBase:

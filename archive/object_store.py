@@ -22,9 +22,10 @@ from fsspec.implementations.local import LocalFileSystem
 from jev.errors import ArchiveError
 
 from . import snapshot
-from .base import DEFAULT_MAX_BYTES, ArchiveBase, check_max_bytes, check_scope
+from .base import DEFAULT_MAX_BYTES, ArchiveBase, check_max_bytes
 from .file import FileArchive
 from .scope import Scope
+from .snapshot import check_scope
 
 
 def _already_exists(exc: BaseException) -> bool:

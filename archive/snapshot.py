@@ -32,8 +32,7 @@ def encode(scope: Scope, messages: Sequence[Message]) -> tuple[str, bytes]:
     """The snapshot's reference (SHA-256 hex of its bytes) and its canonical JSON bytes. Refuses (with
     `ArchiveError`) what could not be restored exactly: blocks the reader refuses, strings that are not
     valid Unicode (a lone surrogate has no UTF-8 form), NaN and infinities."""
-    if not isinstance(scope, Scope):
-        raise ArchiveError(f"archive needs an archive.Scope (got {type(scope).__name__})")
+    check_scope(scope)
     if messages is None or isinstance(messages, (str, bytes, Mapping)):
         raise ArchiveError(f"cannot archive: messages must be a sequence of jev Messages (got "
                            f"{type(messages).__name__})")
@@ -48,6 +47,13 @@ def encode(scope: Scope, messages: Sequence[Message]) -> tuple[str, bytes]:
         raise ArchiveError(f"cannot archive messages{where}: NaN and infinities have no JSON form (they would "
                            "be written as null, a different history)")
     return hashlib.sha256(data).hexdigest(), data
+
+
+def check_scope(scope: Any) -> Scope:
+    """`scope` if it is an `archive.Scope`: a wrong one is refused before any storage is touched."""
+    if not isinstance(scope, Scope):
+        raise ArchiveError(f"archive needs an archive.Scope (got {type(scope).__name__})")
+    return scope
 
 
 def check_reference(ref: Any) -> str:

@@ -25,8 +25,9 @@ import orjson
 
 from jev.errors import ArchiveError, ConfigError
 
-from .base import DEFAULT_MAX_BYTES, REFUSED, ArchiveBase, check_max_bytes, check_scope
+from .base import DEFAULT_MAX_BYTES, REFUSED, ArchiveBase, check_max_bytes
 from .scope import Scope
+from .snapshot import check_scope
 
 Namespace = tuple[str, ...]
 

@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.model_selection import GroupShuffleSplit
 
 from jev.policy import CompactionConfig, Judged, budget_order, budget_target, value_score
+from jev.validate import require_in
 
 from .fit import ScoreCalibrator
 from .labels import LABEL_VERSION
@@ -315,16 +316,12 @@ class ThresholdSelector:
         self.seed = seed
 
     def _validate(self, rows: Rows) -> None:
+        # ConfigError is a ValueError: the rules and their wording are jev's (jev.validate)
         for name in ("alpha", "delta"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0 < value < 1:
-                raise ValueError(f"{name} must be in (0, 1) (got {value!r})")
-        if not isinstance(self.uncertain_rate, (int, float)) or not 0 <= self.uncertain_rate <= 1:
-            raise ValueError(f"uncertain_rate must be in [0, 1] (got {self.uncertain_rate!r})")
-        if not isinstance(self.fit_share, (int, float)) or not 0 <= self.fit_share < 1:
-            raise ValueError(f"fit_share must be in [0, 1) (got {self.fit_share!r})")
-        if not isinstance(self.keep_threshold, (int, float)) or not 0 < self.keep_threshold <= 1:
-            raise ValueError(f"keep_threshold must be in (0, 1] (got {self.keep_threshold!r})")
+            require_in(name, getattr(self, name), 0, 1, open_low=True, open_high=True)
+        require_in("uncertain_rate", self.uncertain_rate, 0, 1)
+        require_in("fit_share", self.fit_share, 0, 1, open_high=True)
+        require_in("keep_threshold", self.keep_threshold, 0, 1, open_low=True)
         if self.bound not in BOUNDS:
             raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {self.bound!r})")
         if len(rows.sessions) == 0:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
-from .errors import (ArchiveError, ConfigError, FormatError, JevError, JudgeError, StateBudgetError,
-                     TranscriptError)
+from .errors import (ArchiveError, ConfigError, FormatError, JevError, JudgeConnectionError, JudgeError,
+                     JudgeProtocolError, JudgeStatusError, JudgeTimeoutError, StateBudgetError, TranscriptError)
 from .policy import Action, CompactionConfig, Scores
 from .records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
 from .state import estimate_tokens
@@ -36,7 +36,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Action", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError", "Decision",
-    "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeError", "LoggingSink", "Message", "Mode",
+    "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError", "JudgeError",
+    "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
     "OtherBlock", "PairRecord", "Plan", "Reason", "Record", "Scores", "StateBudgetError", "Status", "TextBlock",
     "ThinkingBlock", "ToolResultBlock", "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens",
     "formats",

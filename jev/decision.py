@@ -11,7 +11,7 @@ from .errors import ConfigError
 from .policy import Action, Scores
 from .quick import quick_init
 from .transcript import Message
-from .validate import is_positive
+from .validate import require_positive, require_text
 
 
 class Mode(str, Enum):
@@ -132,10 +132,7 @@ class ExecutionOptions:
             object.__setattr__(self, "mode", Mode(self.mode))
         except ValueError:
             raise ConfigError(f"mode must be one of OFF, SHADOW, ENFORCE (got {self.mode!r})") from None
-        b = self.budget
-        if not is_positive(b):
-            raise ConfigError(f"budget must be a positive number of seconds (got {b!r})")
-        if not isinstance(self.version, str) or not self.version.strip():
-            raise ConfigError(f"version must be a non-blank string (got {self.version!r})")
+        require_positive("budget", self.budget)  # seconds
+        require_text("version", self.version)
         if self.observer is not None and not callable(self.observer):
             raise ConfigError("observer must be callable as observer(context, record)")

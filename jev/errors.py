@@ -24,15 +24,40 @@ class StateBudgetError(JevError):
 
 
 class JudgeError(JevError):
-    """A judge call failed or returned an invalid answer set. `retryable` marks failures worth another
-    attempt (429, 529, 5xx, transport errors, a per-attempt timeout); `retry_after` is the server's hint."""
+    """A judge call failed or returned an invalid answer set; the subclasses say which kind. `retryable`
+    marks failures worth another attempt, `status` and `retry_after` are set for HTTP status failures."""
 
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None,
-                 retry_after: float | None = None) -> None:
+    retryable: bool = False
+    status: int | None = None
+    retry_after: float | None = None
+
+
+class JudgeTimeoutError(JudgeError):
+    """One attempt took longer than the judge's per-attempt `timeout` (retried)."""
+
+    retryable = True
+
+
+class JudgeConnectionError(JudgeError):
+    """The transport failed: the connection was refused, reset or broken before a reply came (retried)."""
+
+    retryable = True
+
+
+class JudgeStatusError(JudgeError):
+    """The server answered with a failing HTTP status; 429, 529 and 5xx are retried (after `retry_after`
+    seconds when the server says), any other status is final."""
+
+    def __init__(self, message: str, status: int, *, retryable: bool, retry_after: float | None = None) -> None:
         super().__init__(message)
-        self.retryable = retryable
         self.status = status
+        self.retryable = retryable
         self.retry_after = retry_after
+
+
+class JudgeProtocolError(JudgeError):
+    """The reply (or the request about to be sent) breaks the judge's protocol: not JSON, answers that do
+    not match the questions, a probability outside [0, 1], bad usage counts. Never retried."""
 
 
 class ArchiveError(JevError):

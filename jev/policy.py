@@ -14,7 +14,7 @@ from typing import Any
 from .errors import ConfigError
 from .quick import quick_init
 from .transcript import Pair, Transcript
-from .validate import is_finite_number, is_integer
+from .validate import require_in, require_integer, require_text
 
 SUSPENDED_METADATA_KEYS = ("suspended", "pending", "jev.suspended")
 
@@ -38,21 +38,6 @@ class Scores:
 
 
 PINNED_SCORES = Scores(1.0, 1.0, "PINNED")
-
-
-def _number(name: str, value: Any) -> float:
-    if not is_finite_number(value):
-        raise ConfigError(f"{name} must be a finite number (got {value!r})")
-    return float(value)
-
-
-def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if not is_integer(value):
-        raise ConfigError(f"{name} must be an integer (got {value!r})")
-    if value < low or (high is not None and value > high):
-        rule = f">= {low}" if high is None else f"in {low}..{high}"
-        raise ConfigError(f"{name} must be {rule} (got {value})")
-    return value
 
 
 def _names(name: str, values: Iterable[str]) -> frozenset[str]:
@@ -93,47 +78,34 @@ class CompactionConfig:
     calibrated_for: str | None = None  # the judge these thresholds were certified for: another is refused
 
     def __post_init__(self) -> None:
-        d = _number("discard_threshold", self.discard_threshold)
-        k = _number("keep_threshold", self.keep_threshold)
-        if d < 0:
-            raise ConfigError(f"discard_threshold must be >= 0 (got {d})")
-        if k > 1:
-            raise ConfigError(f"keep_threshold must be <= 1 (got {k})")
+        d = require_in("discard_threshold", self.discard_threshold, 0, 1)
+        k = require_in("keep_threshold", self.keep_threshold, 0, 1)
         if not d < k:
             raise ConfigError(f"keep_threshold must be > discard_threshold (got {k} <= {d})")
-        _integer("preserve_recent_messages", self.preserve_recent_messages, 0)
-        _integer("max_state_tokens", self.max_state_tokens, 1)
-        _integer("max_request_tokens", self.max_request_tokens, 2)
+        require_integer("preserve_recent_messages", self.preserve_recent_messages, 0)
+        require_integer("max_state_tokens", self.max_state_tokens, 1)
+        require_integer("max_request_tokens", self.max_request_tokens, 2)
         if self.max_request_tokens <= self.max_state_tokens:
             raise ConfigError(f"max_request_tokens must be > max_state_tokens "
                               f"(got {self.max_request_tokens} <= {self.max_state_tokens})")
-        _integer("max_questions", self.max_questions, 2, 512)
-        _integer("max_concurrent_requests", self.max_concurrent_requests, 1, 16)
-        _integer("truncate_head_chars", self.truncate_head_chars, 0)
-        m = _number("minimum_reduction", self.minimum_reduction)
-        if not 0 <= m < 1:
-            raise ConfigError(f"minimum_reduction must be in [0, 1) (got {m})")
-        _integer("max_transcript_chars", self.max_transcript_chars, 1)
+        require_integer("max_questions", self.max_questions, 2, 512)
+        require_integer("max_concurrent_requests", self.max_concurrent_requests, 1, 16)
+        require_integer("truncate_head_chars", self.truncate_head_chars, 0)
+        require_in("minimum_reduction", self.minimum_reduction, 0, 1, open_high=True)
+        require_integer("max_transcript_chars", self.max_transcript_chars, 1)
         object.__setattr__(self, "eligible_tools", _names("eligible_tools", self.eligible_tools))
         object.__setattr__(self, "pinned_message_ids", _names("pinned_message_ids", self.pinned_message_ids))
-        g = _number("size_exponent", self.size_exponent)
-        if not 0 <= g <= 4:
-            raise ConfigError(f"size_exponent must be in [0, 4] (got {g})")
-        _integer("size_reference_chars", self.size_reference_chars, 1)
+        require_in("size_exponent", self.size_exponent, 0, 4)
+        require_integer("size_reference_chars", self.size_reference_chars, 1)
         object.__setattr__(self, "tool_thresholds", _tool_thresholds(self.tool_thresholds))
         if self.target_reduction is not None:
-            t = _number("target_reduction", self.target_reduction)
-            if not 0 < t < 1:
-                raise ConfigError(f"target_reduction must be in (0, 1) (got {t})")
+            t = require_in("target_reduction", self.target_reduction, 0, 1, open_low=True, open_high=True)
             object.__setattr__(self, "target_reduction", t)
         if not isinstance(self.tombstones, bool):
             raise ConfigError(f"tombstones must be true or false (got {self.tombstones!r})")
-        if self.restore_tool is not None and (not isinstance(self.restore_tool, str) or not self.restore_tool.strip()
-                                              or not self.restore_tool.isprintable()):
-            raise ConfigError(f"restore_tool must be a non-blank tool name or None (got {self.restore_tool!r})")
-        if self.calibrated_for is not None and (not isinstance(self.calibrated_for, str)
-                                                or not self.calibrated_for.strip()):
-            raise ConfigError(f"calibrated_for must be a non-blank judge name or None (got {self.calibrated_for!r})")
+        if require_text("restore_tool", self.restore_tool, optional=True) and not self.restore_tool.isprintable():
+            raise ConfigError(f"restore_tool must be a printable tool name (got {self.restore_tool!r})")
+        require_text("calibrated_for", self.calibrated_for, optional=True)
 
     def thresholds(self, tool: str) -> tuple[float, float]:
         """(discard, keep) for a tool: its own pair from `tool_thresholds`, else the global ones."""
@@ -174,10 +146,10 @@ def _tool_thresholds(value: Any) -> tuple[tuple[str, float, float], ...]:
         pair = tuple(pair)
         if len(pair) != 2:
             raise ConfigError(f"tool_thresholds[{tool!r}] must be [discard_threshold, keep_threshold]")
-        d = _number(f"tool_thresholds[{tool!r}] discard", pair[0])
-        k = _number(f"tool_thresholds[{tool!r}] keep", pair[1])
-        if not 0 <= d < k <= 1:
-            raise ConfigError(f"tool_thresholds[{tool!r}] must satisfy 0 <= discard < keep <= 1 (got {d}, {k})")
+        d = require_in(f"tool_thresholds[{tool!r}] discard", pair[0], 0, 1)
+        k = require_in(f"tool_thresholds[{tool!r}] keep", pair[1], 0, 1)
+        if not d < k:
+            raise ConfigError(f"tool_thresholds[{tool!r}] keep must be > discard (got {k} <= {d})")
         out.append((tool, d, k))
     return tuple(sorted(out))
 

@@ -16,7 +16,7 @@ from .decision import ExecutionOptions, Mode, Observer
 from .errors import ConfigError
 from .judges.base import Judge
 from .policy import CompactionConfig
-from .validate import is_finite_number, is_integer
+from .validate import integer_rule, require_in, require_integer, require_number, require_text
 
 SETTINGS = ("mode", "version", "budgetMillis", "threshold", "rejectionThreshold", "eligibleTools",
             "preserveRecentMessages", "maxStateTokens", "maxRequestTokens", "maxQuestions", "truncateHeadChars",
@@ -49,17 +49,14 @@ class ServiceConfig:
 
 
 def _integer(obj: dict[str, Any], key: str, default: int) -> int:
-    value = obj.get(key, default)
-    if not is_integer(value):
-        raise ConfigError(f"compaction setting {key} must be an integer (got {value!r})")
-    return value
+    return require_integer(f"compaction setting {key}", obj.get(key, default))
 
 
-def _number(obj: dict[str, Any], key: str) -> float:
-    value = obj.get(key)
-    if not is_finite_number(value):
-        raise ConfigError(f"explicit compaction thresholds required: {key} must be a JSON number (got {value!r})")
-    return float(value)
+def _threshold(obj: dict[str, Any], key: str) -> float:
+    try:
+        return require_number(key, obj.get(key))
+    except ConfigError as exc:  # SPEC §8's words first: these two have no default
+        raise ConfigError(f"explicit compaction thresholds required: {exc}") from None
 
 
 def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
@@ -94,14 +91,12 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     mode = Mode(mode_name)
     if mode is Mode.OFF:
         return None
-    version = compaction.get("version", "v1")
-    if not isinstance(version, str) or not version.strip():
-        raise ConfigError(f"compaction setting version must be a non-blank string (got {version!r})")
+    version = require_text("compaction setting version", compaction.get("version", "v1"))
     budget = _integer(compaction, "budgetMillis", 3000)
     if not 1 <= budget <= MAX_BUDGET_MILLIS:
-        raise ConfigError(f"compaction budget exceeds service limits: budgetMillis must be 1..{MAX_BUDGET_MILLIS} "
-                          f"(got {budget})")
-    keep, discard = _number(compaction, "threshold"), _number(compaction, "rejectionThreshold")
+        raise ConfigError(f"compaction budget exceeds service limits: budgetMillis must be "
+                          f"{integer_rule(1, MAX_BUDGET_MILLIS)} (got {budget})")
+    keep, discard = _threshold(compaction, "threshold"), _threshold(compaction, "rejectionThreshold")
     tools = compaction.get("eligibleTools")
     if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools):
         raise ConfigError("compaction setting eligibleTools must be a list of non-blank tool names "
@@ -109,13 +104,13 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     ints = {field: _integer(compaction, key, default) for key, (field, default) in _INTEGERS.items()}
     for key, limit in (("maxStateTokens", MAX_STATE_TOKENS), ("maxRequestTokens", MAX_REQUEST_TOKENS)):
         if ints[_INTEGERS[key][0]] > limit:
-            raise ConfigError(f"compaction budget exceeds service limits: {key} must be <= {limit}")
-    reduction = compaction.get("minimumReduction", 0.1)
-    if isinstance(reduction, bool) or not isinstance(reduction, (int, float)):
-        raise ConfigError(f"compaction setting minimumReduction must be a number (got {reduction!r})")
+            raise ConfigError(f"compaction budget exceeds service limits: {key} must be "
+                              f"{integer_rule(None, limit)} (got {ints[_INTEGERS[key][0]]})")
+    reduction = require_in("compaction setting minimumReduction", compaction.get("minimumReduction", 0.1), 0, 1,
+                           open_high=True)
     target = compaction.get("targetReduction")
-    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))):
-        raise ConfigError(f"compaction setting targetReduction must be a number in (0, 1) (got {target!r})")
+    if target is not None:
+        target = require_in("compaction setting targetReduction", target, 0, 1, open_low=True, open_high=True)
     try:
         config = CompactionConfig(discard_threshold=discard, keep_threshold=keep, minimum_reduction=float(reduction),
                                   max_transcript_chars=SERVICE_MAX_TRANSCRIPT_CHARS, eligible_tools=frozenset(tools),

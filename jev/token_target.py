@@ -11,19 +11,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .errors import ConfigError, JevError
+from .errors import JevError
 from .history import size
 from .policy import CompactionConfig, candidates
 from .transcript import Message, analyze
+from .validate import require_integer
 
 MAX_REDUCTION = 0.99  # target_reduction must stay below 1: the rest is for the head of a truncation
 
 
 def check_target_tokens(value: object) -> int | None:
     """`target_tokens` as the integrations take it: None (off) or an integer >= 1."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"target_tokens must be an integer >= 1 or None (got {value!r})")
-    return value
+    return require_integer("target_tokens", value, 1, optional=True)
 
 
 def reduction_for_tokens(messages: Sequence[Message], tokens: int, target_tokens: int,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,9 @@ import pytest
 # the local servers tests start (loopback only) live beside the tests, shared with the benchmarks
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
 
-from archive import Archive, FileArchive, Scope
+from seaweed import SeaweedFS  # noqa: E402 - found through the path above
+
+from archive import Archive, FileArchive, ObjectStoreArchive, Scope
 from jev import (CompactionConfig, Compactor, ExecutionOptions, Message, Mode, TextBlock, ToolResultBlock,
                  ToolUseBlock)
 from jev.judges import Answers, JudgeRequest
@@ -152,3 +155,20 @@ def long_history(pairs: int, thought: str = "Looking at the next module to see h
         out.append(msg(f"r{k}", "tool", result(f"k{k}", f"line {k}\n" * 250)))
     out.append(msg("end", "user", text("Continue.")))
     return out
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
+    """A real SeaweedFS (S3 gateway on 127.0.0.1), one for the whole run, stopped by its own process id."""
+    with SeaweedFS(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+def s3_archive(seaweed: SeaweedFS) -> tuple[Callable[[], ObjectStoreArchive], dict]:
+    """A new bucket on the SeaweedFS server: a builder of archives on it, and the spec another process
+    needs to open the same one."""
+    import s3fs
+    bucket = f"jev-{uuid.uuid4().hex[:12]}"
+    s3fs.S3FileSystem(skip_instance_cache=True, **seaweed.storage_options).mkdir(bucket)
+    spec = {"kind": "url", "url": f"s3://{bucket}/archive", "options": seaweed.storage_options}
+    return (lambda: ObjectStoreArchive(spec["url"], skip_instance_cache=True, **spec["options"])), spec

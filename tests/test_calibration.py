@@ -144,8 +144,8 @@ def test_size_aware_and_per_tool_rules_in_the_config() -> None:
     assert decide(0.1, 0.5, CompactionConfig(), "x", 10_000)[0] is Action.DROP_PAIR  # size-aware by default
     assert decide(0.1, 0.5, CompactionConfig(), "x", 1_000)[0] is Action.KEEP  # 1 000 chars: the plain score
     assert decide(0.1, 0.5, CompactionConfig(size_exponent=0.0), "x", 10_000)[0] is Action.KEEP  # plain table
-    for bad, message in (({"size_exponent": -1}, "size_exponent must be in"),
-                         ({"tool_thresholds": {"bash": [0.5, 0.4]}}, "discard < keep"),
+    for bad, message in (({"size_exponent": -1}, r"size_exponent must be a number in \[0, 4\]"),
+                         ({"tool_thresholds": {"bash": [0.5, 0.4]}}, r"tool_thresholds\[\'bash\'\] keep must be > discard \(got 0.4 <= 0.5\)"),
                          ({"tool_thresholds": {"": [0.1, 0.4]}}, "non-blank tool names")):
         with pytest.raises(ConfigError, match=message):
             CompactionConfig(**bad)

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from jev import FormatError, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, formats
+from jev import FormatError, TextBlock, ThinkingBlock, ToolUseBlock, formats
 from jev.transcript import analyze
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import reference_messages
+from conftest import SCOPE, reference_messages, s3_archive
+
+from archive import FileArchive
 
 from jev import formats
 
@@ -223,7 +225,7 @@ def test_compact_in_budget_mode() -> None:
     assert proc.returncode == 0 and out["target_met"] in (True, False)
     assert out["result_share"] >= 0.5 or out["target_met"] is False
     bad = jev("compact", example, "--target-reduction", "2")
-    assert bad.returncode == 2 and b"target_reduction must be in (0, 1)" in bad.stderr
+    assert bad.returncode == 2 and b"target_reduction must be a number in (0, 1)" in bad.stderr
 
 
 def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -> None:
@@ -340,3 +342,48 @@ def test_output_mistakes_are_usage_errors_before_any_work(tmp_path: Path) -> Non
         assert proc.returncode == 2 and words in proc.stderr and b"Traceback" not in proc.stderr, (args, proc.stderr)
         assert proc.stdout == b""
     assert not (tmp_path / "missing").exists()
+
+
+def test_cli_compact_and_restore_on_s3(seaweed, tmp_path: Path) -> None:
+    build, spec = s3_archive(seaweed)
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps(formats.dump(reference_messages())))
+    replay = tmp_path / "r.json"
+    replay.write_text(json.dumps({"answers": {"call_t1": 0.01, "result_t1": 0.01}, "default": 0.99}))
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": spec["options"]["key"], "AWS_SECRET_ACCESS_KEY": spec["options"]["secret"],
+           "AWS_DEFAULT_REGION": "us-west-2"}
+    where = ["--archive", spec["url"], "--archive-endpoint", seaweed.endpoint, "--user", "u", "--agent", "a",
+             "--session", "s"]
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(transcript), "--mode", "enforce",
+                           "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1", *where,
+                           "-q"], cwd=ROOT, capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    ref = json.loads(proc.stdout)["archive_reference"]
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "restore", ref, *where, "--call-id", "old", "-q"],
+                          cwd=ROOT, capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert [m["id"] for m in json.loads(proc.stdout)["messages"]] == ["c-old", "r-old"]
+    assert "secret" not in repr(build())
+
+
+def test_cli_lists_and_deletes_snapshots(tmp_path: Path) -> None:
+    archive = FileArchive(tmp_path / "a")
+    refs = sorted(archive.save(SCOPE, reference_messages()[:k]) for k in (2, 4))
+    where = ["--archive", str(tmp_path / "a"), "--user", SCOPE.user_id, "--agent", SCOPE.agent_id,
+             "--session", SCOPE.session_id]
+
+    def jev(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "jev.cli.main", "snapshots", *args, *where], cwd=ROOT,
+                              capture_output=True, timeout=60)
+
+    listed = jev()
+    assert listed.returncode == 0 and json.loads(listed.stdout) == {"status": "LISTED", "snapshots": refs}
+    deleted = jev("--delete", refs[0], "--delete", "f" * 64)
+    assert deleted.returncode == 3
+    assert json.loads(deleted.stdout) == {"status": "ERROR", "deleted": [refs[0]], "missing": ["f" * 64]}
+    assert json.loads(jev().stdout)["snapshots"] == refs[1:]
+    assert jev("--delete", "nope").returncode == 2
+    missing = subprocess.run([sys.executable, "-m", "jev.cli.main", "snapshots", "--archive", str(tmp_path / "typo"),
+                              *where[2:]], cwd=ROOT, capture_output=True, timeout=60)
+    assert missing.returncode == 2 and b"no such archive folder" in missing.stderr
+    assert not (tmp_path / "typo").exists()

@@ -14,7 +14,7 @@ from archive import FileArchive, Scope
 from jev import (Action, ArchiveError, Compactor, ConfigError, ExecutionOptions, Mode, Reason,
                  Status, canonical_json)
 from jev.apply import truncation_marker
-from jev.judges import Answers, ReplayJudge
+from jev.judges import Answers, Judge, ReplayJudge
 
 
 def dual(qid: str) -> float:
@@ -93,8 +93,10 @@ def test_malformed_replies_keep_original(archive: CountingArchive, reply: object
     class Malformed:
         async def ask(self, request: object) -> object:
             return reply
+    assert isinstance(Malformed(), Judge)  # the double is a judge, as the protocol sees one
     decision = compactor(Malformed(), archive=archive).plan_sync(reference_messages(), scope=SCOPE)
-    assert (decision.status, decision.reason) == (Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR)
+    assert (decision.status, decision.reason, decision.error_kind) == (Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR,
+                                                                      "JudgeProtocolError")
     assert archive.saves == 0
 
 
@@ -170,20 +172,6 @@ def test_timeout_and_cancellation_stop_pending_work(archive: CountingArchive) ->
     assert judge.cancelled == 4 and archive.saves == 0
 
 
-def test_archives_reject_cross_session_and_corruption(archive: CountingArchive) -> None:
-    decision = compactor(ScriptedJudge(dual), archive=archive).plan_sync(reference_messages(), scope=SCOPE)
-    ref = decision.plan.archive_reference
-    for other in (Scope("user-1", "agent-1", "session-2"), Scope("user-2", "agent-1", "session-1")):
-        with pytest.raises(ArchiveError):
-            archive.restore(other, ref)
-    with pytest.raises(ArchiveError, match="invalid archive reference"):
-        archive.restore(SCOPE, "../escape")
-    path = next(archive.inner.root.glob(f"*/{ref}.json"))
-    path.write_bytes(path.read_bytes().replace(b"evidence", b"EVIDENCE", 1))
-    with pytest.raises(ArchiveError, match="archive checksum mismatch"):
-        archive.restore(SCOPE, ref)
-
-
 def test_rejected_budget_and_concurrent_changes_never_commit(archive: CountingArchive) -> None:
     messages = reference_messages()
 
@@ -215,17 +203,6 @@ def test_concurrent_plans_have_independent_scopes_and_results(tmp_path) -> None:
     assert len(archive.restore(one, d1.plan.archive_reference)) == 9
     with pytest.raises(ArchiveError):
         archive.restore(one, d2.plan.archive_reference)
-
-
-def test_same_snapshot_saves_once_with_the_same_reference(tmp_path) -> None:
-    archive = FileArchive(tmp_path)
-    messages = reference_messages()
-    ref = archive.save(SCOPE, messages)
-    path = next(tmp_path.glob(f"*/{ref}.json"))
-    mtime = path.stat().st_mtime_ns
-    assert archive.save(SCOPE, messages) == ref and path.stat().st_mtime_ns == mtime
-    with pytest.raises(ArchiveError):
-        archive.restore(Scope("other", "agent-1", "session-1"), ref)
 
 
 def test_nested_input_mutation_during_judgment_cannot_be_committed(archive: CountingArchive) -> None:
@@ -321,7 +298,10 @@ def test_extra_answer_ids_are_rejected() -> None:
     class Extra:
         async def ask(self, request):
             return Answers({**{q.id: 0.01 for q in request.questions}, "call_t99": 0.5})
-    assert compactor(Extra(), mode=Mode.SHADOW).plan_sync(reference_messages()).status is Status.ERROR
+    assert isinstance(Extra(), Judge)
+    decision = compactor(Extra(), mode=Mode.SHADOW).plan_sync(reference_messages())
+    assert (decision.status, decision.error_kind) == (Status.ERROR, "JudgeProtocolError")
+    assert "answer keys do not match request keys (missing [], extra ['call_t99'])" in decision.detail
 
 
 def test_concurrency_is_bounded_and_first_failure_cancels_the_rest() -> None:

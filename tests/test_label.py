@@ -170,10 +170,10 @@ def test_jev_label_refuses_what_it_cannot_join_and_never_leaves_a_partial_out(tm
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--uncertain-rate", "-0.5"], "--uncertain-rate must be in [0, 1]"),
-    (["--uncertain-rate", "5"], "--uncertain-rate must be in [0, 1]"),
-    (["--alpha", "-1"], "--alpha must be in (0, 1)"),
-    (["--delta", "1"], "--delta must be in (0, 1)"),
+    (["--uncertain-rate", "-0.5"], "--uncertain-rate must be a number in [0, 1]"),
+    (["--uncertain-rate", "5"], "--uncertain-rate must be a number in [0, 1]"),
+    (["--alpha", "-1"], "--alpha must be a number in (0, 1)"),
+    (["--delta", "1"], "--delta must be a number in (0, 1)"),
 ])
 def test_jev_calibrate_blames_the_flag_not_the_file(tmp_path: Path, flags: list, message: str) -> None:
     labelled = tmp_path / "l.jsonl"

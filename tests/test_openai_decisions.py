@@ -137,8 +137,9 @@ def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loop() -> None:
-    """One client per event loop: an async host's plans share keep-alive connections; jev's sync runner and
-    `asyncio.run` close them on the way out; a loop closed without that is forgotten quietly."""
+    """One client per event loop: an async host's plans share keep-alive connections and `asyncio.run`
+    closes them on the way out; sync plans share their thread's kept loop, so its client too, until
+    `close()`; a loop closed without shutting down is forgotten quietly."""
     config = dataclasses.replace(reference_config(questions=2), max_concurrent_requests=1)  # batches in turn
     with DecisionsServer() as server:
         judge = OpenAIDecisionsJudge(server.base_url, retry=NO_RETRIES)
@@ -152,7 +153,11 @@ def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loo
         assert not judge._clients._clients  # closed when asyncio.run shut the loop down
 
         c.plan_sync(reference_messages())
-        assert len(set(server.peers)) == 2 and not judge._clients._clients
+        c.plan_sync(reference_messages())
+        assert len(set(server.peers)) == 2 and len(judge._clients._clients) == 1  # one more, kept
+        (client, _), = judge._clients._clients.values()
+        judge.close()
+        assert client.is_closed() and not judge._clients._clients
 
         unraisable: list[object] = []
         hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
@@ -163,6 +168,7 @@ def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loo
             c.plan_sync(reference_messages())  # forgets the dead loop's client
             del loop
             gc.collect()
+            judge.close()
         finally:
             sys.unraisablehook = hook
         assert not judge._clients._clients and unraisable == []

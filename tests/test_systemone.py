@@ -9,11 +9,12 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from conftest import SCOPE, CountingArchive, compactor, long_history, reference_config, reference_messages
-from loopback import JsonHandler, LoopbackServer
+from systemone_server import SystemOneServer as Server
+from systemone_server import noul
 
 from jev import CompactionConfig, ConfigError, JudgeError, Mode, Reason, Status, estimate_tokens
 from jev.policy import PINNED_SCORES
@@ -21,33 +22,6 @@ from jev.judges import JudgeRequest, SystemOneJudge
 from jev.judges.retry import NO_RETRIES
 from jev.judges.systemone import endpoint_url
 from jev.questions import Question
-
-
-class Server(LoopbackServer):
-    """A real HTTP server on 127.0.0.1 whose reply is a function of the parsed request."""
-
-    def __init__(self, reply: Callable[[dict, dict], tuple[int, bytes]]) -> None:
-        self.requests: list[tuple[str, dict, dict]] = []
-        self.peers: list[tuple[str, int]] = []  # the client address of each request: one per connection
-        outer = self
-
-        class Handler(JsonHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.read_json()
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                outer.requests.append((self.path, headers, body))
-                outer.peers.append(self.client_address)
-                self.send_json(*reply(headers, body))
-
-        super().__init__(Handler)
-
-
-def noul(p: float) -> Callable[[dict, dict], tuple[int, bytes]]:
-    def reply(headers: dict, body: dict) -> tuple[int, bytes]:
-        answers = {q: {"type": "noul", "noul": p} for q in body["questions"]}
-        return 200, json.dumps({"model": "jev-test", "answers": answers,
-                                "usage": {"input_tokens": 10, "output_tokens": 2}}).encode()
-    return reply
 
 
 @pytest.fixture(autouse=True)

@@ -70,7 +70,7 @@ def test_retry_counts() -> None:
 
 
 def test_529_three_times_makes_three_calls_then_fails() -> None:
-    from test_systemone import Server
+    from systemone_server import SystemOneServer as Server
     with Server(lambda h, b: (529, b'{"error": "overloaded"}')) as server:
         decision = compactor(SystemOneJudge(server.url, retry=FAST), mode=Mode.SHADOW).plan_sync(reference_messages())
     assert decision.status is Status.ERROR and "529: overloaded" in decision.detail
@@ -78,7 +78,7 @@ def test_529_three_times_makes_three_calls_then_fails() -> None:
 
 
 def test_retries_and_backoff_stay_inside_the_budget() -> None:
-    from test_systemone import Server
+    from systemone_server import SystemOneServer as Server
     with Server(lambda h, b: (503, b"{}")) as server:
         slow = RetryPolicy(max_retries=5, initial_backoff=0.4)
         started = time.monotonic()
@@ -141,7 +141,7 @@ def test_real_sparrow_server_per_attempt_timeout(sparrow: str) -> None:
 
 
 def test_401_makes_exactly_one_call() -> None:
-    from test_systemone import Server
+    from systemone_server import SystemOneServer as Server
     with Server(lambda h, b: (401, b'{"message": "invalid key"}')) as server:
         decision = compactor(SystemOneJudge(server.url, retry=FAST), mode=Mode.SHADOW).plan_sync(reference_messages())
     assert decision.status is Status.ERROR and "401: invalid key" in decision.detail and len(server.requests) == 1

@@ -8,7 +8,8 @@ from typing import Any
 
 from rich.progress import Progress
 
-from .common import EXIT_ERROR, EXIT_OK, UsageError, console, write_json
+from ..validate import require_in
+from .common import EXIT_ERROR, EXIT_OK, UsageError, console, flag, write_json
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -50,14 +51,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {args.out!r}: is a file; name a folder for the report")
     if not target.parent.is_dir():
         raise UsageError(f"--out {args.out!r}: no such folder {str(target.parent)!r} (it is never created)")
-    for flag, value in (("--alpha", args.alpha), ("--delta", args.delta)):
-        if not 0 < value < 1:
-            raise UsageError(f"{flag} must be in (0, 1) (got {value})")
-    for flag, value, ok, rule in (("--uncertain-rate", args.uncertain_rate, 0 <= args.uncertain_rate <= 1, "[0, 1]"),
-                                  ("--fit-share", args.fit_share, 0 <= args.fit_share < 1, "[0, 1)"),
-                                  ("--keep-threshold", args.keep_threshold, 0 < args.keep_threshold <= 1, "(0, 1]")):
-        if not ok:
-            raise UsageError(f"{flag} must be in {rule} (got {value})")
+    flag(require_in, "--alpha", args.alpha, 0, 1, open_low=True, open_high=True)
+    flag(require_in, "--delta", args.delta, 0, 1, open_low=True, open_high=True)
+    flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)
+    flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
+    flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("reading labelled rows", total=None)
         try:

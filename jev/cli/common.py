@@ -6,23 +6,31 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 from rich.console import Console
 
-from ..scope import Scope
-
 from ..decision import Status
 from ..errors import ConfigError, FormatError
 from ..formats import detect, load, parse
+from ..scope import Scope
 
 EXIT_OK, EXIT_USAGE, EXIT_ERROR = 0, 2, 3
 
 
 class UsageError(Exception):
     """Bad usage or unreadable input: one line on stderr, exit 2, nothing on stdout."""
+
+
+def flag(rule: Callable[..., Any], name: str, value: Any, *args: Any, **kwargs: Any) -> Any:
+    """A `jev.validate` rule applied to a command-line flag: the same words, as a usage error."""
+    try:
+        return rule(name, value, *args, **kwargs)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def read_json(source: str, what: str = "INPUT") -> Any:

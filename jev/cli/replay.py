@@ -25,7 +25,8 @@ from ..formats import FORMATS, detect, load, parse
 from ..policy import Action
 from ..state import estimate_tokens
 from ..transcript import Message, analyze, canonical_json, message_to_dict
-from .common import EXIT_ERROR, EXIT_OK, UsageError, console, write_json
+from ..validate import require_integer
+from .common import EXIT_ERROR, EXIT_OK, UsageError, console, flag, write_json
 from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, config_from_args, judge_from
 
 SUFFIXES = (".traj.json", ".json", ".jsonl")
@@ -124,10 +125,9 @@ class Summary:
 
 def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
-    if args.every is not None and args.every < 1:
-        raise UsageError(f"--every must be >= 1 (got {args.every})")
-    if args.trigger_tokens is not None and args.trigger_tokens < 1:
-        raise UsageError(f"--trigger-tokens must be >= 1 (got {args.trigger_tokens})")
+    for name, value in (("--every", args.every), ("--trigger-tokens", args.trigger_tokens)):
+        if value is not None:
+            flag(require_integer, name, value, 1)
     records_path = Path(args.records)
     if records_path.exists():
         raise UsageError(f"--records {args.records!r} exists: a replay writes a fresh file (remove it or name another)")

@@ -22,6 +22,7 @@ from ..restore import restore_latest
 from ..scope import Scope
 from ..token_target import check_target_tokens
 from ..transcript import Message
+from ..validate import require_integer
 
 
 def check_trigger(trigger: Any, kinds: tuple[str, ...]) -> tuple[str, int]:
@@ -35,9 +36,7 @@ def check_trigger(trigger: Any, kinds: tuple[str, ...]) -> tuple[str, int]:
 
 def check_count(name: str, value: Any) -> int:
     """An integer >= 1 (a trigger count, how many decisions to keep), or `ConfigError` naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be an integer >= 1 (got {value!r})")
-    return value
+    return require_integer(name, value, 1)
 
 
 class HostCompaction:

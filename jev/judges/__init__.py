@@ -1,7 +1,7 @@
 """Judges: one protocol, `async ask(JudgeRequest) -> Answers`.
 
 `SystemOneJudge` (TypeSafe's Jev over HTTP), `OpenAIDecisionsJudge` (OpenAI's Decisions API through the
-`openai` SDK), `LocalJudge` (embedded, offline default), `ReplayJudge` (recorded answers). Each judge's
+`openai` SDK) — both on `RemoteJudge`, the shared HTTP steps —, `LocalJudge` (embedded, offline default), `ReplayJudge` (recorded answers). Each judge's
 module (and its HTTP or numpy stack) is imported when the judge is first named, not by `import jev`.
 """
 
@@ -15,12 +15,13 @@ from .base import REFUSAL, Answers, Judge, JudgeRequest, Refusal, validate_answe
 if TYPE_CHECKING:
     from .local import LocalJudge
     from .openai_decisions import OpenAIDecisionsJudge
+    from .remote import RemoteJudge
     from .replay import ReplayJudge
     from .retry import RetryPolicy
     from .systemone import SystemOneJudge
 
-_LAZY = {"LocalJudge": "local", "OpenAIDecisionsJudge": "openai_decisions", "ReplayJudge": "replay",
-         "RetryPolicy": "retry", "SystemOneJudge": "systemone"}
+_LAZY = {"LocalJudge": "local", "OpenAIDecisionsJudge": "openai_decisions", "RemoteJudge": "remote",
+         "ReplayJudge": "replay", "RetryPolicy": "retry", "SystemOneJudge": "systemone"}
 
 
 def __getattr__(name: str) -> Any:
@@ -36,4 +37,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["REFUSAL", "Answers", "Judge", "JudgeRequest", "LocalJudge", "OpenAIDecisionsJudge", "Refusal",
-           "ReplayJudge", "RetryPolicy", "SystemOneJudge", "validate_answers"]
+           "RemoteJudge", "ReplayJudge", "RetryPolicy", "SystemOneJudge", "validate_answers"]

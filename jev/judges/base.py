@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import JudgeError
+from ..errors import JudgeProtocolError
 from ..questions import Question
 from ..transcript import Transcript
 from ..validate import is_probability
@@ -70,18 +70,39 @@ def judge_name(judge: Any) -> str:
     return model if isinstance(model, str) and model.strip() else type(judge).__name__
 
 
+def check_probability(value: Any, where: str) -> float:
+    """`value` as a float if it is a probability (a finite number in [0, 1], not a bool), else the
+    `JudgeProtocolError` "<where> contains an invalid probability"."""
+    if not is_probability(value):
+        raise JudgeProtocolError(f"{where} contains an invalid probability")
+    return float(value)
+
+
+def check_usage(usage: Mapping[str, Any], who: str) -> tuple[int, int]:
+    """Input and output token counts of a reply's usage (absent = 0): integers, never negative."""
+    tokens = []
+    for name in ("input_tokens", "output_tokens"):
+        n = usage.get(name, 0)
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise JudgeProtocolError(f"{who} usage {name} must be an integer (got {n!r})")
+        if n < 0:
+            raise JudgeProtocolError(f"{who} usage must not be negative")
+        tokens.append(n)
+    return tokens[0], tokens[1]
+
+
 def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None]:
-    """Probabilities by question id (None = refusal), or `JudgeError` for any invalid answer set."""
+    """Probabilities by question id (None = refusal), or `JudgeProtocolError` for any invalid answer set."""
     if not isinstance(answers, Answers):
-        raise JudgeError("empty compaction reply")
+        raise JudgeProtocolError("empty compaction reply")
     got = answers.probabilities
     if not isinstance(got, Mapping) or not got:
-        raise JudgeError("empty compaction reply")
+        raise JudgeProtocolError("empty compaction reply")
     expected = set(ids)
     if set(got) != expected:
         missing = sorted(expected - set(got))
         extra = sorted(set(got) - expected)
-        raise JudgeError(f"answer keys do not match request keys (missing {missing[:3]}, extra {extra[:3]})")
+        raise JudgeProtocolError(f"answer keys do not match request keys (missing {missing[:3]}, extra {extra[:3]})")
     out: dict[str, float | None] = {}
     for qid in ids:
         value = got[qid]
@@ -90,14 +111,9 @@ def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None
         elif value is REFUSAL:
             out[qid] = None
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise JudgeError(f"answer for question {qid!r} must be a probability or a refusal "
-                             f"(got {type(value).__name__})")
-        elif not is_probability(value):
-            raise JudgeError(f"answer for question {qid!r} contains an invalid probability")
+            raise JudgeProtocolError(f"answer for question {qid!r} must be a probability or a refusal "
+                                     f"(got {type(value).__name__})")
         else:
-            out[qid] = float(value)
-    for name in ("input_tokens", "output_tokens"):
-        usage = getattr(answers, name)
-        if isinstance(usage, bool) or not isinstance(usage, int) or usage < 0:
-            raise JudgeError(f"judge usage {name} must be a non-negative integer")
+            out[qid] = check_probability(value, f"answer for question {qid!r}")
+    check_usage({"input_tokens": answers.input_tokens, "output_tokens": answers.output_tokens}, "judge")
     return out

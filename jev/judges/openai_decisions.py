@@ -9,20 +9,18 @@ so the plan budget rules. Key and base URL from `OPENAI_API_KEY` / `OPENAI_BASE_
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 import orjson
 
-from ..aio import run_sync
-from ..errors import ConfigError, JudgeError
+from ..errors import ConfigError, JudgeProtocolError
 from ..questions import Question
-from ..validate import is_probability
-from .base import REFUSAL, Answers, JudgeRequest
-from .http import LoopClients, async_client
-from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
+from .base import REFUSAL, JudgeRequest
+from .http import async_client
+from .remote import Part, RemoteJudge, Reply
+from .retry import RetryPolicy
 
 if TYPE_CHECKING:
     import openai
@@ -31,131 +29,83 @@ DEFAULT_MODEL = "gpt-6-luna"
 MAX_QUESTIONS = 400
 
 
-def _answers(body: Any, questions: tuple[Question, ...]) -> tuple[dict[str, Any], str, int, int]:
-    """Validate a Decisions response body against the questions asked."""
-    if not isinstance(body, dict):
-        raise JudgeError("Decisions response must be a JSON object")
-    answers, model, usage = body.get("answers"), body.get("model"), body.get("usage")
-    if not isinstance(answers, list):
-        raise JudgeError("Decisions response answers must be a list")
-    if not isinstance(model, str) or not model.strip():
-        raise JudgeError("Decisions response model must not be blank")
-    if not isinstance(usage, dict):
-        raise JudgeError("Decisions response usage must be an object")
-    if len(answers) != len(questions):
-        raise JudgeError(f"Decisions response has {len(answers)} answers for {len(questions)} questions")
-    out: dict[str, Any] = {}
-    for position, (question, answer) in enumerate(zip(questions, answers, strict=True)):
-        if not isinstance(answer, dict) or answer.get("name") != question.id:
-            got = answer.get("name") if isinstance(answer, dict) else answer
-            raise JudgeError(f"Decisions answer {position} is named {got!r}, expected {question.id!r}")
-        kind = answer.get("type")
-        if kind == "refusal":
-            out[question.id] = REFUSAL
-        elif kind == "predicate":
-            p = answer.get("probability")
-            if not is_probability(p):
-                raise JudgeError(f"Decisions answer for question {question.id!r} contains an invalid probability")
-            out[question.id] = float(p)
-        else:
-            raise JudgeError(f"Decisions answer for question {question.id!r} must have type predicate or refusal")
-    tokens = [usage.get(name, 0) for name in ("input_tokens", "output_tokens")]
-    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in tokens):
-        raise JudgeError("Decisions usage token counts must be non-negative integers")
-    return out, model, tokens[0], tokens[1]
-
-
-class OpenAIDecisionsJudge:
+class OpenAIDecisionsJudge(RemoteJudge):
     """A judge on OpenAI's Decisions API (or any gateway that speaks it)."""
 
-    receives_state = True
+    service = "Decisions"
 
     def __init__(self, base_url: str | None = None, *, model: str = DEFAULT_MODEL, timeout: float = 5.0,
                  retry: RetryPolicy = RetryPolicy()) -> None:
         key = os.environ.get("OPENAI_API_KEY", "").strip()
         if not key:
             raise ConfigError("OpenAI Decisions judge needs an API key: set OPENAI_API_KEY")
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError("model must not be blank")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ConfigError(f"timeout must be positive (got {timeout!r})")
-        self.model = model
-        self.timeout = float(timeout)
-        self.retry = retry
+        super().__init__(model=model, timeout=timeout, retry=retry)
         import openai  # noqa: F401 - here, not in the first plan: the SDK takes ~0.5 s to import, which a
         # plan budget of a fraction of a second cannot absorb
         # Our timeout and retries replace the SDK's (600 s, 2 retries), so the plan budget rules.
-        client_args = {"api_key": key, "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
-                       "timeout": self.timeout, "max_retries": 0}
-        self._clients = LoopClients(lambda: _sdk_client(client_args), lambda client: client.close())
+        self._client_args = {"api_key": key, "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                             "timeout": self.timeout, "max_retries": 0}
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIDecisionsJudge(model={self.model!r}, timeout={self.timeout})"
 
-    async def ask(self, request: JudgeRequest) -> Answers:
-        """Questions in chunks of at most 400, each retried per the policy; answers merged."""
+    # --- the wire (RemoteJudge) ------------------------------------------------------------------
+
+    def _client(self) -> openai.AsyncOpenAI:
+        import openai  # already imported by the constructor
+
+        return openai.AsyncOpenAI(**self._client_args, http_client=async_client())
+
+    @staticmethod
+    async def _close(client: openai.AsyncOpenAI) -> None:
+        await client.close()
+
+    def _bodies(self, request: JudgeRequest) -> list[tuple[tuple[Question, ...], bytes]]:
+        """One body per 400 questions (more than one only for bigger batches), the state written once."""
         state = orjson.dumps(request.state).decode()
         chunks = [request.questions[i:i + MAX_QUESTIONS] for i in range(0, len(request.questions), MAX_QUESTIONS)]
-        client = await self._clients.get()  # this loop's: connections are reused across batches and plans
-        parts = []
-        for chunk in chunks:  # more than one only for batches over 400 questions
-            parts.append(await with_retries(lambda c=chunk: self._attempt(client, state, c), self.retry))
-        merged: dict[str, Any] = {}
-        for answers, _, _, _ in parts:
-            merged.update(answers)
-        model = parts[0][1] if parts else self.model
-        return Answers(merged, model, sum(p[2] for p in parts), sum(p[3] for p in parts))
+        return [(chunk, orjson.dumps({"model": self.model, "input": state, "questions": [
+            {"type": "predicate", "name": q.id, "instructions": q.instructions} for q in chunk]})) for chunk in chunks]
 
-    def ask_sync(self, request: JudgeRequest) -> Answers:
-        """`ask` for sync code."""
-        return run_sync(self.ask(request))
-
-    async def aclose(self) -> None:
-        """Close this event loop's connections now (they close anyway when the loop shuts down)."""
-        await self._clients.aclose()
-
-    async def _attempt(self, client: openai.AsyncOpenAI, state: str,
-                       questions: tuple[Question, ...]) -> tuple[dict[str, Any], str, int, int]:
+    async def _send(self, client: openai.AsyncOpenAI, body: bytes) -> Reply:
         import openai
 
-        body = orjson.dumps({"model": self.model, "input": state, "questions": [
-            {"type": "predicate", "name": q.id, "instructions": q.instructions} for q in questions]})
         try:
             # The SDK's own request path (auth, headers, errors) with a pre-serialised body: the
             # TypedDict transform of `decisions.create` costs ~35 ms of CPU per 400 questions, which would
             # serialise concurrent batches.
-            response = await asyncio.wait_for(client.post(
-                "/decisions", cast_to=httpx2.Response, content=body,
-                options={"headers": {"Content-Type": "application/json"}}), self.timeout)
-        except TimeoutError:
-            raise JudgeError(f"Decisions request timed out after {round(self.timeout * 1000)}ms",
-                             retryable=True) from None
+            response = await client.post("/decisions", cast_to=httpx2.Response, content=body,
+                                         options={"headers": {"Content-Type": "application/json"}})
         except openai.APIStatusError as exc:
-            raise JudgeError(f"Decisions request failed with HTTP {exc.status_code}: {_message(exc)}",
-                             retryable=retryable_status(exc.status_code), status=exc.status_code,
-                             retry_after=retry_after_seconds(getattr(exc.response, 'headers', None))) from None
+            return Reply(exc.status_code, exc.response.headers, exc.response.content)
         except openai.APITimeoutError:
-            raise JudgeError(f"Decisions request timed out after {round(self.timeout * 1000)}ms",
-                             retryable=True) from None
+            raise TimeoutError from None
         except openai.APIConnectionError as exc:
-            raise JudgeError(f"Decisions transport error ({type(exc).__name__})", retryable=True) from None
-        try:
-            reply = orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            raise JudgeError("Failed to parse Decisions response") from None
-        return _answers(reply, questions)
+            raise ConnectionError(type(exc).__name__) from None
+        return Reply(response.status_code, response.headers, response.content)
 
-
-def _sdk_client(args: dict[str, Any]) -> openai.AsyncOpenAI:
-    import openai  # already imported by the judge's constructor
-
-    return openai.AsyncOpenAI(**args, http_client=async_client())
-
-
-def _message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-    return exc.message
+    def _answers(self, reply: Any, questions: tuple[Question, ...]) -> Part:
+        """A Decisions response body, its answers matched to the questions by position and name."""
+        if not isinstance(reply, dict):
+            raise JudgeProtocolError("Decisions response must be a JSON object")
+        answers = reply.get("answers")
+        if not isinstance(answers, list):
+            raise JudgeProtocolError("Decisions response answers must be a list")
+        model = self._model(reply.get("model"))
+        tokens = self._usage(reply.get("usage"))
+        if len(answers) != len(questions):
+            raise JudgeProtocolError(f"Decisions response has {len(answers)} answers for {len(questions)} questions")
+        out: dict[str, Any] = {}
+        for position, (question, answer) in enumerate(zip(questions, answers, strict=True)):
+            if not isinstance(answer, dict) or answer.get("name") != question.id:
+                got = answer.get("name") if isinstance(answer, dict) else answer
+                raise JudgeProtocolError(f"Decisions answer {position} is named {got!r}, expected {question.id!r}")
+            kind = answer.get("type")
+            if kind == "refusal":
+                out[question.id] = REFUSAL
+            elif kind == "predicate":
+                out[question.id] = self._probability(answer.get("probability"), question.id)
+            else:
+                raise JudgeProtocolError(f"Decisions answer for question '{question.id}' must have type predicate "
+                                         "or refusal")
+        return Part(out, model, *tokens)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ConfigError, JudgeError
-from ..validate import is_integer, is_positive
+from ..validate import require_in, require_integer, require_positive
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({429, 529})
@@ -41,14 +41,15 @@ class RetryPolicy:
     jitter: float = 0.2
 
     def __post_init__(self) -> None:
-        if not is_integer(self.max_retries, 0):
-            raise ConfigError(f"maxRetries must not be negative: max_retries must be an integer >= 0 "
-                              f"(got {self.max_retries!r})")
-        b = self.initial_backoff
-        if not is_positive(b):
-            raise ConfigError(f"initialBackoff must be positive: initial_backoff must be > 0 seconds (got {b!r})")
-        if not 1 <= self.max_backoff_factor or not 0 <= self.jitter < 1:
-            raise ConfigError("max_backoff_factor must be >= 1 and jitter in [0, 1)")
+        for reference_words, check in (("maxRetries must not be negative", lambda: require_integer(
+                "max_retries", self.max_retries, 0)), ("initialBackoff must be positive", lambda: require_positive(
+                "initial_backoff", self.initial_backoff))):
+            try:
+                check()
+            except ConfigError as exc:  # the reference's words first, then the field and the rule
+                raise ConfigError(f"{reference_words}: {exc}") from None
+        require_in("max_backoff_factor", self.max_backoff_factor, 1, None)
+        require_in("jitter", self.jitter, 0, 1, open_high=True)
 
     def delay(self, retry: int, rng: random.Random) -> float:
         """Seconds to wait before retry number `retry` (0-based)."""

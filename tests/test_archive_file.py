@@ -1,0 +1,98 @@
+"""`archive.FileArchive`: the layout and modes on disk, atomic publish under SIGKILL, symlink refusal (also
+for a `file://` URL handed to `ObjectStoreArchive`)."""
+
+from __future__ import annotations
+
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SCOPE, reference_messages
+
+from archive import FileArchive, ObjectStoreArchive, Scope
+from jev import ArchiveError
+
+
+def test_layout_modes_and_a_second_save_that_writes_nothing(tmp_path: Path) -> None:
+    archive = FileArchive(tmp_path / "root")
+    messages = reference_messages()
+    ref = archive.save(SCOPE, messages)
+    path = tmp_path / "root" / SCOPE.digest() / f"{ref}.json"
+    assert path.is_file() and archive.restore(SCOPE, ref) == messages
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left
+    mtime = path.stat().st_mtime_ns
+    assert archive.save(SCOPE, messages) == ref and path.stat().st_mtime_ns == mtime  # verified, not rewritten
+    assert FileArchive(tmp_path / "root").snapshots(Scope("nobody", "a", "s")) == []  # no folder: none
+
+
+LOCAL = [pytest.param(FileArchive, id="FileArchive"),
+         pytest.param(lambda root: ObjectStoreArchive(f"file://{root}"), id="ObjectStoreArchive-file-url")]
+
+
+@pytest.mark.parametrize("make", LOCAL)  # an fsspec file:// URL gets the file archive's protection
+def test_symlinked_root_or_scope_directory_is_refused(tmp_path: Path, make) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(ArchiveError, match="archive root is a symlink"):
+        make(tmp_path / "link").save(SCOPE, reference_messages())
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / SCOPE.digest()).symlink_to(real)
+    with pytest.raises(ArchiveError, match="archive scope is a symlink"):
+        make(root).save(SCOPE, reference_messages())
+    with pytest.raises(ArchiveError, match="archive scope is a symlink"):
+        make(root).restore(SCOPE, "a" * 64)
+
+
+@pytest.mark.parametrize("make", LOCAL)
+def test_a_symlinked_snapshot_file_is_refused_for_reading_and_deleting(tmp_path: Path, make) -> None:
+    archive = make(tmp_path)
+    ref = archive.save(SCOPE, reference_messages())
+    path = tmp_path / SCOPE.digest() / f"{ref}.json"
+    moved = tmp_path / "elsewhere.json"
+    path.rename(moved)
+    path.symlink_to(moved)
+    with pytest.raises(ArchiveError, match=r"archive snapshot is a symlink \(refused\)"):
+        archive.restore(SCOPE, ref)
+    with pytest.raises(ArchiveError, match=r"archive snapshot is a symlink or not a regular file \(refused\)"):
+        archive.delete(SCOPE, ref)
+    assert moved.exists()  # never followed
+
+
+_WRITER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, "tests")
+    from conftest import SCOPE, msg, text
+    from archive import FileArchive
+    archive = FileArchive(sys.argv[1])
+    big = "x" * 4_000_000
+    i = 0
+    print("ready", flush=True)
+    while True:
+        archive.save(SCOPE, [msg("m", "user", text(big + str(i)))])
+        i += 1
+""")
+
+
+def test_killed_writers_never_leave_a_visible_partial_snapshot(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    for attempt in range(12):
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(root)], stdout=subprocess.PIPE)
+        assert proc.stdout.readline().strip() == b"ready"
+        time.sleep(0.05 + 0.037 * attempt)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    archive = FileArchive(root)
+    snapshots = list(root.glob("*/*.json"))
+    visible = [p for p in snapshots if not p.name.startswith(".")]
+    assert visible, "the writers should have published some snapshots"
+    for path in visible:  # every published snapshot restores, verified
+        assert archive.restore(SCOPE, path.stem)[0].id == "m"

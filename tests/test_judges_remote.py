@@ -1,0 +1,210 @@
+"""What the remote judges share (`jev.judges.remote`) and the sync runner's kept loops (`jev.aio`), on both
+backends against real local servers: failures mapped onto error kinds, and sync plans that keep their
+connections instead of opening new ones, with the clean-up rules of `jev.aio`."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import compactor, reference_config, reference_messages
+from decisions_server import DecisionsServer
+from systemone_server import SystemOneServer, noul
+
+from jev import (ConfigError, JudgeConnectionError, JudgeError, JudgeProtocolError, JudgeStatusError,
+                 JudgeTimeoutError, Mode, Reason, Status)
+from jev.aio import close_loop
+from jev.judges import JudgeRequest, OpenAIDecisionsJudge, RemoteJudge, SystemOneJudge
+from jev.judges.retry import NO_RETRIES
+from jev.questions import Question
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test")
+    monkeypatch.delenv("JEV_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def systemone_server(behaviour: str | int) -> tuple[SystemOneServer, str]:
+    def reply(headers: dict, body: dict) -> tuple[int, bytes]:
+        if isinstance(behaviour, int):
+            return behaviour, b'{"error": {"message": "injected"}}'
+        if behaviour == "malformed":
+            return 200, b"{not json"
+        if behaviour == "slow":
+            time.sleep(1.0)
+        return noul(0.5)(headers, body)
+    server = SystemOneServer(reply)
+    return server, server.url
+
+
+def decisions_server(behaviour: str | int) -> tuple[DecisionsServer, str]:
+    slow = behaviour == "slow"
+    server = DecisionsServer(default="answer" if slow else behaviour, latency=1.0 if slow else 0.0)
+    return server, server.base_url
+
+
+BACKENDS: dict[str, tuple[Callable[..., RemoteJudge], Callable[[str | int], tuple]]] = {
+    "systemone": (SystemOneJudge, systemone_server),
+    "decisions": (OpenAIDecisionsJudge, decisions_server),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> tuple[Callable[..., RemoteJudge], Callable[[str | int], tuple]]:
+    return BACKENDS[request.param]
+
+
+REQUEST = JudgeRequest({"context": "c", "history": []}, (Question("call_t1", "q"), Question("result_t1", "q")))
+
+
+@pytest.mark.parametrize("behaviour, kind, retryable, status", [
+    (429, JudgeStatusError, True, 429),
+    (503, JudgeStatusError, True, 503),
+    (400, JudgeStatusError, False, 400),
+    ("malformed", JudgeProtocolError, False, None),
+    ("slow", JudgeTimeoutError, True, None),
+])
+def test_failures_map_onto_one_error_kind_each(backend, behaviour, kind, retryable: bool, status) -> None:
+    make, serve = backend
+    server, url = serve(behaviour)
+    with server:
+        judge = make(url, timeout=0.3, retry=NO_RETRIES)
+        with pytest.raises(kind) as caught:
+            judge.ask_sync(REQUEST)
+        judge.close()
+        decision = compactor(make(url, timeout=0.3, retry=NO_RETRIES), mode=Mode.SHADOW).plan_sync(reference_messages())
+    error = caught.value
+    assert isinstance(error, JudgeError) and str(error).startswith((judge.service, "Failed to parse"))
+    assert (error.retryable, error.status) == (retryable, status)
+    if status is not None:
+        assert f"HTTP {status}: injected" in str(error)
+    assert (decision.status, decision.reason, decision.error_kind) == (
+        Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, kind.__name__)
+
+
+def test_a_refused_connection_is_a_connection_error(backend) -> None:
+    make, _ = backend
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]  # closed when the block ends: nothing listens there
+    url = f"http://127.0.0.1:{port}" + ("/v1" if make is OpenAIDecisionsJudge else "")
+    with pytest.raises(JudgeConnectionError, match="transport error") as caught:
+        make(url, retry=NO_RETRIES).ask_sync(REQUEST)
+    assert caught.value.retryable and caught.value.status is None
+
+
+def test_the_shared_constructor_rules(backend) -> None:
+    make, _ = backend
+    for kwargs, message in (({"model": " "}, "model must not be blank"), ({"timeout": 0}, "timeout must be positive"),
+                            ({"timeout": True}, "timeout must be positive"),
+                            ({"retry": 3}, "retry must be a jev.judges.retry.RetryPolicy")):
+        with pytest.raises(ConfigError, match=message):
+            make("http://127.0.0.1:9/v1", **kwargs)
+
+
+def test_100_sync_plans_open_no_more_connections_than_max_concurrent_requests(backend) -> None:
+    """Sync plans run on their thread's kept loop, so the judge's client and its keep-alive connections
+    serve all of them; three batches a plan, two in flight at once."""
+    make, serve = backend
+    config = dataclasses.replace(reference_config(questions=2), max_concurrent_requests=2)
+    server, url = serve("answer")
+    with server:
+        judge = make(url, retry=NO_RETRIES)
+        c = compactor(judge, config, mode=Mode.SHADOW)
+        for _ in range(100):
+            assert c.plan_sync(reference_messages()).status in (Status.DECIDED, Status.INCONCLUSIVE)
+        judge.close()
+    assert len(server.requests) == 300
+    assert 1 <= len(set(server.peers)) <= config.max_concurrent_requests
+    assert not judge._clients._clients
+
+
+def _kept_client(judge: SystemOneJudge):
+    (client, _keeper), = judge._clients._clients.values()
+    return client
+
+
+def test_a_finished_thread_s_loop_is_shut_down_by_the_next_sync_call() -> None:
+    with SystemOneServer(noul(0.5)) as server:
+        judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+        clients = []
+
+        def worker() -> None:
+            judge.ask_sync(REQUEST)
+            clients.append(_kept_client(judge))
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        assert not clients[0].is_closed  # kept: the thread might have called again
+        SystemOneJudge(server.url, retry=NO_RETRIES).ask_sync(REQUEST)  # any sync call, from any thread
+        assert clients[0].is_closed
+        close_loop()
+
+
+def test_close_loop_shuts_this_thread_s_loop_down_and_the_next_call_starts_a_new_one() -> None:
+    with SystemOneServer(noul(0.5)) as server:
+        judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+        judge.ask_sync(REQUEST)
+        first = _kept_client(judge)
+        close_loop()
+        assert first.is_closed and not judge._clients._clients
+        judge.ask_sync(REQUEST)
+        assert _kept_client(judge) is not first
+        judge.close()
+    assert len(set(server.peers)) == 2
+
+
+def test_sync_twins_called_from_async_code_share_the_helper_s_connection() -> None:
+    with SystemOneServer(noul(0.5)) as server:
+        judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+
+        async def host() -> None:
+            for _ in range(3):
+                judge.ask_sync(REQUEST)  # this thread runs a loop: the helper thread's kept loop serves it
+        asyncio.run(host())
+    assert len(server.requests) == 3 and len(set(server.peers)) == 1
+
+
+def test_interpreter_exit_closes_the_kept_loops_and_their_connections() -> None:
+    """A process that ends after sync plans (main thread and a worker thread) closes each kept client's
+    transport on the way out, and leaves no unclosed loop, socket or transport (ResourceWarning shown)."""
+    script = textwrap.dedent("""
+        import sys, threading
+        import httpx2
+        sys.path[:0] = ["tests", "servers"]
+        from conftest import compactor, reference_messages
+        from jev import Mode
+        from jev.judges import SystemOneJudge
+
+        class Noted(httpx2.AsyncHTTPTransport):
+            async def aclose(self):
+                await super().aclose()
+                print("transport closed", flush=True)
+
+        c = compactor(SystemOneJudge(sys.argv[1], transport=Noted()), mode=Mode.SHADOW)
+        assert c.plan_sync(reference_messages()).status.value == "DECIDED"
+        worker = threading.Thread(target=lambda: c.plan_sync(reference_messages()))
+        worker.start(); worker.join()
+        print("planned", flush=True)
+    """)
+    with SystemOneServer(noul(0.01)) as server:
+        env = {**os.environ, "PYTHONWARNINGS": "always::ResourceWarning"}
+        proc = subprocess.run([sys.executable, "-c", script, server.url], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["planned", "transport closed", "transport closed"], proc.stdout
+    assert "ResourceWarning" not in proc.stderr and "unclosed" not in proc.stderr.lower(), proc.stderr
