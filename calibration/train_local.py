@@ -31,7 +31,7 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 
 from jev.judges.features import FEATURE_NAMES
-from jev.judges.local import DEPTH, score, score_trees
+from jev.judges.local import DEPTH, logistic, score, score_trees
 
 from .dataset import Rows, build_rows, group_of
 from .labels import ALT_LABEL_VERSION, LABEL_VERSION
@@ -68,8 +68,7 @@ def _fit_lr(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
 
 def raw_score(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
     """The uncalibrated probability of a fitted linear head."""
-    z = ((X - np.asarray(head["mean"])) / np.asarray(head["scale"])) @ np.asarray(head["coef"]) + head["intercept"]
-    return 1.0 / (1.0 + np.exp(-z))
+    return logistic(X, np.asarray(head["mean"]), np.asarray(head["scale"]), np.asarray(head["coef"]), head["intercept"])
 
 
 def calibrated(head: dict[str, Any], X: np.ndarray) -> np.ndarray:

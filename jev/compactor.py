@@ -19,8 +19,8 @@ from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
-from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, candidates, decide,
-                     no_candidates_detail, pinned_message_indices, why_pinned)
+from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, decide, no_candidates_detail,
+                     pinned_message_indices, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
 from .history import chars_after, take, unchanged
@@ -151,8 +151,8 @@ class Compactor:
             raise TranscriptError(f"transcript limit: {judged_history.chars} characters of model-visible content "
                                   f"exceed max_transcript_chars {config.max_transcript_chars}")
         transcript = analyze(messages, judged_history.inputs)
-        pinned_messages = pinned_message_indices(transcript, config)
-        judged = candidates(transcript, config, pinned_messages)
+        why = why_pinned(transcript, config, pinned_message_indices(transcript, config))  # every non-candidate
+        judged = [p for p in transcript.pairs if p.key not in why]  # = candidates(), without the rules again
         if not judged:
             detail = no_candidates_detail(transcript, config)
             return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=detail), (), ()
@@ -165,7 +165,7 @@ class Compactor:
 
         gone = let_go(judged, config)
         decisions, scores, removed, target = self._decide(transcript, judged, probabilities, gone)
-        pinned = why_pinned(transcript, config, pinned_messages).get
+        pinned = why.get
         views, records = [], []
         record = records.append
         for p in transcript.pairs:  # the plan's view of every pair, and a record of every judged one

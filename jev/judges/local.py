@@ -109,6 +109,12 @@ def _check_blend(spec: Any, where: str, n: int) -> None:
                               f"{_SPLITS} and {_LEAVES} numbers")
 
 
+def logistic(X: np.ndarray, mean: Any, scale: Any, coef: Any, intercept: float) -> np.ndarray:
+    """A standardised logistic regression's probability, before calibration (the judge's linear head and
+    the training script's out-of-fold scores both compute it here)."""
+    return 1.0 / (1.0 + np.exp(-(((X - mean) / scale) @ coef + intercept)))
+
+
 class _Linear:
     """A standardised logistic regression, then its isotonic calibration map."""
 
@@ -121,8 +127,7 @@ class _Linear:
         self.iso_y = np.asarray(spec["isotonic"]["y"], dtype=float)
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
-        z = ((X - self.mean) / self.scale) @ self.coef + self.intercept
-        return np.interp(1.0 / (1.0 + np.exp(-z)), self.iso_x, self.iso_y)
+        return np.interp(logistic(X, self.mean, self.scale, self.coef, self.intercept), self.iso_x, self.iso_y)
 
 
 class _Trees:
