@@ -208,3 +208,26 @@ def test_interpreter_exit_closes_the_kept_loops_and_their_connections() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:3] == ["planned", "transport closed", "transport closed"], proc.stdout
     assert "ResourceWarning" not in proc.stderr and "unclosed" not in proc.stderr.lower(), proc.stderr
+
+
+def test_a_forked_child_starts_with_no_loops_and_leaves_the_parents_alone() -> None:
+    """A child shares its parent's sockets and epoll descriptor after `fork()`: it must make its own loop
+    and client, and the parent's kept connection must still serve the parent afterwards."""
+    with SystemOneServer(noul(0.5)) as server:
+        judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+        judge.ask_sync(REQUEST)
+        parent_client = _kept_client(judge)
+        pid = os.fork()
+        if pid == 0:  # the child: a sync call on a loop and client of its own
+            try:
+                judge.ask_sync(REQUEST)
+                status = 0
+            except BaseException:  # noqa: BLE001 - reported through the exit status
+                status = 2
+            os._exit(status)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        judge.ask_sync(REQUEST)
+        assert _kept_client(judge) is parent_client and not parent_client.is_closed
+        judge.close()
+    assert len(server.requests) == 3 and len(set(server.peers)) == 2  # the parent's connection, the child's
