@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_local = threading.local()  # .loop: this thread's kept loop
+_local = threading.local()  # .loop: this thread's kept loop; .helper: this thread serves other threads' calls
 _loops: dict[threading.Thread, asyncio.AbstractEventLoop] = {}  # every kept loop, by its thread
 _lock = threading.Lock()
 _helper: ThreadPoolExecutor | None = None
@@ -40,7 +40,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return _run_here(coro)
-    if threading.current_thread().name.startswith("jev-sync"):  # the helper itself: never wait on itself
+    if getattr(_local, "helper", False):  # the helper itself (or a thread it started): never wait on itself
         return _run_fresh(coro)
     return _helper_pool().submit(_run_here, coro).result()
 
@@ -83,6 +83,7 @@ def _run_fresh(coro: Coroutine[Any, Any, T]) -> T:
     box: dict[str, Any] = {}
 
     def target() -> None:
+        _local.helper = True
         try:
             box["value"] = _run_here(coro)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
@@ -102,8 +103,12 @@ def _helper_pool() -> ThreadPoolExecutor:
     global _helper
     with _lock:
         if _helper is None:
-            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jev-sync")
+            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jev-sync", initializer=_mark_helper)
         return _helper
+
+
+def _mark_helper() -> None:
+    _local.helper = True
 
 
 def _shutdown_finished_threads() -> None:

@@ -231,3 +231,20 @@ def test_a_forked_child_starts_with_no_loops_and_leaves_the_parents_alone() -> N
         assert _kept_client(judge) is parent_client and not parent_client.is_closed
         judge.close()
     assert len(server.requests) == 3 and len(set(server.peers)) == 2  # the parent's connection, the child's
+
+
+def test_a_sync_twin_inside_a_sync_twin_called_from_async_code_does_not_wait_on_itself() -> None:
+    """Async code calls a sync twin (it runs on the helper thread), whose coroutine calls another sync
+    twin: that one runs on a thread of its own instead of queueing behind the first."""
+    with SystemOneServer(noul(0.5)) as server:
+        judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+
+        async def inner() -> object:
+            return judge.ask_sync(REQUEST)  # the helper runs a loop now: a nested sync call
+
+        async def host() -> object:
+            from jev.aio import run_sync
+            return run_sync(inner())
+        answers = asyncio.run(host())  # a deadlock would hang here until pytest's timeout fails the test
+        judge.close()
+    assert answers.probabilities == {"call_t1": 0.5, "result_t1": 0.5}
