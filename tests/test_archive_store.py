@@ -83,3 +83,18 @@ def test_sqlite_first_opens_in_parallel_never_see_a_lock(tmp_path: Path) -> None
                               text=True) for _ in range(8)]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), "\n".join(e for e in errors if e)
+
+
+def test_deleting_never_reads_the_snapshot() -> None:
+    """Whether a snapshot is there is the store's key listing, not a read of a possibly large value."""
+    class Counting(MemoryStore):
+        gets = 0
+
+        def get(self, namespace, key):
+            Counting.gets += 1
+            return super().get(namespace, key)
+    archive = StoreArchive(Counting())
+    ref = archive.save(SCOPE, reference_messages())
+    Counting.gets = 0
+    assert archive.delete(SCOPE, ref) is True and archive.delete(SCOPE, ref) is False
+    assert Counting.gets == 0 and archive.snapshots(SCOPE) == []
