@@ -16,7 +16,7 @@ from .decision import ExecutionOptions, Mode, Observer
 from .errors import ConfigError
 from .judges.base import Judge
 from .policy import CompactionConfig
-from .validate import integer_rule, require_in, require_integer, require_number, require_text
+from .validate import integer_rule, led_by, require_in, require_integer, require_number, require_text
 
 SETTINGS = ("mode", "version", "budgetMillis", "threshold", "rejectionThreshold", "eligibleTools",
             "preserveRecentMessages", "maxStateTokens", "maxRequestTokens", "maxQuestions", "truncateHeadChars",
@@ -53,10 +53,7 @@ def _integer(obj: dict[str, Any], key: str, default: int) -> int:
 
 
 def _threshold(obj: dict[str, Any], key: str) -> float:
-    try:
-        return require_number(key, obj.get(key))
-    except ConfigError as exc:  # SPEC §8's words first: these two have no default
-        raise ConfigError(f"explicit compaction thresholds required: {exc}") from None
+    return led_by("explicit compaction thresholds required", require_number, key, obj.get(key))  # no default
 
 
 def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:

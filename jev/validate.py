@@ -7,9 +7,12 @@ reference's own words, a service limit) puts that before it."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .errors import ConfigError
+
+T = TypeVar("T")
 
 
 def is_finite_number(value: Any) -> bool:
@@ -89,3 +92,12 @@ def require_text(name: str, value: Any, *, optional: bool = False) -> str | None
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{name} must be a non-blank string{' or None' if optional else ''} (got {value!r})")
     return value
+
+
+def led_by(words: str, rule: Callable[..., T], name: str, value: Any, *args: Any, **kwargs: Any) -> T:
+    """`rule(name, value, ...)` whose error starts with words a reference or SPEC fixes:
+    "maxRetries must not be negative: max_retries must be an integer >= 0 (got -1)"."""
+    try:
+        return rule(name, value, *args, **kwargs)
+    except ConfigError as exc:
+        raise ConfigError(f"{words}: {exc}") from None

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import ConfigError, JudgeError
-from ..validate import require_in, require_integer, require_positive
+from ..errors import JudgeError
+from ..validate import led_by, require_in, require_integer, require_positive
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({429, 529})
@@ -41,13 +41,8 @@ class RetryPolicy:
     jitter: float = 0.2
 
     def __post_init__(self) -> None:
-        for reference_words, check in (("maxRetries must not be negative", lambda: require_integer(
-                "max_retries", self.max_retries, 0)), ("initialBackoff must be positive", lambda: require_positive(
-                "initial_backoff", self.initial_backoff))):
-            try:
-                check()
-            except ConfigError as exc:  # the reference's words first, then the field and the rule
-                raise ConfigError(f"{reference_words}: {exc}") from None
+        led_by("maxRetries must not be negative", require_integer, "max_retries", self.max_retries, 0)
+        led_by("initialBackoff must be positive", require_positive, "initial_backoff", self.initial_backoff)
         require_in("max_backoff_factor", self.max_backoff_factor, 1, None)
         require_in("jitter", self.jitter, 0, 1, open_high=True)
 
