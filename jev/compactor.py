@@ -32,6 +32,7 @@ from .windows import JudgeCall, plan_requests
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 _log = logging.getLogger("jev")
+_PINNED = (Action.KEEP, PINNED_SCORES)
 
 
 def _error(exc: BaseException) -> Decision:
@@ -164,23 +165,31 @@ class Compactor:
                             detail="the history changed while it was being judged"), (), ()
 
         gone = let_go(judged, config)
-        decisions, scores, removed, target = self._decide(transcript, judged, probabilities, gone)
-        pinned = why.get
+        chosen, target = self._budget(judged, probabilities, gone)
+        decisions: dict[str, Action] = {}
+        scores: dict[str, Scores] = {}
+        pair_table: dict[str, tuple[str, str]] = {}
         views, records = [], []
-        record = records.append
-        for p in transcript.pairs:  # the plan's view of every pair, and a record of every judged one
-            key = p.key
-            score, action, let = scores[key], decisions[key], gone.get(key)
-            views.append(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars,
-                                  score.keep_call, score.keep_result, action, score.reason, pinned(key, "")))
-            if let is not None:
+        view, record, pinned = views.append, records.append, why.get
+        removed = 0
+        for p in transcript.pairs:  # one pass: each pair's action, scores and view; a judged one's record
+            key, let = p.key, gone.get(p.key)
+            if let is None:  # pinned: never judged
+                action, score = _PINNED
+            else:
+                action, score = chosen[key] if chosen is not None else decide(
+                    probabilities[f"call_{key}"], probabilities[f"result_{key}"], config, p.tool, p.result_chars)
+                if action is not Action.KEEP:
+                    removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
                 record(PairRecord(key, p.call_id, p.tool, score.keep_call, score.keep_result, action.value,
                                   score.reason, p.result_chars, let.truncate_saves, let.drop_saves))
+            decisions[key], scores[key], pair_table[key] = action, score, (p.call_id, p.tool)
+            view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
+                          score.keep_result, action, score.reason, pinned(key, "")))
         compacted = apply_actions(transcript, decisions, config)
         before = judged_history.chars
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before if before else 0.0
-        pair_table = {p.key: (p.call_id, p.tool) for p in transcript.pairs}
         common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=tuple(views),
                       requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
@@ -231,32 +240,16 @@ class Compactor:
             merged.update(checked)
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
-    def _decide(self, transcript: Transcript, judged: Sequence[Pair], probabilities: dict[str, float | None],
-                gone: dict[str, LetGo]) -> tuple[dict[str, Action], dict[str, Scores], int, int | None]:
-        """Actions and scores per pair, the result characters the actions remove, and the budget target
-        (None on the threshold table). `gone`: what a truncation and a drop of each pair would remove."""
-        config = self.config
-        target: int | None = None
-        if config.target_reduction is not None:
-            chosen, removed, target = budget(
-                [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
-                        p.result_chars, gone[p.key].truncate_saves, gone[p.key].drop_saves) for p in judged], config)
-        else:
-            chosen = {p.key: decide(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
-                                    p.result_chars) for p in judged}
-        decisions: dict[str, Action] = {}
-        scores: dict[str, Scores] = {}
-        kept, pick = (Action.KEEP, PINNED_SCORES), chosen.get
-        for pair in transcript.pairs:
-            decisions[pair.key], scores[pair.key] = pick(pair.key, kept)
-        if target is None:
-            removed = 0
-            for p in judged:
-                action = decisions[p.key]
-                if action is not Action.KEEP:
-                    let = gone[p.key]
-                    removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
-        return decisions, scores, removed, target
+    def _budget(self, judged: Sequence[Pair], probabilities: dict[str, float | None], gone: dict[str, LetGo]
+                ) -> tuple[dict[str, tuple[Action, Scores]] | None, int | None]:
+        """Budget mode's action and scores per judged pair, and the characters it must remove; (None, None)
+        on the threshold table, which decides pair by pair. `gone`: what letting go of each pair removes."""
+        if self.config.target_reduction is None:
+            return None, None
+        chosen, _removed, target = budget(
+            [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
+                    p.result_chars, gone[p.key].truncate_saves, gone[p.key].drop_saves) for p in judged], self.config)
+        return chosen, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
         # A write already under way finishes even if the budget ends: documented, never adopted.

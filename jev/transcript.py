@@ -318,7 +318,7 @@ def _plain_message(message: Message) -> bool:
     too. Runs for every message of every plan, so it is written inline (no call per block)."""
     if not ((message.name is None or type(message.name) is str)
             and (message.timestamp is None or type(message.timestamp) is str)
-            and (message.metadata is None or isinstance(message.metadata, Mapping))
+            and (message.metadata is None or type(message.metadata) is dict or isinstance(message.metadata, Mapping))
             and type(message.content) is tuple):
         return False
     for block in message.content:
