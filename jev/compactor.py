@@ -26,7 +26,7 @@ from .scope import Scope
 from .history import chars_after, take, unchanged
 from .token_target import reduction_for_tokens
 from .state import cut
-from .transcript import Message, Pair, Transcript, analyze
+from .transcript import Message, Pair, Transcript
 from .windows import JudgeCall, plan_requests
 
 
@@ -148,10 +148,10 @@ class Compactor:
         if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
         judged_history = take(messages)
-        if judged_history.chars > config.max_transcript_chars:
-            raise TranscriptError(f"transcript limit: {judged_history.chars} characters of model-visible content "
+        transcript = judged_history.transcript
+        if transcript.chars > config.max_transcript_chars:
+            raise TranscriptError(f"transcript limit: {transcript.chars} characters of model-visible content "
                                   f"exceed max_transcript_chars {config.max_transcript_chars}")
-        transcript = analyze(messages, judged_history.inputs)
         why = why_pinned(transcript, config, pinned_message_indices(transcript, config))  # every non-candidate
         judged = [p for p in transcript.pairs if p.key not in why]  # = candidates(), without the rules again
         if not judged:
@@ -187,7 +187,7 @@ class Compactor:
             view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
                           score.keep_result, action, score.reason, pinned(key, "")))
         compacted = apply_actions(transcript, decisions, config)
-        before = judged_history.chars
+        before = transcript.chars
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before if before else 0.0
         common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=tuple(views),

@@ -402,6 +402,50 @@ def canonical_chars(value: Any) -> int:
     return len(canonical_json(value).decode())
 
 
+def chars(data: bytes) -> int:
+    """Characters of UTF-8 bytes (the spec's size unit) without decoding when they are ASCII."""
+    return len(data) if data.isascii() else len(data.decode())
+
+
+def visible_chars(blocks: Any, parts: list[Any] | None = None) -> int:
+    """Characters of what the model sees of `blocks`: text, thinking, each call's tool name and canonical
+    input, each result's text, other blocks as their canonical JSON — never envelopes, ids or metadata, so
+    a history's size does not depend on the form it was loaded from. With `parts`, every mutable value
+    inside the blocks (call inputs, result metadata, other blocks' JSON objects) is appended to it."""
+    total = 0
+    for block in blocks:
+        kind = type(block)
+        if kind is TextBlock:
+            total += len(block.text)
+        elif kind is ToolResultBlock:
+            output = block.output
+            if parts is not None and block.metadata is not None:
+                parts.append(block.metadata)
+            total += len(output) if type(output) is str else visible_chars(output, parts)
+        elif kind is ToolUseBlock:
+            value = block.input
+            if type(value) is str:
+                total += len(block.name) + len(value)
+            else:
+                try:
+                    total += len(block.name) + len(canonical_json(value).decode())
+                except TypeError as exc:
+                    raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
+                if parts is not None:
+                    parts.append(value)
+        elif kind is ThinkingBlock:
+            total += len(block.thinking)
+        else:  # an unknown block: its JSON object is what the model is sent
+            data = getattr(block, "data", block)
+            try:
+                total += chars(canonical_json(data))
+            except TypeError as exc:
+                raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
+            if parts is not None:
+                parts.append(data)
+    return total
+
+
 # --- validation and pairing (SPEC §2) --------------------------------------------------------------
 
 
@@ -433,6 +477,8 @@ class Transcript:
     pending: frozenset[str] = field(default_factory=frozenset)
     places: Mapping[tuple[bool, int, str], Pair] = field(default_factory=dict)  # (is result, message, id)
     thinking: frozenset[int] = frozenset()  # indices of the messages with a thinking block (they pin themselves)
+    sizes: tuple[int, ...] = ()  # model-visible characters of each message (`visible_chars`)
+    mutable: tuple[Any, ...] = ()  # the mutable values inside the blocks, in order (what a change guard re-reads)
 
     def call_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
@@ -442,12 +488,17 @@ class Transcript:
         """The pair whose result is the block `call_id` of message `message_index`."""
         return self.places.get((True, message_index, call_id))
 
+    @property
+    def chars(self) -> int:
+        """Model-visible characters of the whole history."""
+        return sum(self.sizes)
 
-def _input_json(call: ToolUseBlock, where: str) -> str:
+
+def _input_json(call: ToolUseBlock, i: int) -> str:
     try:
         return orjson.dumps(call.input, default=json_default, option=CANONICAL_OPTIONS).decode()
     except orjson.JSONEncodeError as exc:
-        raise TranscriptError(f"the input of call {call.id!r} at {where} is not JSON ({exc})") from None
+        raise TranscriptError(f"the input of call {call.id!r} at messages[{i}] is not JSON ({exc})") from None
 
 
 def _check_message(message: Any, i: int) -> None:
@@ -472,38 +523,47 @@ def _refuse(messages: Sequence[Message], i: int, problem: str) -> NoReturn:
     raise TranscriptError(problem)
 
 
-def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None) -> Transcript:
-    """Validate a transcript and pair its calls and results, or raise `TranscriptError` naming the culprit.
-    `inputs`: the canonical JSON of call inputs by `id()` of their blocks, when the caller made it already
-    (a plan's `history.take` does; the blocks must be alive, as they are in the messages).
+def analyze(messages: Sequence[Message]) -> Transcript:
+    """Validate a transcript, pair its calls and results, and measure it (model-visible characters per
+    message, and the mutable values a change guard re-reads), or raise `TranscriptError` naming the culprit.
 
     Pairing is by order: a result answers the open call with its id; an id used again after its pair
-    completed starts a new pair; only two calls open at once with one id are ambiguous."""
+    completed starts a new pair; only two calls open at once with one id are ambiguous. One pass over the
+    blocks does all of it: this runs at the start of every plan."""
     seen_messages: set[str] = set()
-    open_calls: dict[str, tuple[int, ToolUseBlock]] = {}
+    open_calls: dict[str, tuple[int, ToolUseBlock, str]] = {}
     completed: set[str] = set()
     pairs: list[Pair] = []
     places: dict[tuple[bool, int, str], Pair] = {}
     thinking: set[int] = set()
-    for i, message in enumerate(messages):  # one pass: each message validated, then its blocks paired
+    sizes: list[int] = []
+    parts: list[Any] = []
+    part, size_of = parts.append, sizes.append
+    for i, message in enumerate(messages):
         if type(message) is not Message or not _plain_message(message):  # the usual message passes here
             _check_message(message, i)
         if message.id in seen_messages:
             raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
         seen_messages.add(message.id)
+        total = 0
         for j, block in enumerate(message.content):
             kind = type(block)
             if kind is TextBlock:
-                continue
-            if kind is ThinkingBlock:
+                total += len(block.text)
+            elif kind is ThinkingBlock:
                 thinking.add(i)
-                continue
-            if kind is ToolUseBlock:
+                total += len(block.thinking)
+            elif kind is ToolUseBlock:
                 if not block.id.strip() or block.id in open_calls:
                     _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
                             + (" (blank)" if not block.id.strip() else
                                f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
-                open_calls[block.id] = (i, block)
+                value = block.input
+                json = _input_json(block, i)
+                total += len(block.name) + (len(value) if type(value) is str else len(json))
+                if type(value) is not str:
+                    part(value)
+                open_calls[block.id] = (i, block, json)
             elif kind is ToolResultBlock:
                 call = open_calls.get(block.id)
                 if call is None or call[0] >= i or call[1].name != block.name:
@@ -511,13 +571,23 @@ def analyze(messages: Sequence[Message], inputs: Mapping[int, str] | None = None
                             + (": its call already has a result" if call is None and block.id in completed else ""))
                 del open_calls[block.id]
                 completed.add(block.id)
-                use = call[1]
-                json = inputs.get(id(use)) if inputs else None
-                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, use, block,
-                            _input_json(use, f"messages[{call[0]}]") if json is None else json,
-                            len(block.output) if type(block.output) is str else len(block.text))
+                output = block.output
+                if block.metadata is not None:
+                    part(block.metadata)
+                if type(output) is str:
+                    result_chars = len(output)
+                    total += result_chars
+                else:
+                    result_chars = len(block.text)
+                    total += visible_chars(output, parts)
+                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
+                            result_chars)
                 pairs.append(pair)
                 places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
             elif block.type not in _VERBATIM_KINDS:
                 _refuse(messages, i, f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
-    return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking))
+            else:
+                total += visible_chars((block,), parts)
+        size_of(total)
+    return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
+                      tuple(sizes), tuple(parts))
