@@ -20,7 +20,7 @@ labels-v2-reuse: copied output lines, re-runs, edits of files read) × {within e
 group cross-validation; across models: trained on one set, tested on the other, both ways}. The judge is
 trained as `calibration.train_local` trains the shipped one (on either proxy's "needed").
 
-    python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE]
+    python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE] [--in-sample]
 """
 
 from __future__ import annotations
@@ -165,6 +165,9 @@ def main() -> None:
                                                                       "result characters")
     parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of sessions/instances")
     parser.add_argument("--out-md", help="also write the table as Markdown here")
+    parser.add_argument("--in-sample", action="store_true",
+                        help="also score a judge fitted on the very sessions it is scored on (a diagnostic: an upper "
+                             "bound on what this recipe and these features rank, never a claim)")
     args = parser.parse_args()
     started = time.monotonic()
     rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
@@ -175,6 +178,9 @@ def main() -> None:
         cells.append((f"within {name} (5-fold CV)", r, *out_of_fold(r)))
     cells.append((f"train {a} → test {b}", rb, *probabilities(calibrated_heads(ra), rb.X)))
     cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
+    if args.in_sample:
+        cells.extend((f"in-sample {name} (diagnostic)", r, *probabilities(calibrated_heads(r), r.X))
+                     for name, r in rows.items())
     lines = [f"budget {args.budget:.0%} of candidate result characters at points with ≥ {args.min_chars:,} "
              f"of them; L = share of later-needed results let go (95 % CI over sessions/instances)", "",
              "| cell | proxy | points (groups) | judge | recency | biggest-first | random | oracle | drop-all | "

@@ -1,4 +1,5 @@
-"""The transcript model (SPEC §1), its own JSON form, canonical JSON, and validation + pairing (SPEC §2).
+"""The transcript model (SPEC §1), its own JSON form, canonical JSON, and validation + pairing (SPEC §2)
+with the sizes of what the model sees, found in the same pass.
 
 Messages and blocks are frozen values: the library never mutates what a host hands it, and untouched
 messages can be passed back as the very same objects.
