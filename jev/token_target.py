@@ -12,7 +12,6 @@ import math
 from collections.abc import Sequence
 
 from .errors import JevError
-from .history import size
 from .policy import CompactionConfig, candidates
 from .transcript import Message, analyze
 from .validate import require_integer
@@ -41,6 +40,6 @@ def reduction_for_tokens(messages: Sequence[Message], tokens: int, target_tokens
     results = sum(p.result_chars for p in candidates(transcript, config))
     if not results:
         return None
-    chars_per_token = sum(size(m) for m in messages) / tokens
+    chars_per_token = transcript.chars / tokens
     excess = math.ceil((tokens - target_tokens) * chars_per_token)
     return min(MAX_REDUCTION, max(excess / results, 1e-6))
