@@ -23,7 +23,7 @@ from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, bu
                      pinned_message_indices, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
-from .history import chars_after, take, unchanged
+from .history import chars_after, size, take, unchanged
 from .token_target import reduction_for_tokens
 from .state import cut
 from .transcript import Message, Pair, Transcript
@@ -33,6 +33,12 @@ from .windows import JudgeCall, plan_requests
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 _log = logging.getLogger("jev")
 _PINNED = (Action.KEEP, PINNED_SCORES)
+
+
+def _check_limit(chars: int, config: CompactionConfig) -> None:
+    if chars > config.max_transcript_chars:
+        raise TranscriptError(f"transcript limit: {chars} characters of model-visible content "
+                              f"exceed max_transcript_chars {config.max_transcript_chars}")
 
 
 def _error(exc: BaseException) -> Decision:
@@ -147,11 +153,13 @@ class Compactor:
         config = self.config
         if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
-        judged_history = take(messages)
+        try:
+            judged_history = take(messages)
+        except TranscriptError:  # SPEC §2 checks the limit before anything else: it wins over what analysis found
+            _check_limit(sum(map(size, messages)) if isinstance(messages, Sequence) else 0, config)
+            raise
         transcript = judged_history.transcript
-        if transcript.chars > config.max_transcript_chars:
-            raise TranscriptError(f"transcript limit: {transcript.chars} characters of model-visible content "
-                                  f"exceed max_transcript_chars {config.max_transcript_chars}")
+        _check_limit(transcript.chars, config)
         why = why_pinned(transcript, config, pinned_message_indices(transcript, config))  # every non-candidate
         judged = [p for p in transcript.pairs if p.key not in why]  # = candidates(), without the rules again
         if not judged:

@@ -370,6 +370,19 @@ def test_transcript_limit() -> None:
     assert decision.status is Status.ERROR and "transcript limit" in decision.detail and judge.calls == 0
 
 
+def test_the_transcript_limit_is_reported_before_what_analysis_finds() -> None:
+    """SPEC §2's order: an over-long history with a duplicate id or an unpaired result says "transcript
+    limit" (the analysis that finds the others runs first, so its error must not win)."""
+    messages = reference_messages()
+    duplicate = [*messages, messages[1]]
+    unpaired = [*messages, messages[2].replace(id="again")]  # a result answering nothing open
+    for bad in (duplicate, unpaired):
+        small = compactor(ScriptedJudge(), reference_config(), mode=Mode.SHADOW).plan_sync(bad)
+        assert small.status is Status.ERROR and "transcript limit" not in small.detail
+        big = compactor(ScriptedJudge(), reference_config(max_transcript_chars=100), mode=Mode.SHADOW).plan_sync(bad)
+        assert big.status is Status.ERROR and "transcript limit" in big.detail
+
+
 def test_truncated_result_keeps_identity_fields() -> None:
     messages = reference_messages()
     messages[4] = msg("r-preview", "tool", result("preview", metadata={"source": "disk"}), name="reader",
