@@ -155,8 +155,12 @@ class Compactor:
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
         try:
             judged_history = take(messages)
-        except TranscriptError:  # SPEC §2 checks the limit before anything else: it wins over what analysis found
-            _check_limit(sum(map(size, messages)) if isinstance(messages, Sequence) else 0, config)
+        except TranscriptError as exc:  # SPEC §2 checks the limit first: it wins over what analysis found
+            try:
+                chars = sum(map(size, messages)) if isinstance(messages, Sequence) else 0
+            except TranscriptError:  # not even measurable: the analysis's own words say why
+                raise exc from None
+            _check_limit(chars, config)
             raise
         transcript = judged_history.transcript
         _check_limit(transcript.chars, config)
