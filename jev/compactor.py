@@ -17,13 +17,13 @@ from typing import Any
 from .aio import run_sync
 from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
-from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError, TranscriptError
+from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
 from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, decide, no_candidates_detail,
                      pinned_message_indices, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
-from .history import chars_after, size, take, unchanged
+from .history import chars_after, take, unchanged
 from .token_target import reduction_for_tokens
 from .state import cut
 from .transcript import Message, Pair, Transcript
@@ -33,12 +33,6 @@ from .windows import JudgeCall, plan_requests
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 _log = logging.getLogger("jev")
 _PINNED = (Action.KEEP, PINNED_SCORES)
-
-
-def _check_limit(chars: int, config: CompactionConfig) -> None:
-    if chars > config.max_transcript_chars:
-        raise TranscriptError(f"transcript limit: {chars} characters of model-visible content "
-                              f"exceed max_transcript_chars {config.max_transcript_chars}")
 
 
 def _error(exc: BaseException) -> Decision:
@@ -153,17 +147,8 @@ class Compactor:
         config = self.config
         if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
-        try:
-            judged_history = take(messages)
-        except TranscriptError as exc:  # SPEC §2 checks the limit first: it wins over what analysis found
-            try:
-                chars = sum(map(size, messages)) if isinstance(messages, Sequence) else 0
-            except TranscriptError:  # not even measurable: the analysis's own words say why
-                raise exc from None
-            _check_limit(chars, config)
-            raise
+        judged_history = take(messages, config.max_transcript_chars)
         transcript = judged_history.transcript
-        _check_limit(transcript.chars, config)
         why = why_pinned(transcript, config, pinned_message_indices(transcript, config))  # every non-candidate
         judged = [p for p in transcript.pairs if p.key not in why]  # = candidates(), without the rules again
         if not judged:

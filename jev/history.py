@@ -75,11 +75,21 @@ def _serialized(parts: list[Any]) -> bytes:
         raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
 
 
-def take(messages: Sequence[Message]) -> Judged:
-    """The history as judged: analyzed (or `TranscriptError`), its mutable parts set aside."""
+def take(messages: Sequence[Message], max_chars: int | None = None) -> Judged:
+    """The history as judged: analyzed, its mutable parts set aside. `TranscriptError` in SPEC §2's order:
+    more than `max_chars` model-visible characters first ("transcript limit"), then what analysis finds."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise TranscriptError("messages must be a list of jev.Message")
-    transcript = analyze(messages)
+    try:
+        transcript = analyze(messages)
+    except TranscriptError as exc:  # analysis runs first (it measures too), so the limit is checked here
+        try:
+            measured = sum(map(size, messages))
+        except TranscriptError:  # not even measurable: the analysis's own words say why
+            raise exc from None
+        _check_limit(measured, max_chars)
+        raise
+    _check_limit(transcript.chars, max_chars)
     parts: list[Any] = []
     kept: list[tuple[Any, tuple[Any, ...]]] = []
     keep, part = kept.append, parts.append
@@ -95,6 +105,12 @@ def take(messages: Sequence[Message]) -> Judged:
                 part(metadata)
     parts.extend(transcript.mutable)
     return Judged(transcript, parts, _serialized(parts), kept)
+
+
+def _check_limit(measured: int, max_chars: int | None) -> None:
+    if max_chars is not None and measured > max_chars:
+        raise TranscriptError(f"transcript limit: {measured} characters of model-visible content "
+                              f"exceed max_transcript_chars {max_chars}")
 
 
 def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
