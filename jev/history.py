@@ -57,10 +57,6 @@ class Judged:
     kept: list[tuple[Any, tuple[Any, ...]]]  # metadata holding a converter's bookkeeping, with its items then
 
     @property
-    def messages(self) -> tuple[Message, ...]:
-        return self.transcript.messages
-
-    @property
     def chars(self) -> int:
         """Model-visible characters of the whole list."""
         return self.transcript.chars

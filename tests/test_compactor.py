@@ -12,7 +12,7 @@ from conftest import (SCOPE, CountingArchive, ScriptedJudge, call, compactor, ms
 
 from archive import FileArchive, Scope
 from jev import (Action, ArchiveError, Compactor, ConfigError, ExecutionOptions, Mode, Reason,
-                 Status, canonical_json)
+                 OtherBlock, Status, canonical_json)
 from jev.apply import truncation_marker
 from jev.judges import Answers, Judge, ReplayJudge
 
@@ -216,7 +216,8 @@ def test_nested_input_mutation_during_judgment_cannot_be_committed(archive: Coun
 
 
 @pytest.mark.parametrize("where", ["message metadata", "result metadata", "list item replaced", "bookkeeping replaced",
-                                   "beside bookkeeping", "key added beside bookkeeping"])
+                                   "beside bookkeeping", "key added beside bookkeeping", "pending call input",
+                                   "block inside a result"])
 def test_every_mutable_part_is_guarded(archive: CountingArchive, where: str) -> None:
     """The guard compares frozen values by identity and serializes the mutable parts: each kind is seen; a
     converter's bookkeeping is compared by identity, the values beside it by content."""
@@ -224,9 +225,16 @@ def test_every_mutable_part_is_guarded(archive: CountingArchive, where: str) -> 
     messages[4] = msg("r-preview", "tool", result("preview", metadata={"source": "disk"}), name="reader",
                       metadata={"k": 1})
     messages[3] = messages[3].replace(metadata={"jev.source": {"kept": 1}, "jev.format": "x", "host": {"n": [1]}})
+    image = OtherBlock({"type": "image", "source": {"data": "aGk="}})
+    messages[6] = msg(messages[6].id, "tool", result(messages[6].content[0].id, output=(text("shot"), image)))
+    messages.append(msg("c-pending", "assistant", call("pending", input={"q": [1]})))
 
     def mutate(request: object) -> None:
-        if where == "message metadata":
+        if where == "pending call input":
+            messages[-1].content[0].input["q"].append(2)
+        elif where == "block inside a result":
+            image.data["source"]["data"] = "Ynll"
+        elif where == "message metadata":
             messages[4].metadata["k"] = 2
         elif where == "bookkeeping replaced":
             messages[3].metadata["jev.source"] = {"kept": 2}
