@@ -412,7 +412,8 @@ def visible_chars(blocks: Any, parts: list[Any] | None = None) -> int:
     """Characters of what the model sees of `blocks`: text, thinking, each call's tool name and canonical
     input, each result's text, other blocks as their canonical JSON — never envelopes, ids or metadata, so
     a history's size does not depend on the form it was loaded from. With `parts`, every mutable value
-    inside the blocks (call inputs, result metadata, other blocks' JSON objects) is appended to it."""
+    inside the blocks (call inputs, result metadata, other blocks' JSON objects) is appended to it.
+    `analyze` applies the same rules inline (it runs on every plan); a unit test keeps the two equal."""
     total = 0
     for block in blocks:
         kind = type(block)
