@@ -171,6 +171,26 @@ def test_features_mean_what_their_names_say() -> None:
     assert t5["recent_overlap"] == 0
     # ranks place each pair among the history's: t3's result is the largest, t4's the smallest
     assert t3["rank_result_chars"] == 1 and t4["rank_result_chars"] == 0
+    # held: the words a result is the latest to show. t1 still holds TOKEN_ALPHA_42 (t3 shows handler_v1
+    # again); t2 holds both returncode tags, Traceback and ValueError; t3 handler_v1, the path and its two
+    # runs of x (one per end read); nobody wrote the tags, the x runs or the tokens
+    held = {k: (v["held_words"], v["held_unsaid"]) for k, v in f.items()}
+    assert held == {k: (pytest.approx(np.log1p(a)), pytest.approx(np.log1p(b)))
+                    for k, (a, b) in {"t1": (1, 1), "t2": (4, 4), "t3": (4, 2), "t4": (0, 0), "t5": (2, 2)}.items()}
+    assert t2["held_unsaid_paths"] == pytest.approx(np.log1p(1)) and t1["held_unsaid_paths"] == 0  # /returncode
+    assert t2["held_unsaid_repeated"] == pytest.approx(np.log1p(2)) and t5["held_unsaid_repeated"] == 0
+    t1_chars = len(messages[2].content[0].text)
+    assert t1["held_unsaid_per_char"] == pytest.approx(np.log1p(1000 / t1_chars))
+    # credits: t3's call is the first to write handler_v1 (shown by t1) and lib/other_module.py (shown by t2);
+    # src/app_main.py is the task's, so no read of it earns one
+    assert t1["credits"] == t2["credits"] == pytest.approx(np.log1p(1)) and t3["credits"] == t5["credits"] == 0
+    assert t1["credit_age"] == pytest.approx(np.log1p(len(messages) - 1 - 5))
+    assert t3["credit_age"] > t1["credit_age"]  # never credited reads as older than any credit
+    # readers: t5's call is now the latest to name src/app_main.py (t1's is not); t3's grep the latest
+    # non-edit to name lib/other_module.py, which t4 edits
+    assert t1["reader_paths"] == 0 and t5["reader_paths"] == pytest.approx(np.log1p(1))
+    assert t3["reader_paths_edited"] == pytest.approx(np.log1p(1)) and t2["reader_paths_edited"] == 0
+    assert t1["latest_run"] == 0 and t5["latest_run"] == pytest.approx(np.log1p(2))
 
 
 def test_needs_the_in_process_transcript() -> None:

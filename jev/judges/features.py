@@ -27,7 +27,10 @@ FEATURE_NAMES = (
 ) + tuple(f"category_{c}" for c in CATEGORIES) + (
     "recent_overlap", "recent_share", "call_recent_overlap",
 ) + tuple(f"rank_{name}" for name in ("result_chars", "live_unsaid_words", "live_words", "recent_overlap",
-                                       "novel_words", "unsaid_per_char"))
+                                       "novel_words", "unsaid_per_char")) + (
+    "held_words", "held_unsaid", "held_unsaid_paths", "held_unsaid_repeated", "held_per_char",
+    "held_unsaid_per_char", "credits", "credit_age", "reader_paths", "reader_paths_edited", "latest_run",
+)
 
 _SCAN = 120  # characters of a result read from each end: the words that matter sit near its edges
 _WORDS_OF_COMMAND = 600  # characters of a command read for words (a heredoc's body adds little)
@@ -151,7 +154,11 @@ class _WordFacts:
     """Per result: words it showed first (novel), those no later result shows (live), those of them
     nobody wrote (unsaid), those written since (refs) and when last (-1: never). Per call: its own words
     written again after its result; its paths named by a later read or edit. Recent: the words of a result
-(a call) that the calls and results of the newest `RECENT_PAIRS` pairs show elsewhere."""
+(a call) that the calls and results of the newest `RECENT_PAIRS` pairs show elsewhere. Held: the words a
+result is the latest to show (it holds them now: labels-v1's last-provider rule), those nobody wrote, of
+them paths and words shown more than once; credits: words first written after a result showed them
+while it held them, and when last. Readers: the paths a call is the latest non-editing call to name,
+and of them those some edit names."""
 
     novel: np.ndarray
     recent: np.ndarray
@@ -164,6 +171,14 @@ class _WordFacts:
     input_referenced: np.ndarray
     reread: np.ndarray
     edited: np.ndarray
+    held: np.ndarray
+    held_unsaid: np.ndarray
+    held_unsaid_paths: np.ndarray
+    held_unsaid_repeated: np.ndarray
+    credits: np.ndarray
+    last_credit: np.ndarray
+    reader_paths: np.ndarray
+    reader_paths_edited: np.ndarray
 
 
 def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: int) -> _WordFacts:
@@ -214,11 +229,57 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
     edited = np.zeros(n_calls, dtype=bool)
     np.logical_or.at(reread, path_call, last_read[path_group] > path_at)
     np.logical_or.at(edited, path_call, last_edit[path_group] > path_at)
+
+    # held: a group's entries run in reading order, so its last result entry is its latest showing
+    entry = np.arange(words.hash.size)
+    shown_at = np.flatnonzero(is_result)
+    last_shown = _last_of_runs(group[shown_at], shown_at)
+    holding = owner[last_shown]
+    held_groups = group[last_shown]
+    unsaid_held = said[held_groups] == 0
+    is_path_group = words.path[lead]
+    # credits: a group's first call entry credits the result entry just before it in the group, unless the
+    # task's text shows the word (the agent could have it from there)
+    call_at_entry = np.flatnonzero(is_call)
+    first_call = _first_of_runs(group[call_at_entry], call_at_entry)
+    results_so_far = np.maximum.accumulate(np.where(is_result, entry, -1)) if entry.size else entry
+    task = np.bincount(group[kind == _TEXT], minlength=n_groups) > 0
+    first_group = group[first_call]
+    before = results_so_far[np.maximum(first_call - 1, 0)]
+    credited = ~task[first_group] & (first_call > lead[first_group]) & (before >= lead[first_group])
+    credit_owner, credit_at = owner[before[credited]], at[first_call[credited]]
+    last_credit = np.full(n_results, -1, dtype=np.int64)
+    np.maximum.at(last_credit, credit_owner, credit_at)
+    # readers: a path group's latest non-editing call entry
+    reading_entry = np.flatnonzero(is_path)[~by_edit]
+    last_reader = _last_of_runs(group[reading_entry], reading_entry)
+    edited_group = np.bincount(path_group[by_edit], minlength=n_groups) > 0
+    reader = owner[last_reader]
     return _WordFacts(np.bincount(holder, minlength=n_results), recent, recent_share, call_recent,
                       np.bincount(holder, weights=live, minlength=n_results),
                       np.bincount(holder, weights=live & (said[novel_groups] == 0), minlength=n_results),
                       np.bincount(holder, weights=used, minlength=n_results), last_ref, input_referenced, reread,
-                      edited)
+                      edited, np.bincount(holding, minlength=n_results),
+                      np.bincount(holding, weights=unsaid_held, minlength=n_results),
+                      np.bincount(holding, weights=unsaid_held & is_path_group[held_groups], minlength=n_results),
+                      np.bincount(holding, weights=unsaid_held & (shown[held_groups] >= 2), minlength=n_results),
+                      np.bincount(credit_owner, minlength=n_results), last_credit,
+                      np.bincount(reader, minlength=n_calls),
+                      np.bincount(reader, weights=edited_group[group[last_reader]], minlength=n_calls))
+
+
+def _last_of_runs(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The value at the end of each run of equal `keys` (sorted keys: one per distinct key)."""
+    end = np.ones(keys.size, dtype=bool)
+    end[:-1] = keys[1:] != keys[:-1]
+    return values[end]
+
+
+def _first_of_runs(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The value at the start of each run of equal `keys`."""
+    start = np.ones(keys.size, dtype=bool)
+    start[1:] = keys[1:] != keys[:-1]
+    return values[start]
 
 
 def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
@@ -274,6 +335,19 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     X[:, end + 2] = np.log1p(w.call_recent[c])
     for k, column in enumerate((X[:, 3], X[:, 18], X[:, 17], X[:, end], X[:, 11], X[:, 18] - X[:, 3])):
         X[:, end + 3 + k] = _rank(column)
+    h = end + 9
+    per_kchar = 1000 / np.maximum(static[:, 0], 1)
+    X[:, h] = np.log1p(w.held[r])
+    X[:, h + 1] = np.log1p(w.held_unsaid[r])
+    X[:, h + 2] = np.log1p(w.held_unsaid_paths[r])
+    X[:, h + 3] = np.log1p(w.held_unsaid_repeated[r])
+    X[:, h + 4] = np.log1p(w.held[r] * per_kchar)
+    X[:, h + 5] = np.log1p(w.held_unsaid[r] * per_kchar)
+    X[:, h + 6] = np.log1p(w.credits[r])
+    X[:, h + 7] = np.log1p(n_messages - 1 - np.where(w.last_credit[r] >= 0, w.last_credit[r], -n_messages))
+    X[:, h + 8] = np.log1p(w.reader_paths[c])
+    X[:, h + 9] = np.log1p(w.reader_paths_edited[c])
+    X[:, h + 10] = np.where(X[:, 8] > 0, 0.0, np.log1p([seen[1] for seen in command]))
     return [p.key for p in pairs], X
 
 
