@@ -193,6 +193,19 @@ def test_features_mean_what_their_names_say() -> None:
     assert t1["latest_run"] == 0 and t5["latest_run"] == pytest.approx(np.log1p(2))
 
 
+def test_a_word_the_task_gives_earns_no_credit() -> None:
+    """Credits follow labels-v1: the agent's first writing of a word credits the result that held it, unless
+    the task's text shows the word (the agent could have it from there)."""
+    messages = [msg("0", "user", text("Fix TOKEN_X_1 in lib/a_mod.py")),
+                msg("1", "assistant", call("a", "bash", {"command": "cat lib/a_mod.py"})),
+                msg("2", "tool", result("a", "uses TOKEN_X_1 and helper_fn_2", name="bash")),
+                msg("3", "assistant", call("b", "bash", {"command": "grep -rn helper_fn_2 TOKEN_X_1 ."})),
+                msg("4", "tool", result("b", "nothing found", name="bash"))]
+    t1 = _named(transcript_features(analyze(messages))["t1"])
+    assert t1["credits"] == pytest.approx(np.log1p(1))  # helper_fn_2 only: TOKEN_X_1 is the task's
+    assert t1["credit_age"] == pytest.approx(np.log1p(len(messages) - 1 - 3))
+
+
 def test_needs_the_in_process_transcript() -> None:
     with pytest.raises(JudgeError, match="needs the in-process transcript"):
         asyncio.run(LocalJudge().ask(JudgeRequest({}, ())))

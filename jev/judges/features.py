@@ -242,7 +242,7 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
     # task's text shows the word (the agent could have it from there)
     call_at_entry = np.flatnonzero(is_call)
     first_call = _first_of_runs(group[call_at_entry], call_at_entry)
-    results_so_far = np.maximum.accumulate(np.where(is_result, entry, -1)) if entry.size else entry
+    results_so_far = np.maximum.accumulate(np.where(is_result, entry, -1))  # latest result entry up to each
     task = np.bincount(group[kind == _TEXT], minlength=n_groups) > 0
     first_group = group[first_call]
     before = results_so_far[np.maximum(first_call - 1, 0)]
@@ -344,7 +344,8 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     X[:, h + 4] = np.log1p(w.held[r] * per_kchar)
     X[:, h + 5] = np.log1p(w.held_unsaid[r] * per_kchar)
     X[:, h + 6] = np.log1p(w.credits[r])
-    X[:, h + 7] = np.log1p(n_messages - 1 - np.where(w.last_credit[r] >= 0, w.last_credit[r], -n_messages))
+    never = -n_messages  # a result never credited reads as older than any credit could be
+    X[:, h + 7] = np.log1p(n_messages - 1 - np.where(w.last_credit[r] >= 0, w.last_credit[r], never))
     X[:, h + 8] = np.log1p(w.reader_paths[c])
     X[:, h + 9] = np.log1p(w.reader_paths_edited[c])
     X[:, h + 10] = np.where(X[:, 8] > 0, 0.0, np.log1p([seen[1] for seen in command]))
