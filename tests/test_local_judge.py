@@ -265,6 +265,20 @@ def test_training_reproduces_the_shipped_weights(rows) -> None:
             np.testing.assert_allclose(mine["trees"][key], theirs["trees"][key], rtol=1e-6, atol=1e-9)
 
 
+def test_the_0_3_0_weights_still_load_and_score(tmp_path: Path) -> None:
+    """0.3.0's own shipped file (vendored as it was released: version 1, its 41 features) loads although
+    this version computes more features, and scores with the columns it names."""
+    path = Path(__file__).parent / "data" / "local_model-0.3.0.json"
+    old = json.loads(path.read_text())
+    assert old["version"] == 1 and len(old["features"]) < len(FEATURE_NAMES)
+    messages = [msg("0", "user", text("Fix a.py")), msg("c", "assistant", call("x")), msg("r", "tool", result("x"))]
+    scores = _ask(LocalJudge(str(path)), messages)
+    assert set(scores) == {"call_t1", "result_t1"} and all(0 <= p <= 1 for p in scores.values())
+    (tmp_path / "unknown.json").write_text(json.dumps(dict(old, features=[*old["features"][:-1], "no_such_feature"])))
+    with pytest.raises(ConfigError, match="features must name distinct features this version computes"):
+        LocalJudge(str(tmp_path / "unknown.json"))
+
+
 def test_a_version_1_model_still_runs(tmp_path: Path) -> None:
     """Weights retrained with 0.3.0 (one linear head per question over every feature) still load and
     score: the linear part of the shipped heads, written in the old layout over all features."""

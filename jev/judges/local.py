@@ -33,9 +33,9 @@ _SPLITS, _LEAVES = 2 ** DEPTH - 1, 2 ** DEPTH
 @functools.lru_cache(maxsize=4)
 def load_model(path: str | None = None) -> dict[str, Any]:
     """The model document (JSON), checked against the features this code computes; `ConfigError` names
-    the field and the rule when it is not a model this version can run. Version 1: a linear head over
-    every feature. Version 2: over the features it names, each head a blend of a linear head and
-    boosted trees."""
+    the field and the rule when it is not a model this version can run. Either version names the
+    features it is scored on (names this version computes). Version 1 (0.3.0's): a linear head. Version 2:
+    each head a blend of a linear head and boosted trees."""
     try:
         text = (Path(path).read_bytes() if path
                 else resources.files(__package__).joinpath("local_model.json").read_bytes())
@@ -48,10 +48,10 @@ def load_model(path: str | None = None) -> dict[str, Any]:
     if not isinstance(model, dict) or model.get("format") != "jev-local-judge" or model.get("version") not in (1, 2):
         raise ConfigError("local judge model: unknown format or version")
     features = model.get("features", ())
-    if model["version"] == 1 and tuple(features) != FEATURE_NAMES:
-        raise ConfigError("local judge model: its features do not match this version's (retrain it)")
-    if model["version"] == 2 and (not isinstance(features, list) or not features
-                                  or not set(features) <= set(FEATURE_NAMES) or len(set(features)) != len(features)):
+    # either version names its features and is scored on those columns: a version-1 file (0.3.0's) lists
+    # that release's features, which this version still computes among its own
+    if (not isinstance(features, list) or not features or not set(features) <= set(FEATURE_NAMES)
+            or len(set(features)) != len(features)):
         raise ConfigError("local judge model: features must name distinct features this version computes "
                           "(retrain it)")
     heads = model.get("heads")
