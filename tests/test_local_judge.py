@@ -81,6 +81,7 @@ def test_the_judge_holds_no_history_after_a_plan() -> None:
      r"heads.keep_call.trees.feature\[3\] must be 7 feature indices below \d+"),
     (lambda m: m["heads"]["keep_call"]["trees"]["threshold"][0].pop(), r"trees.threshold\[0\] and value\[0\] must be"),
     (lambda m: m["features"].append("no_such_feature"), "features must name distinct features"),
+    (lambda m: m["features"].append(["a", "list"]), "features must name distinct features"),  # not a TypeError
     (lambda m: m.update(version=3), "unknown format or version"),
 ])
 def test_a_broken_model_is_refused_naming_the_field(tmp_path: Path, change, error: str) -> None:

@@ -50,8 +50,8 @@ def load_model(path: str | None = None) -> dict[str, Any]:
     features = model.get("features", ())
     # either version names its features and is scored on those columns: a version-1 file (0.3.0's) lists
     # that release's features, which this version still computes among its own
-    if (not isinstance(features, list) or not features or not set(features) <= set(FEATURE_NAMES)
-            or len(set(features)) != len(features)):
+    if (not isinstance(features, list) or not features or not all(isinstance(f, str) for f in features)
+            or not set(features) <= set(FEATURE_NAMES) or len(set(features)) != len(features)):
         raise ConfigError("local judge model: features must name distinct features this version computes "
                           "(retrain it)")
     heads = model.get("heads")
