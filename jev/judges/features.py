@@ -19,6 +19,7 @@ from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript, c
 from .words import Buffer, Words, find_words
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
+_CATEGORY_INDEX = {name: k for k, name in enumerate(CATEGORIES)}
 FEATURE_NAMES = (
     "age_pairs", "age_messages", "position", "result_chars", "result_lines", "returncode_nonzero",
     "error_marker", "truncation_marker", "superseded", "path_reread", "path_edited", "novel_words",
@@ -47,6 +48,7 @@ _SEARCH_WORDS = frozenset({"grep", "rg", "ag", "ack", "find", "search"})
 _LIST_PROGRAMS = frozenset({"ls", "tree", "wc", "du"})
 _READ_WORDS = frozenset({"cat", "head", "tail", "nl", "less", "more", "awk", "view", "read"})
 _RUN_WORDS = frozenset({"python", "python3", "bash", "sh", "make", "pip", "node", "npm"})
+_MARKED = _EDIT_WORDS | _TEST_WORDS | _SEARCH_WORDS | _LIST_PROGRAMS | _READ_WORDS | _RUN_WORDS | {"list", "cat"}
 
 
 def category(tool: str, command: str) -> str:
@@ -56,11 +58,11 @@ def category(tool: str, command: str) -> str:
     text = (f"{tool} {command}" if tool != "bash" else command)[:_HEAD]
     words = text.split()
     first = words[3] if len(words) > 3 and words[0] == "cd" and words[2] == "&&" else words[0] if words else ""
-    tokens = set(words)
-    if (not tokens.isdisjoint(_EDIT_WORDS) or ">" in text or "sed -i" in text or "git apply" in text
-            or "perl -pi" in text or ".write(" in text or ("cat" in tokens and "<<" in text)):
+    tokens = _MARKED.intersection(words)  # the few words that decide, found in one set operation
+    if (">" in text or "sed -i" in text or "git apply" in text or "perl -pi" in text or ".write(" in text
+            or not tokens.isdisjoint(_EDIT_WORDS) or ("cat" in tokens and "<<" in text)):
         return "edit"
-    if not tokens.isdisjoint(_TEST_WORDS) or "runtests" in text or "unittest" in text or "manage.py test" in text:
+    if "runtests" in text or "unittest" in text or "manage.py test" in text or not tokens.isdisjoint(_TEST_WORDS):
         return "test"
     if first == "git":
         return "git"
@@ -98,7 +100,7 @@ class _Reading:
     result_call: np.ndarray  # per result: its call's number
     result_at: np.ndarray  # per result: message index
     call_at: np.ndarray  # per call: message index
-    commands: list[list]  # per call: [category, runs of this command, last message index running it]
+    commands: np.ndarray  # per call: its command's category (index), runs, last message index running it
 
 
 def _read(messages: tuple) -> _Reading:
@@ -129,7 +131,7 @@ def _read(messages: tuple) -> _Reading:
                 key = (block.name, command)
                 seen = seen_commands.get(key)
                 if seen is None:
-                    seen = seen_commands[key] = [category(block.name, command), 0, i]
+                    seen = seen_commands[key] = [_CATEGORY_INDEX[category(block.name, command)], 0, i]
                 seen[1] += 1
                 seen[2] = i
                 calls[block.id] = c = len(commands)
@@ -146,7 +148,7 @@ def _read(messages: tuple) -> _Reading:
     call_at[owner[kinds == _CALL]] = at[kinds == _CALL]
     facts = np.asarray(static, dtype=np.int64).reshape(-1, 6)
     return _Reading(texts, kinds, at, owner, facts[:, :5].astype(np.float64), facts[:, 5], result_at, call_at,
-                    commands)
+                    np.asarray(commands, dtype=np.int64).reshape(-1, 3))
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +291,7 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
         return [], np.zeros((0, len(FEATURE_NAMES)))
     reading = _read(messages)
     buffer = Buffer.of(reading.texts)
-    edit = np.asarray([seen[0] == "edit" for seen in reading.commands], dtype=bool)
+    edit = reading.commands[:, 0] == _CATEGORY_INDEX["edit"]
     n_messages, n_pairs = len(messages), len(pairs)
     calls_at = reading.call_at  # in call order, so ascending
     recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
@@ -304,7 +306,7 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     r = np.arange(n_pairs)  # pairs are numbered in the order their results appear, as results are here
     c = reading.result_call
     c_at, r_at, static = reading.call_at[c], reading.result_at, reading.static
-    command = [reading.commands[k] for k in c.tolist()]
+    kind_of, runs, last_run = reading.commands[c].T  # per pair: its command's category, runs, last run
     X = np.empty((n_pairs, len(FEATURE_NAMES)))
     X[:, 0] = np.log1p(n_pairs - r - 1)
     X[:, 1] = np.log1p(n_messages - r_at - 1)
@@ -312,7 +314,7 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     X[:, 3:5] = np.log1p(static[:, 0:2])
     X[:, 5] = failed[r]
     X[:, 6:8] = static[:, 2:4]
-    X[:, 8] = np.asarray([seen[2] for seen in command]) > c_at
+    X[:, 8] = last_run > c_at
     X[:, 9] = w.reread[c]
     X[:, 10] = w.edited[c]
     X[:, 11] = np.log1p(w.novel[r])
@@ -324,12 +326,12 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     X[:, 17] = np.log1p(w.live[r])
     X[:, 18] = np.log1p(w.unsaid[r])
     X[:, 19] = w.unsaid[r] / np.maximum(1, w.novel[r])
-    X[:, 20] = np.log1p([seen[1] - 1 for seen in command])
+    X[:, 20] = np.log1p(runs - 1)
     X[:, 21] = np.log1p(edit_at.size - np.searchsorted(edit_at, c_at, side="right"))
     X[:, 22] = np.log1p(n_pairs)
     X[:, 23] = np.log1p(edit_at.size)
     end = 24 + len(CATEGORIES)
-    X[:, 24:end] = np.asarray([CATEGORIES.index(seen[0]) for seen in command])[:, None] == np.arange(len(CATEGORIES))
+    X[:, 24:end] = kind_of[:, None] == np.arange(len(CATEGORIES))
     X[:, end] = np.log1p(w.recent[r])
     X[:, end + 1] = w.recent_share[r]
     X[:, end + 2] = np.log1p(w.call_recent[c])
@@ -348,7 +350,7 @@ def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
     X[:, h + 7] = np.log1p(n_messages - 1 - np.where(w.last_credit[r] >= 0, w.last_credit[r], never))
     X[:, h + 8] = np.log1p(w.reader_paths[c])
     X[:, h + 9] = np.log1p(w.reader_paths_edited[c])
-    X[:, h + 10] = np.where(X[:, 8] > 0, 0.0, np.log1p([seen[1] for seen in command]))
+    X[:, h + 10] = np.where(X[:, 8] > 0, 0.0, np.log1p(runs))
     return [p.key for p in pairs], X
 
 
