@@ -73,7 +73,7 @@ def local() -> None:
         validate = timeit(lambda: analyze(messages))  # done once per plan by the compactor, for every judge
         print(f"{pairs:>6} {judge_time * 1000:>9.2f} {validate * 1000:>12.2f} {floor * 1000:>9.2f} "
               f"{ratio:>11.2f}x")
-    print("judge: features and both heads on the validated transcript (the goal: <= 5 ms at 400 pairs); "
+    print("judge: features and both heads on the validated transcript (the goal: judge/floor <= 2x at 400 pairs); "
           "validate: the compactor's validation and pairing, shared by every judge; floor: canonical JSON + "
           "SHA-256 of the transcript.")
 
