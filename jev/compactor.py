@@ -23,8 +23,8 @@ from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, bu
                      pinned_message_indices, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
-from .history import chars_after, take, unchanged
-from .token_target import reduction_for_tokens
+from .history import Judged as Taken, chars_after, take, unchanged
+from .token_target import transcript_reduction
 from .state import cut
 from .transcript import Message, Pair, Transcript
 from .windows import JudgeCall, plan_requests
@@ -61,6 +61,7 @@ class Compactor:
             raise ConfigError(f"calibrated_for: these thresholds were certified for judge {stamped!r}, not {name!r}; "
                               "shadow, label and calibrate again with this judge")
         self.archive = archive
+        self._sized_on: Taken | None = None  # set on `for_tokens`' copies only
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -107,15 +108,30 @@ class Compactor:
     def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None) -> Compactor:
         """This compactor, or a copy of it in budget mode whose `target_reduction` should bring `messages`
         — `tokens` long as the host counts them — under `target_tokens` (`jev.token_target`). Itself when
-        there is no target, the history is already under it, or nothing could be let go."""
-        if target_tokens is None:
+        there is no target, the history is already under it, or nothing could be let go. The copy keeps
+        the analysis it sized the plan on: planning that same list, unchanged (the change guard proves
+        it), judges it without analyzing it again; any other list is taken afresh."""
+        if target_tokens is None or tokens <= target_tokens:
             return self
-        reduction = reduction_for_tokens(messages, tokens, target_tokens, self.config)
+        try:
+            taken = take(messages, self.config.max_transcript_chars)
+        except JevError:  # not a history this compactor can judge: its plan says why
+            return self
+        reduction = transcript_reduction(taken.transcript, tokens, target_tokens, self.config)
         if reduction is None:
             return self
         other = copy.copy(self)
         other.config = dataclasses.replace(self.config, target_reduction=reduction)
+        other._sized_on = taken
         return other
+
+    def _take(self, messages: Sequence[Message]) -> Taken:
+        """The history as judged: the analysis `for_tokens` sized this copy on when `messages` is still
+        that history, else analyzed now."""
+        taken = self._sized_on
+        if taken is not None and unchanged(messages, taken):
+            return taken
+        return take(messages, self.config.max_transcript_chars)
 
     # --- the plan, step by step ---------------------------------------------------------------
 
@@ -147,7 +163,7 @@ class Compactor:
         config = self.config
         if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
-        judged_history = take(messages, config.max_transcript_chars)
+        judged_history = self._take(messages)
         transcript = judged_history.transcript
         why = why_pinned(transcript, config, pinned_message_indices(transcript, config))  # every non-candidate
         judged = [p for p in transcript.pairs if p.key not in why]  # = candidates(), without the rules again

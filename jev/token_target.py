@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from .errors import JevError
 from .policy import CompactionConfig, candidates
-from .transcript import Message, analyze
+from .transcript import Message, Transcript, analyze
 from .validate import require_integer
 
 MAX_REDUCTION = 0.99  # target_reduction must stay below 1: the rest is for the head of a truncation
@@ -36,6 +36,15 @@ def reduction_for_tokens(messages: Sequence[Message], tokens: int, target_tokens
     try:
         transcript = analyze(messages)
     except JevError:
+        return None
+    return transcript_reduction(transcript, tokens, target_tokens, config)
+
+
+def transcript_reduction(transcript: Transcript, tokens: int, target_tokens: int,
+                         config: CompactionConfig) -> float | None:
+    """`reduction_for_tokens` for a history already analyzed (the compactor sizes a plan on the analysis
+    the plan then judges, so the history is analyzed once)."""
+    if tokens <= target_tokens or tokens <= 0:
         return None
     results = sum(p.result_chars for p in candidates(transcript, config))
     if not results:

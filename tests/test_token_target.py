@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import msg, result, sized_history
+from conftest import call, msg, result, sized_history, text
 
 from jev import Action, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Status
 from jev.history import size
@@ -51,3 +51,25 @@ def test_an_unreachable_target_is_capped_and_the_plan_says_where_it_fell_short()
 def test_target_tokens_is_checked(bad) -> None:
     with pytest.raises(ConfigError, match="target_tokens must be an integer >= 1"):
         check_target_tokens(bad)
+
+
+def test_a_sized_plan_analyzes_the_history_once_and_a_changed_one_afresh(monkeypatch) -> None:
+    import jev.history
+    import jev.token_target
+    calls = []
+    real = jev.history.analyze
+    for module in (jev.history, jev.token_target):  # every analysis a sized plan could make
+        monkeypatch.setattr(module, "analyze", lambda messages: calls.append(len(messages)) or real(messages))
+    messages = sized_history([4_000, 6_000, 2_000])
+    compactor = Compactor(ReplayJudge({}, default=0.3), CONFIG, ExecutionOptions(Mode.SHADOW))
+    tokens = sum(size(m) for m in messages) // 4
+    sized = compactor.for_tokens(messages, tokens, tokens - 1_000)
+    first = sized.plan_sync(messages)
+    assert first.status is Status.DECIDED and first.plan.target_met is True
+    assert len(calls) == 1  # sized and judged on one analysis
+    # the same copy on a history that grew since: analyzed again, and judged as it is now (not refused as
+    # changed), its new pair among the candidates
+    messages += [msg("c9", "assistant", call("r9")), msg("o9", "tool", result("r9", "y" * 3_000)),
+                 msg("end2", "user", text("more"))]
+    grown = sized.plan_sync(messages)
+    assert len(calls) == 2 and grown.status is Status.DECIDED and len(grown.plan.decisions) == len(first.plan.decisions) + 1
