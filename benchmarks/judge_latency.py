@@ -3,7 +3,10 @@ injected 100 ms latency (sequential versus concurrent batches), and the embedded
 400 and 800 candidate pairs. Ratios are against baselines measured in the same run (the local judge's
 timed round by round beside its floor, canonical JSON + SHA-256 of the same transcript).
 
-    python benchmarks/judge_latency.py
+    python benchmarks/judge_latency.py [--scan-chars N]
+
+`--scan-chars N` times the local judge reading N characters of each result end (the shipped weights in a
+model file naming that depth: the cost is the depth's, the scores are not a trained model's).
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ import argparse
 import copy
 import hashlib
 import os
+import tempfile
 import time
+from pathlib import Path
 
+import orjson
 from _common import paired, timeit, transcript
 from decisions_server import DecisionsServer  # noqa: E402
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json  # noqa: E402
 from jev.judges import LocalJudge, OpenAIDecisionsJudge  # noqa: E402
+from jev.judges.local import load_model  # noqa: E402
 from jev.judges.retry import NO_RETRIES  # noqa: E402
 from jev.transcript import analyze  # noqa: E402
 
@@ -59,13 +66,24 @@ def remote() -> None:
                   f"{floor:>8.2f} {row[1] / floor:>16.2f}x")
 
 
-def local() -> None:
-    print("\nEmbedded local judge (features + both heads), per plan; the judge keeps no state between plans")
+def local_judge(scan_chars: int | None) -> LocalJudge:
+    """The shipped judge, or its weights in a model file that names another reading depth."""
+    if scan_chars is None:
+        return LocalJudge()
+    with tempfile.TemporaryDirectory() as folder:  # read once, when the judge is made
+        path = Path(folder) / f"local_model-scan{scan_chars}.json"
+        path.write_bytes(orjson.dumps(dict(load_model(), scan_chars=scan_chars)))
+        return LocalJudge(str(path))
+
+
+def local(scan_chars: int | None = None) -> None:
+    depth = f", reading {scan_chars} characters of each result end" if scan_chars else ""
+    print(f"\nEmbedded local judge (features + both heads{depth}), per plan; the judge keeps no state between plans")
     print(f"{'pairs':>6} {'judge ms':>9} {'validate ms':>12} {'floor ms':>9} {'judge/floor':>12}")
     for pairs in SIZES:
         messages = transcript(pairs)
         t = analyze(messages)
-        judge = LocalJudge()
+        judge = local_judge(scan_chars)
         # judge and floor timed back to back, round after round (median of the rounds' ratios), so a
         # machine whose speed drifts slows both alike; a new plan's transcript each time: nothing reused
         judge_time, floor, ratio = paired(lambda: judge.scores(copy.copy(t)),
@@ -79,6 +97,12 @@ def local() -> None:
 
 
 if __name__ == "__main__":
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help, and nothing else
-    remote()
-    local()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scan-chars", type=int, metavar="N", help="time the local judge reading N characters "
+                        "of each result end (default: the shipped model's depth); the remote rows are skipped")
+    args = parser.parse_args()
+    if args.scan_chars is not None and args.scan_chars < 1:
+        parser.error(f"--scan-chars must be an integer >= 1 (got {args.scan_chars})")
+    if args.scan_chars is None:
+        remote()
+    local(args.scan_chars)

@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from jev import formats
-from jev.judges.features import FEATURE_NAMES, transcript_features
+from jev.judges.features import FEATURE_NAMES, SCAN_CHARS, transcript_features
 from jev.transcript import Message, analyze, canonical_json
 
 from .labels import later_reuse, pair_uses
@@ -104,9 +104,10 @@ class Rows:
         return Rows(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
 
 
-def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3) -> list[tuple]:
+def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3,
+                 scan_chars: int = SCAN_CHARS) -> list[tuple]:
     """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars,
-    needed_result_alt, call_chars, call_id)."""
+    needed_result_alt, call_chars, call_id); the features read `scan_chars` of each result end."""
     full = analyze(messages)
     uses = pair_uses(full)
     reuse = later_reuse(full)
@@ -114,7 +115,7 @@ def session_rows(session: str, messages: list[Message], every: int = 8, protect:
     for n in range(every, len(full.pairs) + 1, every):
         s = full.pairs[n - 1].result_message
         prefix = analyze(messages[: s + 1])
-        feats = transcript_features(prefix)
+        feats = transcript_features(prefix, scan_chars)
         for pair in prefix.pairs[: max(0, n - protect)]:
             use = uses[pair.key]
             rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,
@@ -123,15 +124,16 @@ def session_rows(session: str, messages: list[Message], every: int = 8, protect:
     return rows
 
 
-def _rows_of(item: tuple[str, bytes, int, int]) -> list[tuple]:
-    session, data, every, protect = item
-    return session_rows(session, formats.load(orjson.loads(data), "mini-swe-agent"), every, protect)
+def _rows_of(item: tuple[str, bytes, int, int, int]) -> list[tuple]:
+    session, data, every, protect, scan_chars = item
+    return session_rows(session, formats.load(orjson.loads(data), "mini-swe-agent"), every, protect, scan_chars)
 
 
-def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=None, workers: int | None = None) -> Rows:
+def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=None, workers: int | None = None,
+               scan_chars: int = SCAN_CHARS) -> Rows:
     """All rows of all sessions in `source`, in session order (sessions spread over `workers` processes)."""
     rows: list[tuple] = []
-    items = ((session, data, every, protect) for session, data in raw_trajectories(source))
+    items = ((session, data, every, protect, scan_chars) for session, data in raw_trajectories(source))
     workers = workers or min(4, os.cpu_count() or 1)
     with multiprocessing.get_context("spawn").Pool(workers) if workers > 1 else _Serial() as pool:
         for part in pool.imap(_rows_of, items, chunksize=4):

@@ -1,6 +1,6 @@
 """Train the embedded local judge and write its weights as JSON (never pickle), with a model card.
 
-    python -m calibration.train_local --out FILE [--data PATH ...]
+    python -m calibration.train_local --out FILE [--data PATH ...] [--scan-chars N]
 
 Two heads, `keep_result` and `keep_call`, each the mean of two models on the same decision-time features:
 standardised logistic regression with an isotonic calibration map fitted on instance-grouped out-of-fold
@@ -12,7 +12,9 @@ left out: their rank versions carry the same order and transfer across agents. T
 the judge learns what either calls needed rather than one proxy's quirks. Reported metrics are
 instance-grouped cross-validated (AUROC, Brier, ECE of the calibrated probability), plus a held-out
 split (75/25 by instance). Deterministic: same data, same weights. `--out` is required: the shipped
-weights are only replaced when that is the path named.
+weights are only replaced when that is the path named. `--scan-chars` sets how many characters of each
+result end the features read (120 by default, what the shipped weights read); the file records it and
+the judge reads that depth when it loads the file.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 
-from jev.judges.features import FEATURE_NAMES
+from jev.judges.features import FEATURE_NAMES, SCAN_CHARS
 from jev.judges.local import DEPTH, logistic, score, score_trees
 
 from .dataset import Rows, build_rows, group_of
@@ -190,10 +192,11 @@ def fit_specs(rows: Rows) -> dict[str, dict[str, Any]]:
     return {name: fit_spec(columns(rows.X), y.astype(float), groups) for name, y in training_labels(rows).items()}
 
 
-def train(rows: Rows, corpora: list[str] | None = None) -> dict[str, Any]:
-    """The model document: feature names, both heads, and the model card's numbers."""
+def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_CHARS) -> dict[str, Any]:
+    """The model document: feature names, the depth they read (`rows` must be built reading it), both
+    heads, and the model card's numbers."""
     model: dict[str, Any] = {"format": "jev-local-judge", "version": 2, "label": TRAINING_LABEL,
-                             "features": list(FEATURES), "heads": {}, "card": {}}
+                             "features": list(FEATURES), "scan_chars": scan_chars, "heads": {}, "card": {}}
     groups = np.asarray([group_of(s) for s in rows.sessions])
     for (name, (head, metrics)), y in zip(fit_heads(rows).items(), training_labels(rows).values(), strict=True):
         metrics["held_out_auroc"] = round(held_out_auroc(columns(rows.X), y, groups), 4)
@@ -219,7 +222,12 @@ def main(argv: list[str] | None = None) -> int:
                         "several (default: both dev sets in ../shared/data)")
     parser.add_argument("--out", required=True, help="where to write the model (the shipped weights are "
                         "jev/judges/local_model.json: name that path to replace them)")
+    parser.add_argument("--scan-chars", type=int, default=SCAN_CHARS, metavar="N",
+                        help=f"characters of each result end the features read (default {SCAN_CHARS}; recorded in "
+                             "the file, and the judge reads that depth)")
     args = parser.parse_args(argv)
+    if args.scan_chars < 1:
+        parser.error(f"--scan-chars must be an integer >= 1 (got {args.scan_chars})")
     sources = args.data or [str(p) for p in DEFAULT_DATA]
     missing = [s for s in sources if not Path(s).exists()]
     if missing:
@@ -227,8 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     from rich.progress import Progress
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
         task = progress.add_task("decision points", total=None)
-        rows = Rows.concat([build_rows(s, progress=lambda _s: progress.advance(task)) for s in sources])
-    model = train(rows, [corpus_name(s) for s in sources])
+        rows = Rows.concat([build_rows(s, progress=lambda _s: progress.advance(task), scan_chars=args.scan_chars)
+                            for s in sources])
+    model = train(rows, [corpus_name(s) for s in sources], args.scan_chars)
     Path(args.out).write_bytes(orjson.dumps(model, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     for name in ("keep_result", "keep_call"):
         m = model["card"][name]

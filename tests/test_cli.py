@@ -140,6 +140,7 @@ def test_judge_errors_exit_3(transcript: Path, tmp_path: Path) -> None:
     (lambda d: d.write_text("[]"), ["--mode", "sideways"], "invalid choice"),
     (lambda d: d.write_text("[]"), ["--judge", "systemone"], "TYPESAFE_API_KEY"),
     (lambda d: d.write_text("[]"), ["--judge", "replay:/nonexistent.json"], "cannot read"),
+    (lambda d: d.write_text("[]"), ["--judge", "local:/nonexistent.json"], "local judge model: cannot read"),
     (lambda d: None, [], "cannot read INPUT"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, args: list, message: str) -> None:
@@ -149,6 +150,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, args: list, mess
     err = proc.stderr.decode()
     assert proc.returncode == 2 and proc.stdout == b""
     assert err.count("\n") == 1 and err.startswith("jev: error:") and message in err and "Traceback" not in err
+
+
+def test_a_retrained_local_model_judges_from_the_command_line(transcript: Path, tmp_path: Path) -> None:
+    """`--judge local:FILE` plans with that file's weights (here the shipped ones with the result head's
+    trees pushed toward "needed", read at 600 characters an end) instead of the shipped judge's."""
+    model = json.loads((Path(__file__).resolve().parents[1] / "jev" / "judges" / "local_model.json").read_text())
+    model["scan_chars"] = 600
+    model["heads"]["keep_result"]["trees"]["baseline"] += 8
+    retrained = tmp_path / "retrained.json"
+    retrained.write_text(json.dumps(model))
+    args = [str(transcript), "--eligible-tools", "read", "--preserve-recent", "1"]
+    shipped, mine = (jev("compact", *args, "--judge", judge) for judge in ("local", f"local:{retrained}"))
+    assert shipped.returncode == mine.returncode == 0, mine.stderr
+    a, b = json.loads(shipped.stdout)["scores"], json.loads(mine.stdout)["scores"]
+    judged = [k for k, s in a.items() if s["reason"] != "PINNED"]
+    assert judged and all(b[k]["keep_result"] > a[k]["keep_result"] for k in judged)
 
 
 def test_unknown_config_key_and_bad_restore_usage(tmp_path: Path, transcript: Path) -> None:

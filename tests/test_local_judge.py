@@ -83,6 +83,10 @@ def test_the_judge_holds_no_history_after_a_plan() -> None:
     (lambda m: m["features"].append("no_such_feature"), "features must name distinct features"),
     (lambda m: m["features"].append(["a", "list"]), "features must name distinct features"),  # not a TypeError
     (lambda m: m.update(version=3), "unknown format or version"),
+    (lambda m: m.update(scan_chars=0), "scan_chars must be an integer >= 1"),
+    (lambda m: m.update(scan_chars="600"), "scan_chars must be an integer >= 1"),
+    (lambda m: m.update(scan_chars=True), "scan_chars must be an integer >= 1"),
+    (lambda m: m.update(scan_chars=1.5), "scan_chars must be an integer >= 1"),
 ])
 def test_a_broken_model_is_refused_naming_the_field(tmp_path: Path, change, error: str) -> None:
     model = json.loads((ROOT / "jev" / "judges" / "local_model.json").read_text())
@@ -105,6 +109,32 @@ def _ask(judge: LocalJudge, messages) -> dict[str, float]:
     t = analyze(messages)
     questions = tuple(q for p in t.pairs for q in questions_for(p))
     return dict(asyncio.run(judge.ask(JudgeRequest({}, questions, t))).probabilities)
+
+
+def test_a_model_is_scored_reading_the_depth_it_names(tmp_path: Path) -> None:
+    """`scan_chars` in the file sets how much of each result end the features read: an identifier 300
+    characters into a long result is seen at 600, not at the default 120."""
+    from jev.judges.features import feature_matrix
+    from jev.judges.local import score
+    filler = "x " * 150
+    messages = [msg("0", "user", text("Fix the bug.")),
+                msg("1", "assistant", call("a", "bash", {"command": "cat big.log"})),
+                msg("2", "tool", result("a", filler + "culprit_function_v2 " + filler * 4, name="bash")),
+                msg("3", "assistant", call("b", "bash", {"command": "ls"})),
+                msg("4", "tool", result("b", "a.py", name="bash"))]
+    t = analyze(messages)
+    held = FEATURE_NAMES.index("held_words")
+    assert feature_matrix(t)[1][0, held] == 0 and feature_matrix(t, 600)[1][0, held] > 0
+    model = json.loads((ROOT / "jev" / "judges" / "local_model.json").read_text())
+    assert model["scan_chars"] == 120 and LocalJudge().scan_chars == 120
+    model["scan_chars"] = 600
+    (tmp_path / "deep.json").write_text(json.dumps(model))
+    deep = LocalJudge(str(tmp_path / "deep.json"))
+    X = feature_matrix(t, 600)[1][:, [FEATURE_NAMES.index(f) for f in model["features"]]]
+    expected = score(model["heads"]["keep_result"], X)
+    assert deep.scan_chars == 600
+    assert [deep.scores(t)[k][1] for k in ("t1", "t2")] == [round(p, 4) for p in expected.tolist()]
+    assert deep.scores(t) != LocalJudge().scores(analyze(messages))
 
 
 def test_scores_are_probabilities_and_deterministic() -> None:
@@ -256,6 +286,7 @@ def test_training_reproduces_the_shipped_weights(rows) -> None:
     shipped = load_model()
     model = train(rows)
     assert model["card"]["keep_result"]["auroc"] >= 0.8 and model["features"] == shipped["features"]
+    assert model["scan_chars"] == shipped["scan_chars"] == 120
     for head in ("keep_call", "keep_result"):
         mine, theirs = model["heads"][head], shipped["heads"][head]
         for key in ("mean", "scale", "coef"):
@@ -341,3 +372,11 @@ def test_words_hash_alike_wherever_they_sit_and_only_tracked_words_count() -> No
     assert by_segment[0] == by_segment[1]  # the same two words, in other places and repeated
     assert len(by_segment[2]) == 2 and not by_segment[2] & by_segment[0]  # "plain", "zz", "abc" are not tracked
     assert list(words.hash) == sorted(words.hash.tolist())  # sorted, each word's first segment leading
+
+
+def test_training_refuses_a_depth_below_one(tmp_path: Path, capsys) -> None:
+    from calibration.train_local import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["--out", str(tmp_path / "m.json"), "--scan-chars", "0"])
+    assert exit_.value.code == 2 and "--scan-chars must be an integer >= 1 (got 0)" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()

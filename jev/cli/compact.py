@@ -43,7 +43,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
     """--judge, --judge-url, --judge-model: which judge plans (credentials from the environment only)."""
-    p.add_argument("--judge", default="local", help="local | systemone | openai | replay:FILE")
+    p.add_argument("--judge", default="local", help="local | local:FILE (retrained weights) | systemone | openai | "
+                   "replay:FILE")
     p.add_argument("--judge-url", help="judge base URL (else JEV_BASE_URL for systemone, OPENAI_BASE_URL for openai)")
     p.add_argument("--judge-model", help="model name sent to the judge")
 
@@ -87,6 +88,8 @@ def judge_from(spec: str, url: str | None, model: str | None) -> Any:
     try:
         if spec == "local":
             return LocalJudge()
+        if spec.startswith("local:"):  # weights you retrained (`python -m calibration.train_local --out FILE`)
+            return LocalJudge(spec.removeprefix("local:"))
         if spec == "systemone":
             return SystemOneJudge(url, **({"model": model} if model else {}))
         if spec == "openai":
@@ -95,7 +98,7 @@ def judge_from(spec: str, url: str | None, model: str | None) -> Any:
             return ReplayJudge.from_file(spec.removeprefix("replay:"))
     except (ConfigError, FormatError) as exc:
         raise UsageError(str(exc)) from None
-    raise UsageError(f"--judge must be local, systemone, openai or replay:FILE (got {spec!r})")
+    raise UsageError(f"--judge must be local, local:FILE, systemone, openai or replay:FILE (got {spec!r})")
 
 
 def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -> dict[str, Any]:

@@ -33,7 +33,8 @@ FEATURE_NAMES = (
     "held_unsaid_per_char", "credits", "credit_age", "reader_paths", "reader_paths_edited", "latest_run",
 )
 
-_SCAN = 120  # characters of a result read from each end: the words that matter sit near its edges
+SCAN_CHARS = 120  # characters of a result read from each end by default: the words that matter sit near
+# its edges (a model file may name another depth, `scan_chars`, and is scored reading that)
 _WORDS_OF_COMMAND = 600  # characters of a command read for words (a heredoc's body adds little)
 _HEAD = 160  # characters of a command its category is read from
 RECENT_PAIRS = 3  # the newest pairs, as a host keeps them: what the agent works on now
@@ -103,8 +104,9 @@ class _Reading:
     commands: np.ndarray  # per call: its command's category (index), runs, last message index running it
 
 
-def _read(messages: tuple) -> _Reading:
-    """The segments and facts, in reading order (a word's first segment is where it was first seen)."""
+def _read(messages: tuple, scan: int) -> _Reading:
+    """The segments and facts, in reading order (a word's first segment is where it was first seen);
+    `scan` characters of each result's ends are read for words."""
     texts: list[str] = []
     where: list[int] = []  # (kind, message index, result or call number) of each segment, flat
     static: list[int] = []  # (characters, lines, error mark, truncation mark, failed state, call) per result
@@ -118,7 +120,7 @@ def _read(messages: tuple) -> _Reading:
             kind = type(block)
             if kind is ToolResultBlock:
                 text = block.text
-                ends = text if len(text) <= 2 * _SCAN else text[:_SCAN] + " " + text[-_SCAN:]
+                ends = text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:]
                 r, n_results = n_results, n_results + 1
                 add_static((len(text), text.count("\n"),
                             "Traceback (most recent call last)" in ends or "Error:" in ends,
@@ -284,12 +286,13 @@ def _first_of_runs(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     return values[start]
 
 
-def feature_matrix(transcript: Transcript) -> tuple[list[str], np.ndarray]:
-    """The pair keys and their feature rows (`FEATURE_NAMES` order), at the end of the transcript."""
+def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS) -> tuple[list[str], np.ndarray]:
+    """The pair keys and their feature rows (`FEATURE_NAMES` order), at the end of the transcript, reading
+    `scan_chars` characters of each result's ends for words."""
     messages, pairs = transcript.messages, transcript.pairs
     if not pairs:
         return [], np.zeros((0, len(FEATURE_NAMES)))
-    reading = _read(messages)
+    reading = _read(messages, scan_chars)
     buffer = Buffer.of(reading.texts)
     edit = reading.commands[:, 0] == _CATEGORY_INDEX["edit"]
     n_messages, n_pairs = len(messages), len(pairs)
@@ -362,7 +365,7 @@ def _rank(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def transcript_features(transcript: Transcript) -> dict[str, list[float]]:
+def transcript_features(transcript: Transcript, scan_chars: int = SCAN_CHARS) -> dict[str, list[float]]:
     """A feature vector (in `FEATURE_NAMES` order) for every pair, at the end of the transcript."""
-    keys, X = feature_matrix(transcript)
+    keys, X = feature_matrix(transcript, scan_chars)
     return dict(zip(keys, X.tolist(), strict=True))

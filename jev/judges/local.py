@@ -19,7 +19,7 @@ import orjson
 
 from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
-from .features import FEATURE_NAMES, feature_matrix
+from .features import FEATURE_NAMES, SCAN_CHARS, feature_matrix
 
 MODEL = "jev-local-3"  # a new name with new weights: thresholds calibrated for the old ones are refused
 _HEADS = ("keep_call", "keep_result")
@@ -34,8 +34,9 @@ _SPLITS, _LEAVES = 2 ** DEPTH - 1, 2 ** DEPTH
 def load_model(path: str | None = None) -> dict[str, Any]:
     """The model document (JSON), checked against the features this code computes; `ConfigError` names
     the field and the rule when it is not a model this version can run. Either version names the
-    features it is scored on (names this version computes). Version 1 (0.3.0's): a linear head. Version 2:
-    each head a blend of a linear head and boosted trees."""
+    features it is scored on (names this version computes) and may name `scan_chars`, the characters of each
+    result end they read (120 when absent). Version 1 (0.3.0's): a linear head. Version 2: each head a
+    blend of a linear head and boosted trees."""
     try:
         text = (Path(path).read_bytes() if path
                 else resources.files(__package__).joinpath("local_model.json").read_bytes())
@@ -54,6 +55,10 @@ def load_model(path: str | None = None) -> dict[str, Any]:
             or not set(features) <= set(FEATURE_NAMES) or len(set(features)) != len(features)):
         raise ConfigError("local judge model: features must name distinct features this version computes "
                           "(retrain it)")
+    scan = model.setdefault("scan_chars", SCAN_CHARS)  # files before 0.4 read the default depth
+    if isinstance(scan, bool) or not isinstance(scan, int) or scan < 1:
+        raise ConfigError("local judge model: scan_chars must be an integer >= 1 (the characters of each result "
+                          "end the features read)")
     heads = model.get("heads")
     for head in _HEADS:
         spec = heads.get(head) if isinstance(heads, dict) else None
@@ -191,6 +196,7 @@ class LocalJudge:
         self.card = spec.get("card", {})
         self._heads = {name: _Head(spec["heads"][name], spec["version"]) for name in _HEADS}
         self._columns = np.asarray([FEATURE_NAMES.index(f) for f in spec["features"]], dtype=np.intp)
+        self.scan_chars: int = spec["scan_chars"]  # what the weights were trained reading
         # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
         # history outlives its plan here
         self._last: tuple[weakref.ref[Any], dict[str, tuple[float, float]]] | None = None
@@ -199,7 +205,7 @@ class LocalJudge:
         """(keep_call, keep_result) for every pair of the transcript, at its end."""
         if self._last is not None and self._last[0]() is transcript:
             return self._last[1]
-        keys, X = feature_matrix(transcript)
+        keys, X = feature_matrix(transcript, self.scan_chars)
         X = X[:, self._columns]
         out: dict[str, tuple[float, float]] = {}
         if keys:
