@@ -73,3 +73,20 @@ def test_a_sized_plan_analyzes_the_history_once_and_a_changed_one_afresh(monkeyp
                  msg("end2", "user", text("more"))]
     grown = sized.plan_sync(messages)
     assert len(calls) == 2 and grown.status is Status.DECIDED and len(grown.plan.decisions) == len(first.plan.decisions) + 1
+
+
+def test_a_sized_copy_takes_a_history_edited_in_place_afresh(monkeypatch) -> None:
+    import jev.history
+    calls = []
+    real = jev.history.analyze
+    monkeypatch.setattr(jev.history, "analyze", lambda messages: calls.append(1) or real(messages))
+    messages = [msg("task", "user", text("Fix the bug.")),
+                msg("c0", "assistant", call("r0", input={"path": "a.py"})), msg("o0", "tool", result("r0", "x" * 4_000)),
+                msg("c1", "assistant", call("r1", input={"path": "b.py"})), msg("o1", "tool", result("r1", "y" * 6_000)),
+                msg("end", "user", text("go on"))]
+    tokens = sum(size(m) for m in messages) // 4
+    sized = Compactor(ReplayJudge({}, default=0.3), CONFIG, ExecutionOptions(Mode.SHADOW)).for_tokens(
+        messages, tokens, tokens - 500)
+    messages[1].content[0].input["path"] = "c.py"  # the host edits a tool input after sizing, before planning
+    decision = sized.plan_sync(messages)
+    assert len(calls) == 2 and decision.status is Status.DECIDED  # judged as it is now, not refused as changed
