@@ -17,7 +17,7 @@ import string
 from dataclasses import dataclass
 
 from jev.apply import is_tombstone
-from jev.judges.features import command_text
+from jev.judges.features import command_text, tool_words
 from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript
 
 LABEL_VERSION = "labels-v1"
@@ -38,8 +38,9 @@ def words(text: str) -> set[str]:
 
 
 def is_edit(tool: str, command: str) -> bool:
-    """Whether a call changed state, by labels-v1's pattern over the tool name and command."""
-    return _EDIT.search(f"{tool} {command}" if tool != "bash" else command) is not None
+    """Whether a call changed state, by labels-v1's pattern over the command and, for another tool than
+    `bash`, its name's lower-case words (`Edit`, `MultiEdit`, `apply_patch`, `write_file` are edits)."""
+    return _EDIT.search(f"{' '.join(tool_words(tool))} {command}" if tool != "bash" else command) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,8 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
 
 
 ALT_LABEL_VERSION = "labels-v2-reuse"
-_PATH = re.compile(r"(?<![\w./-])(?:\./)?((?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,5})(?![\w/])")
+# a file path, relative (`src/a.py`, `./a.py`) or absolute (`/testbed/a.py`, as Claude Code names every file)
+_PATH = re.compile(r"(?<![\w./-])(?:\./)?(/?(?:[\w.-]+/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/])")
 _MIN_LINE = 20
 
 

@@ -120,6 +120,20 @@ def test_labels_v2_reuse_credits_copied_lines_reruns_and_edits_of_files_read() -
     assert used == {"t1": 9, "t2": 7, "t3": -1, "t4": -1, "t5": -1}  # t1: copied line (7), then edited (9)
 
 
+def test_labels_read_other_tools_by_their_whole_input() -> None:
+    """Claude Code's and SWE-agent's tools (`other_tools_history`): a re-run is the same input, not the same
+    verb; `Edit` changes state; an edit of an absolute `file_path` credits the call that read it."""
+    from test_local_judge import other_tools_history
+
+    from calibration.labels import later_reuse
+    t = analyze(other_tools_history())
+    uses = pair_uses(t)
+    assert uses["t2"].rerun == -1 and uses["t3"].rerun == 13  # beta.py viewed again at message 13; alpha.py never
+    assert uses["t4"].rerun == 11  # `pytest -q` again, with another description
+    assert uses["t5"].edit and not uses["t1"].edit and not uses["t2"].edit
+    assert later_reuse(t)["t1"] == 9  # the Edit at message 9 names the file t1 read
+
+
 def test_labels_ignore_tombstones_the_library_wrote() -> None:
     from conftest import call, msg, result, text
 

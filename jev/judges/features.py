@@ -52,11 +52,11 @@ _RUN_WORDS = frozenset({"python", "python3", "bash", "sh", "make", "pip", "node"
 _MARKED = _EDIT_WORDS | _TEST_WORDS | _SEARCH_WORDS | _LIST_PROGRAMS | _READ_WORDS | _RUN_WORDS | {"list", "cat"}
 
 
-def category(tool: str, command: str) -> str:
-    """read / search / list / run / test / edit / git / other, from the tool name and the head of the
-    command: its whitespace-separated words and a few literal marks, in this order (an edit that also
-    reads is an edit). The first program is the first word, or the fourth after `cd X &&`."""
-    text = (f"{tool} {command}" if tool != "bash" else command)[:_HEAD]
+def command_category(command: str) -> str:
+    """read / search / list / run / test / edit / git / other, from the head of a shell command: its
+    whitespace-separated words and a few literal marks, in this order (an edit that also reads is an
+    edit). The first program is the first word, or the fourth after `cd X &&`."""
+    text = command[:_HEAD]
     words = text.split()
     first = words[3] if len(words) > 3 and words[0] == "cd" and words[2] == "&&" else words[0] if words else ""
     tokens = _MARKED.intersection(words)  # the few words that decide, found in one set operation
@@ -78,10 +78,63 @@ def category(tool: str, command: str) -> str:
     return "other"
 
 
+# the words of tool names and verbs (`Read`, `str_replace_editor` + `view`, `list_dir`, `apply_patch`) hosts use
+_TOOL_VOCABULARY = {word: name for name, words in (
+    ("other", "todo"),  # a to-do list's write changes no file
+    ("edit", "edit edits write create replace insert patch apply delete remove rename move undo save"),
+    ("test", "test tests pytest"),
+    ("git", "git"),
+    ("search", "grep search find glob query lookup rg"),
+    ("list", "ls list tree dir directory"),
+    ("read", "read view cat open get fetch show head tail goto scroll"),
+    ("run", "bash shell sh zsh terminal exec execute run command cmd powershell python ipython"),
+) for word in words.split()}
+_SHELL_NAMES = frozenset({"bash", "shell", "sh", "zsh", "terminal", "exec", "execute", "run", "command", "cmd",
+                          "powershell"})  # with a `command` string: a shell
+_PRIORITY = ("other", "edit", "test", "git", "search", "list", "read", "run")  # as `command_category` decides
+_VERB_KEYS = ("command", "action", "operation")  # an editor's sub-command: `{"command": "view", "path": …}`
+_TOOL_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+_RUN_ARGS = frozenset({"command", "description", "timeout", "run_in_background", "is_input", "restart"})
+
+
+def tool_words(name: str) -> list[str]:
+    """A tool's name as lower-case words: `str_replace_editor` -> str, replace, editor; `MultiEdit` ->
+    multi, edit."""
+    return [w.lower() for w in _TOOL_SPLIT.split(name) if w]
+
+
+def category(tool: str, value: object) -> str:
+    """read / search / list / run / test / edit / git / other, for a call of `tool` with input `value`.
+    A shell tool (`bash`, Claude Code's `Bash`, OpenHands' `execute_bash`, Codex's `shell`) is read by its
+    command (`command_category`); another tool by its verb (`command`/`action`/`operation`, as editor
+    tools have) and then its name's words, the same order deciding (`Edit`, `MultiEdit` -> edit,
+    `Read`, `view` -> read, `Grep`, `Glob` -> search, `LS`, `list_dir` -> list); a tool none of these
+    name is read as a command over its name and input."""
+    if tool == "bash":
+        return command_category(command_text(value))
+    names = tool_words(tool)
+    command = value.get("command") if isinstance(value, dict) else None
+    if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
+        command = command[2] if len(command) == 3 and command[1] in ("-c", "-lc") else " ".join(command)
+    if isinstance(command, str) and not _SHELL_NAMES.isdisjoint(names):
+        return command_category(command)
+    verbs = [value[key] for key in _VERB_KEYS if isinstance(value, dict) and isinstance(value.get(key), str)
+             and 0 < len(value[key]) <= 40 and " " not in value[key]]
+    for words in ([w for verb in verbs for w in tool_words(verb)], names):
+        found = {_TOOL_VOCABULARY[w] for w in words if w in _TOOL_VOCABULARY}
+        for name in _PRIORITY:
+            if name in found:
+                return name
+    return command_category(f"{tool} {command_text(value)}")
+
+
 def command_text(value: object) -> str:
-    """The command of a call: its `command` string when there is one, else its canonical JSON."""
-    if isinstance(value, dict) and isinstance(value.get("command"), str):
-        return value["command"]
+    """The command of a call: its `command` string when the rest of its input only says how to run it (a
+    description, a timeout), else the input's canonical JSON — so two calls read as the same command only
+    when their inputs agree (an editor's `{"command": "view", "path": …}` of two files are two reads)."""
+    if isinstance(value, dict) and isinstance(command := value.get("command"), str) \
+            and (len(value) == 1 or _RUN_ARGS.issuperset(value)):
+        return command
     return value if isinstance(value, str) else canonical_json(value).decode()
 
 
@@ -133,7 +186,7 @@ def _read(messages: tuple, scan: int) -> _Reading:
                 key = (block.name, command)
                 seen = seen_commands.get(key)
                 if seen is None:
-                    seen = seen_commands[key] = [_CATEGORY_INDEX[category(block.name, command)], 0, i]
+                    seen = seen_commands[key] = [_CATEGORY_INDEX[category(block.name, block.input)], 0, i]
                 seen[1] += 1
                 seen[2] = i
                 calls[block.id] = c = len(commands)
