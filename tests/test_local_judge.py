@@ -12,7 +12,7 @@ from conftest import call, msg, result, text
 
 from jev import ConfigError, JudgeError, formats
 from jev.judges import JudgeRequest, LocalJudge
-from jev.judges.features import FEATURE_NAMES, transcript_features
+from jev.judges.features import FEATURE_NAMES, category, transcript_features
 from jev.judges.local import load_model
 from jev.questions import questions_for
 from jev.transcript import analyze
@@ -265,6 +265,11 @@ def test_calls_of_any_tool_are_read_by_their_whole_input() -> None:
     assert f["t4"]["superseded"] == 1 and f["t6"]["repeats"] == pytest.approx(np.log1p(1))
     assert f["t1"]["path_edited"] == 1 and f["t2"]["path_edited"] == 0 and f["t3"]["path_reread"] == 1
     assert f["t8"]["history_edits"] == pytest.approx(np.log1p(1))  # the Edit; a to-do list's write is none
+    # a shell tool is read by its command whatever else its input holds
+    assert category("bash", {"command": "cat a.py", "cwd": "/repo"}) == "read"
+    assert category("shell", {"command": ["bash", "-lc", "git status"], "workdir": "/repo"}) == "git"
+    assert category("execute_bash", {"command": "grep -rn x .", "is_input": "false"}) == "search"
+    assert category("str_replace_editor", {"file_path": "a.py", "old_string": "x", "new_string": "y"}) == "edit"
 
 
 def test_a_word_the_task_gives_earns_no_credit() -> None:

@@ -106,14 +106,12 @@ def tool_words(name: str) -> list[str]:
 def category(tool: str, value: object) -> str:
     """read / search / list / run / test / edit / git / other, for a call of `tool` with input `value`.
     A shell tool (`bash`, Claude Code's `Bash`, OpenHands' `execute_bash`, Codex's `shell`) is read by its
-    command (`command_category`); another tool by its verb (`command`/`action`/`operation`, as editor
+    command (`command_category`), whatever else its input holds (a `cwd`, a `timeout`); another tool by its verb (`command`/`action`/`operation`, as editor
     tools have) and then its name's words, the same order deciding (`Edit`, `MultiEdit` -> edit,
     `Read`, `view` -> read, `Grep`, `Glob` -> search, `LS`, `list_dir` -> list); a tool none of these
     name is read as a command over its name and input."""
-    if tool == "bash":
-        return command_category(command_text(value))
     names = tool_words(tool)
-    command = value.get("command") if isinstance(value, dict) else None
+    command = value.get("command") if isinstance(value, dict) else value
     if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
         command = command[2] if len(command) == 3 and command[1] in ("-c", "-lc") else " ".join(command)
     if isinstance(command, str) and not _SHELL_NAMES.isdisjoint(names):
