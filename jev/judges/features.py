@@ -10,6 +10,7 @@ milliseconds and no state needs keeping between plans.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -103,6 +104,12 @@ def tool_words(name: str) -> list[str]:
     return [w.lower() for w in _TOOL_SPLIT.split(name) if w]
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_shell(tool: str) -> bool:
+    """Whether a tool with a `command` string is a shell (by its name's words; a history has few tools)."""
+    return not _SHELL_NAMES.isdisjoint(tool_words(tool))
+
+
 def category(tool: str, value: object) -> str:
     """read / search / list / run / test / edit / git / other, for a call of `tool` with input `value`.
     A shell tool (`bash`, Claude Code's `Bash`, OpenHands' `execute_bash`, Codex's `shell`) is read by its
@@ -110,12 +117,12 @@ def category(tool: str, value: object) -> str:
     tools have) and then its name's words, the same order deciding (`Edit`, `MultiEdit` -> edit,
     `Read`, `view` -> read, `Grep`, `Glob` -> search, `LS`, `list_dir` -> list); a tool none of these
     name is read as a command over its name and input."""
-    names = tool_words(tool)
     command = value.get("command") if isinstance(value, dict) else value
     if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
         command = command[2] if len(command) == 3 and command[1] in ("-c", "-lc") else " ".join(command)
-    if isinstance(command, str) and not _SHELL_NAMES.isdisjoint(names):
+    if isinstance(command, str) and _is_shell(tool):
         return command_category(command)
+    names = tool_words(tool)
     verbs = [value[key] for key in _VERB_KEYS if isinstance(value, dict) and isinstance(value.get(key), str)
              and 0 < len(value[key]) <= 40 and " " not in value[key]]
     for words in ([w for verb in verbs for w in tool_words(verb)], names):
