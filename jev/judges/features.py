@@ -113,10 +113,10 @@ def _is_shell(tool: str) -> bool:
 def category(tool: str, value: object) -> str:
     """read / search / list / run / test / edit / git / other, for a call of `tool` with input `value`.
     A shell tool (`bash`, Claude Code's `Bash`, OpenHands' `execute_bash`, Codex's `shell`) is read by its
-    command (`command_category`), whatever else its input holds (a `cwd`, a `timeout`); another tool by its verb (`command`/`action`/`operation`, as editor
-    tools have) and then its name's words, the same order deciding (`Edit`, `MultiEdit` -> edit,
-    `Read`, `view` -> read, `Grep`, `Glob` -> search, `LS`, `list_dir` -> list); a tool none of these
-    name is read as a command over its name and input."""
+    command (`command_category`), whatever else its input holds (a `cwd`, a `timeout`); another tool by
+    its verb (`command`/`action`/`operation`, as editor tools have) and then its name's words, the same
+    order deciding (`Edit`, `MultiEdit` -> edit, `Read`, `view` -> read, `Grep`, `Glob` -> search, `LS`,
+    `list_dir` -> list); a tool none of these name is read as a command over its name and input."""
     command = value.get("command") if isinstance(value, dict) else value
     if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
         command = command[2] if len(command) == 3 and command[1] in ("-c", "-lc") else " ".join(command)
