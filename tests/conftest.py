@@ -38,6 +38,33 @@ def result(id: str, output: Any = None, name: str = "read", state: str = "succes
     return ToolResultBlock(id, name, f"evidence-{id} " * 500 if output is None else output, state, metadata)
 
 
+def other_tools_history() -> list[Message]:
+    """Calls as Claude Code (`Read`, `Edit`, `Bash` with a description, `TodoWrite`) and SWE-agent's editor
+    (`str_replace_editor` with a `command` verb and a `path`) write them, by their tools' input schemas."""
+    editor = lambda cid, verb, path: call(cid, "str_replace_editor", {"command": verb, "path": path})  # noqa: E731
+    done = lambda cid, name, output: result(cid, output, name=name)  # noqa: E731
+    return [
+        msg("0", "user", text("Fix count() in /home/dev/app/count.py")),
+        msg("1", "assistant", call("a", "Read", {"file_path": "/home/dev/app/count.py"})),
+        msg("2", "user", done("a", "Read", "     1\u2192def count(items):\n     2\u2192    return len(items) - 1\n")),
+        msg("3", "assistant", editor("b", "view", "/testbed/src/alpha.py")),
+        msg("4", "user", done("b", "str_replace_editor", "     1\tdef alpha_entry(): pass\n")),
+        msg("5", "assistant", editor("c", "view", "/testbed/src/beta.py")),
+        msg("6", "user", done("c", "str_replace_editor", "     1\tdef beta_entry(): pass\n")),
+        msg("7", "assistant", call("d", "Bash", {"command": "pytest -q", "description": "Run the tests"})),
+        msg("8", "user", done("d", "Bash", "1 failed: test_count_three")),
+        msg("9", "assistant", call("e", "Edit", {"file_path": "/home/dev/app/count.py",
+                                                "old_string": "len(items) - 1", "new_string": "len(items)"})),
+        msg("10", "user", done("e", "Edit", "The file /home/dev/app/count.py has been updated.")),
+        msg("11", "assistant", call("f", "Bash", {"command": "pytest -q", "description": "Run them again"})),
+        msg("12", "user", done("f", "Bash", "3 passed")),
+        msg("13", "assistant", editor("g", "view", "/testbed/src/beta.py")),
+        msg("14", "user", done("g", "str_replace_editor", "     1\tdef beta_entry(): pass\n")),
+        msg("15", "assistant", call("h", "TodoWrite", {"todos": [{"content": "Fix count", "status": "completed"}]})),
+        msg("16", "user", done("h", "TodoWrite", "Todos have been modified successfully.")),
+    ]
+
+
 def sized_history(sizes: list[int]) -> list[Message]:
     """A task, one `read` pair per size (a result of that many characters), and a closing user turn."""
     out = [msg("task", "user", text("Fix the bug."))]

@@ -123,7 +123,7 @@ def test_labels_v2_reuse_credits_copied_lines_reruns_and_edits_of_files_read() -
 def test_labels_read_other_tools_by_their_whole_input() -> None:
     """Claude Code's and SWE-agent's tools (`other_tools_history`): a re-run is the same input, not the same
     verb; `Edit` changes state; an edit of an absolute `file_path` credits the call that read it."""
-    from test_local_judge import other_tools_history
+    from conftest import other_tools_history
 
     from calibration.labels import later_reuse
     t = analyze(other_tools_history())

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import call, msg, result, text
+from conftest import call, msg, other_tools_history, result, text
 
 from jev import ConfigError, JudgeError, formats
 from jev.judges import JudgeRequest, LocalJudge
-from jev.judges.features import FEATURE_NAMES, category, transcript_features
+from jev.judges.features import CATEGORIES, FEATURE_NAMES, category, transcript_features
 from jev.judges.local import load_model
 from jev.questions import questions_for
 from jev.transcript import analyze
@@ -224,40 +224,12 @@ def test_features_mean_what_their_names_say() -> None:
     assert t1["latest_run"] == 0 and t5["latest_run"] == pytest.approx(np.log1p(2))
 
 
-def other_tools_history() -> list:
-    """Calls as Claude Code (`Read`, `Edit`, `Bash` with a description, `TodoWrite`) and SWE-agent's editor
-    (`str_replace_editor` with a `command` verb and a `path`) write them, by their tools' input schemas."""
-    editor = lambda cid, verb, path: call(cid, "str_replace_editor", {"command": verb, "path": path})  # noqa: E731
-    done = lambda cid, name, output: result(cid, output, name=name)  # noqa: E731
-    return [
-        msg("0", "user", text("Fix count() in /home/dev/app/count.py")),
-        msg("1", "assistant", call("a", "Read", {"file_path": "/home/dev/app/count.py"})),
-        msg("2", "user", done("a", "Read", "     1\u2192def count(items):\n     2\u2192    return len(items) - 1\n")),
-        msg("3", "assistant", editor("b", "view", "/testbed/src/alpha.py")),
-        msg("4", "user", done("b", "str_replace_editor", "     1\tdef alpha_entry(): pass\n")),
-        msg("5", "assistant", editor("c", "view", "/testbed/src/beta.py")),
-        msg("6", "user", done("c", "str_replace_editor", "     1\tdef beta_entry(): pass\n")),
-        msg("7", "assistant", call("d", "Bash", {"command": "pytest -q", "description": "Run the tests"})),
-        msg("8", "user", done("d", "Bash", "1 failed: test_count_three")),
-        msg("9", "assistant", call("e", "Edit", {"file_path": "/home/dev/app/count.py",
-                                                "old_string": "len(items) - 1", "new_string": "len(items)"})),
-        msg("10", "user", done("e", "Edit", "The file /home/dev/app/count.py has been updated.")),
-        msg("11", "assistant", call("f", "Bash", {"command": "pytest -q", "description": "Run them again"})),
-        msg("12", "user", done("f", "Bash", "3 passed")),
-        msg("13", "assistant", editor("g", "view", "/testbed/src/beta.py")),
-        msg("14", "user", done("g", "str_replace_editor", "     1\tdef beta_entry(): pass\n")),
-        msg("15", "assistant", call("h", "TodoWrite", {"todos": [{"content": "Fix count", "status": "completed"}]})),
-        msg("16", "user", done("h", "TodoWrite", "Todos have been modified successfully.")),
-    ]
-
-
 def test_calls_of_any_tool_are_read_by_their_whole_input() -> None:
     """Nothing hinges on bash: a tool's category comes from its verb and name, two calls are the same
     command only when their inputs agree (two editor `view`s of two files are two reads; a shell command
     run again with another description is a re-run), and a file named by `file_path` is edited later."""
     f = {key: _named(v) for key, v in transcript_features(analyze(other_tools_history())).items()}
-    categories = {key: next(c for c in ("read", "search", "list", "run", "test", "edit", "git", "other")
-                            if v[f"category_{c}"]) for key, v in f.items()}
+    categories = {key: next(c for c in CATEGORIES if v[f"category_{c}"]) for key, v in f.items()}
     assert categories == {"t1": "read", "t2": "read", "t3": "read", "t4": "test", "t5": "edit", "t6": "test",
                           "t7": "read", "t8": "other"}
     assert f["t2"]["superseded"] == 0 and f["t2"]["repeats"] == 0  # alpha.py was viewed once
