@@ -78,7 +78,7 @@ def calibrated(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
     return score(head, X)
 
 
-def _fit_trees(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+def fit_trees(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     """Boosted trees as arrays: each tree complete to `DEPTH` in heap order (a shallower leaf becomes a
     subtree whose splits all go left). scikit-learn keeps its trees in `_predictors` — no public export
     exists — so the arrays are checked against its own scores and training stops if they ever differ."""
@@ -145,7 +145,7 @@ def _assemble(X: np.ndarray, y: np.ndarray, oof: np.ndarray) -> dict[str, Any]:
     out-of-fold raw scores on them), the trees, their blend."""
     linear = _fit_lr(X, y)
     linear["isotonic"] = _isotonic(oof, y)
-    return {"linear": linear, "trees": _fit_trees(X, y), "blend": BLEND}
+    return {"linear": linear, "trees": fit_trees(X, y), "blend": BLEND}
 
 
 def fit_spec(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> dict[str, Any]:

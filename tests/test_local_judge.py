@@ -382,6 +382,27 @@ def test_example_shadow_evaluation_runs(tmp_path) -> None:
     assert b"plans over 5 sessions" in proc.stdout
 
 
+def test_exported_trees_score_as_scikit_learn_does_on_and_between_thresholds() -> None:
+    """The judge packs each tree's splits into one code and looks its leaf up; scikit-learn walks the tree.
+    Rows sitting exactly on a threshold go left in both."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from calibration.train_local import TREES, fit_trees
+    from jev.judges.local import score_trees
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 6))
+    X[:, 0] = rng.integers(0, 6, X.shape[0])
+    y = X[:, 0] + X[:, 1] * X[:, 2] - np.abs(X[:, 3]) + rng.normal(size=X.shape[0]) > 1.5
+    trees = fit_trees(X, y)
+    probe = rng.normal(size=(2000, 6)) * 2
+    for k in range(probe.shape[0]):  # every row: one feature set exactly on some split's threshold
+        tree, split = rng.integers(len(trees["feature"])), rng.integers(7)
+        if trees["threshold"][tree][split] < 1e300:  # not a split below a leaf
+            probe[k, trees["feature"][tree][split]] = trees["threshold"][tree][split]
+    expected = HistGradientBoostingClassifier(**TREES).fit(X, y).predict_proba(probe)[:, 1]
+    np.testing.assert_allclose(score_trees(trees, probe), expected, rtol=0, atol=1e-9)
+
+
 def test_words_hash_alike_wherever_they_sit_and_only_tracked_words_count() -> None:
     from jev.judges.words import Buffer, find_words
     segments = ["alpha_1 beta_22 plain", "zz beta_22 alpha_1 alpha_1", "gamma_333 abc longenough"]

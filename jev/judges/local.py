@@ -135,26 +135,46 @@ class _Linear:
         return np.interp(logistic(X, self.mean, self.scale, self.coef, self.intercept), self.iso_x, self.iso_y)
 
 
+def _leaf_of_code() -> np.ndarray:
+    """The leaf a depth-3 tree reaches for each 7-bit code of its splits (bit k: split k goes right):
+    from split k a row goes to 2k+1, or 2k+2 when its bit is set; leaves follow the 7 splits."""
+    out = np.empty(2 ** _SPLITS, dtype=np.intp)
+    for code in range(out.size):
+        node = 0
+        for _ in range(DEPTH):
+            node = 2 * node + 1 + (code >> node & 1)
+        out[code] = node - _SPLITS
+    return out
+
+
+_LEAF_OF_CODE = _leaf_of_code()
+_PACK = np.uint64(0x0102040810204080)  # times 8 bytes of 0/1 (little-endian): byte k's bit lands at bit 56 + k
+_TOP = np.uint64(56)
+
+
 class _Trees:
     """Boosted trees, each complete to depth 3 (a shallower leaf is stored as a subtree whose splits all go
     left), scored for all rows and all trees at once: a row goes right where its feature is above the
-    threshold; the probability is the logistic of the baseline plus the leaves reached."""
+    threshold; the probability is the logistic of the baseline plus the leaves reached. The 7 splits of a
+    tree are compared side by side (an 8th never goes right), packed into one code per row and tree, and
+    the code looks its leaf up in a table: no walk, one gather."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.baseline = float(spec["baseline"])
-        self.feature = np.ascontiguousarray(np.asarray(spec["feature"], dtype=np.intp).T)  # splits x trees
-        self.threshold = np.ascontiguousarray(np.asarray(spec["threshold"], dtype=float).T)
+        feature = np.asarray(spec["feature"], dtype=np.intp)  # trees x splits
+        n = len(feature)
+        self.feature = np.zeros((n, 8), dtype=np.intp)
+        self.feature[:, :_SPLITS] = feature
+        self.threshold = np.full((n, 8), np.inf)  # the 8th split: nothing is above infinity
+        self.threshold[:, :_SPLITS] = np.asarray(spec["threshold"], dtype=float)
         value = np.asarray(spec["value"], dtype=float)  # trees x leaves
-        self.value = value.ravel()
-        self.first_leaf = np.arange(len(value)) * _LEAVES  # where each tree's leaves start in `value`
+        self.table = value[:, _LEAF_OF_CODE].ravel()  # trees x codes: each code's leaf value
+        self.first_code = np.arange(n, dtype=np.uint64) * np.uint64(2 ** _SPLITS)  # where each tree's codes start
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
-        right = X[:, self.feature] > self.threshold  # rows x splits x trees; split k's children: 2k+1, 2k+2
-        r0 = right[:, 0]
-        r1 = np.where(r0, right[:, 2], right[:, 1])
-        r2 = np.where(r0, np.where(r1, right[:, 6], right[:, 5]), np.where(r1, right[:, 4], right[:, 3]))
-        leaves = self.value[4 * r0 + 2 * r1 + r2 + self.first_leaf]  # rows x trees
-        return 1.0 / (1.0 + np.exp(-(self.baseline + leaves.sum(axis=1))))
+        right = np.take(X, self.feature, axis=1) > self.threshold  # rows x trees x 8, contiguous
+        code = (right.view("<u8")[..., 0] * _PACK) >> _TOP  # rows x trees: bit k set where split k goes right
+        return 1.0 / (1.0 + np.exp(-(self.baseline + self.table[code + self.first_code].sum(axis=1))))
 
 
 def score(spec: dict[str, Any], X: np.ndarray, version: int = 2) -> np.ndarray:
