@@ -2,7 +2,8 @@
 
 A word is a run of letters, digits, `_./-` and non-ASCII bytes; it is tracked when at least 4 bytes long
 and either 8+ long or not all letters — shaped like a path, identifier or number. Words are identified by
-a 64-bit polynomial hash, so equal words compare equal wherever they sit, without a Python object per
+a 64-bit polynomial hash (once sorted, its top 63 - b bits, b the bits of the segment count: 52 for a
+history of 2 000 segments), so equal words compare equal wherever they sit, without a Python object per
 word.
 """
 
@@ -64,8 +65,9 @@ class Buffer:
 
 @dataclass(frozen=True, slots=True)
 class Words:
-    """Distinct words per segment: `segment[i]` showed the word hashed `hash[i]`; `path[i]` if it names a
-    path (has `/` or `.`). Sorted by hash, then segment, so each word's first segment leads its group."""
+    """Distinct words per segment: `segment[i]` showed the word hashed `hash[i]` (the hash's top bits: the
+    low ones hold the segment while sorting); `path[i]` if it names a path (has `/` or `.`). Sorted by hash,
+    then segment, so each word's first segment leads its group."""
 
     hash: np.ndarray
     segment: np.ndarray
@@ -75,40 +77,41 @@ class Words:
 def find_words(buffer: Buffer) -> Words:
     """The words worth tracking — at least 4 bytes and either 8+ long or not all letters (shaped like a
     path, identifier or number) — of each segment, hashed position-free: the polynomial hash of a word
-    at [s, e) is scaled by P**(n-s), so equal words hash alike wherever they sit (mod 2**64)."""
+    at [s, e) is scaled by P**(n-s), so equal words hash alike wherever they sit (mod 2**64).
+
+    The bytes are read as runs of one class (letters, other word bytes, `/` and `.`): a word is a row of
+    runs, all letters when it is one letter run, a path when a run of it is `/` or `.`. So only the hash
+    touches every byte."""
     data, n = buffer.data, len(buffer.data)
-    classes = np.frombuffer(data.translate(_CLASS), dtype=np.uint8)
-    word = (classes > 0).view(np.int8)
-    edges = np.flatnonzero(word[1:] != word[:-1]) + 1
-    if n and word[0]:
-        edges = np.concatenate(([0], edges))
-    if n and word[-1]:
-        edges = np.concatenate((edges, [n]))
-    starts, ends = edges[::2], edges[1::2]
-    length = ends - starts
-    keep = (length >= 8) | ((length >= 4) & _holds(classes >= 2, starts, ends))
-    starts, ends = starts[keep], ends[keep]
-    path = _contains(np.flatnonzero(classes == 3), starts, ends)  # `/` and `.` are few: search them
+    classes = np.zeros(n + 2, dtype=np.uint8)  # a non-word byte either side: every word starts and ends
+    classes[1:-1] = np.frombuffer(data.translate(_CLASS), dtype=np.uint8)
+    change = np.flatnonzero(classes[1:] != classes[:-1])  # where each run starts (n: after the last)
+    run = classes[change + 1]  # each run's class
+    step = np.diff((run > 0).view(np.int8), prepend=np.int8(0))
+    first, after = np.flatnonzero(step == 1), np.flatnonzero(step == -1)  # a word's first run, the run after it
+    length = change[after] - change[first]
+    keep = np.flatnonzero((length >= 8) | ((length >= 4) & ((after - first > 1) | (run[first] != 1))))
+    first, after = first[keep], after[keep]
+    starts, ends = change[first], change[after]
+    slashes = np.flatnonzero(run == 3)  # runs of `/` or `.`: each in at most one word
+    path = np.zeros(starts.size, dtype=bool)
+    word = np.searchsorted(first, slashes, side="right") - 1  # the kept word starting at or before each
+    inside = (word >= 0) & (after[np.maximum(word, 0)] > slashes)
+    path[word[inside]] = True
     powers = _powers_to(n)
-    prefix = np.concatenate(([np.uint64(0)], np.cumsum(np.frombuffer(data, dtype=np.uint8) * powers[:n])))
-    hashes = (prefix[ends] - prefix[starts]) * powers[n - starts]
-    segment = buffer.segment_of(starts)
-    order = np.lexsort((segment, hashes))
-    hashes, segment, path = hashes[order], segment[order], path[order]
-    distinct = np.ones(hashes.size, dtype=bool)
-    distinct[1:] = (hashes[1:] != hashes[:-1]) | (segment[1:] != segment[:-1])
-    return Words(hashes[distinct], segment[distinct], path[distinct])
-
-
-def _contains(positions: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Whether each span [start, end) contains one of the sorted `positions`."""
-    if positions.size == 0:
-        return np.zeros(starts.size, dtype=bool)
-    first = np.searchsorted(positions, starts)
-    return (first < positions.size) & (positions[np.minimum(first, positions.size - 1)] < ends)
-
-
-def _holds(flags: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Whether each span [start, end) holds a flagged byte."""
-    running = np.concatenate(([0], np.cumsum(flags, dtype=np.int32)))
-    return running[ends] > running[starts]
+    terms = np.empty(n + 1, dtype=np.uint64)  # each byte times its power, and a 0 to end on
+    terms[n] = 0
+    np.multiply(np.frombuffer(data, dtype=np.uint8), powers[:n], out=terms[:n])
+    spans = np.empty(2 * starts.size, dtype=np.intp)
+    spans[::2], spans[1::2] = starts, ends
+    sums = np.add.reduceat(terms, spans)[::2] if spans.size else np.zeros(0, dtype=np.uint64)
+    hashes = sums * powers[n - starts]
+    # one sort of one key: the hash's top bits, then the segment, then the path flag (a word's own)
+    segment = buffer.segment_of(starts).astype(np.uint64)
+    shift = np.uint64(int(buffer.bounds.size).bit_length() + 1)
+    key = np.sort(hashes >> shift << shift | segment << np.uint64(1) | path)
+    distinct = np.ones(key.size, dtype=bool)
+    distinct[1:] = key[1:] >> np.uint64(1) != key[:-1] >> np.uint64(1)
+    key = key[distinct]
+    segments = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(1)
+    return Words(key >> shift, segments.astype(np.intp), (key & np.uint64(1)).astype(bool))
