@@ -26,7 +26,7 @@ _HEADS = ("keep_call", "keep_result")
 
 
 DEPTH = 3  # trees are stored complete to this depth: 7 split nodes (heap order) and 8 leaves each (the
-# scorer walks exactly three levels)
+# scorer reads a leaf from the 7 splits' outcomes, packed into one byte)
 _SPLITS, _LEAVES = 2 ** DEPTH - 1, 2 ** DEPTH
 
 
