@@ -23,6 +23,7 @@ import orjson
 from _common import paired, timeit, transcript
 from decisions_server import DecisionsServer  # noqa: E402
 
+from calibration.train_local import checked_scan_chars  # noqa: E402
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json  # noqa: E402
 from jev.judges import LocalJudge, OpenAIDecisionsJudge  # noqa: E402
 from jev.judges.local import load_model  # noqa: E402
@@ -101,8 +102,8 @@ if __name__ == "__main__":
     parser.add_argument("--scan-chars", type=int, metavar="N", help="time the local judge reading N characters "
                         "of each result end (default: the shipped model's depth); the remote rows are skipped")
     args = parser.parse_args()
-    if args.scan_chars is not None and args.scan_chars < 1:
-        parser.error(f"--scan-chars must be an integer >= 1 (got {args.scan_chars})")
+    if args.scan_chars is not None:
+        checked_scan_chars(parser, args.scan_chars)
     if args.scan_chars is None:
         remote()
     local(args.scan_chars)

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of  # noqa: E402
-from calibration.train_local import calibrated, columns, fit_specs  # noqa: E402
+from calibration.train_local import calibrated, checked_scan_chars, columns, fit_specs  # noqa: E402
 from jev.apply import SHORT_RESULT_SLACK, truncation_marker  # noqa: E402
 from jev.judges.features import SCAN_CHARS  # noqa: E402
 from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
@@ -173,8 +173,7 @@ def main() -> None:
                         help=f"characters of each result end the judge's features read (default {SCAN_CHARS}, "
                              "the shipped judge's)")
     args = parser.parse_args()
-    if args.scan_chars < 1:
-        parser.error(f"--scan-chars must be an integer >= 1 (got {args.scan_chars})")
+    checked_scan_chars(parser, args.scan_chars)
     started = time.monotonic()
     rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}
     print(f"rows built in {time.monotonic() - started:.0f}s", file=sys.stderr)

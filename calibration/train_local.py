@@ -216,6 +216,14 @@ def corpus_name(path: str | Path) -> str:
     return CORPORA.get(name, name)
 
 
+def checked_scan_chars(parser: argparse.ArgumentParser, value: int) -> int:
+    """`--scan-chars N` as given, or the parser exits naming the flag and the rule (this script's and the
+    benchmarks' flag)."""
+    if value < 1:
+        parser.error(f"--scan-chars must be an integer >= 1 (got {value})")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m calibration.train_local", description=__doc__.split("\n")[0])
     parser.add_argument("--data", action="append", help="trajectories: .tar.xz or a directory; repeat for "
@@ -226,8 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"characters of each result end the features read (default {SCAN_CHARS}; recorded in "
                              "the file, and the judge reads that depth)")
     args = parser.parse_args(argv)
-    if args.scan_chars < 1:
-        parser.error(f"--scan-chars must be an integer >= 1 (got {args.scan_chars})")
+    checked_scan_chars(parser, args.scan_chars)
     sources = args.data or [str(p) for p in DEFAULT_DATA]
     missing = [s for s in sources if not Path(s).exists()]
     if missing:
