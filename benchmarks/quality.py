@@ -21,14 +21,20 @@ group cross-validation; across models: trained on one set, tested on the other, 
 trained as `calibration.train_local` trains the shipped one (on either proxy's "needed").
 
     python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE] [--in-sample]
+                                 [--why-lost]
+
+`--why-lost` adds a diagnostic: of the later-needed results the judge and recency let go (labels-v1), what
+first made each needed after its point — a re-run, or a word first written then (a plain word of letters
+alone, or another) — and whether that word sits in the ends of the result the judge's features read.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,11 +44,13 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from sklearn.model_selection import GroupKFold  # noqa: E402
 
-from calibration.dataset import Rows, build_rows, group_of  # noqa: E402
+from calibration.dataset import Rows, build_rows, group_of, trajectories  # noqa: E402
+from calibration.labels import pair_uses  # noqa: E402
 from calibration.train_local import calibrated, checked_scan_chars, columns, fit_specs  # noqa: E402
 from jev.apply import SHORT_RESULT_SLACK, truncation_marker  # noqa: E402
 from jev.judges.features import SCAN_CHARS  # noqa: E402
 from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
+from jev.transcript import analyze  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE (Gemini)": DATA / "mini-swe-agent-swebench-dev.tar.xz",
@@ -159,6 +167,43 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
     return out
 
 
+_PLAIN = re.compile(r"[A-Za-z]+")
+
+
+def why_lost(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, source: Path, share: float, min_chars: int,
+             scan_chars: int) -> dict[str, Counter]:
+    """Per policy (judge, recency): of the labels-v1-needed results it lets go, what first made each needed
+    after its point — `rerun`, `plain` (a word of letters alone) or `other` word — and, of the words, how
+    many sit within `scan_chars` of the result's ends (`in ends`)."""
+    wanted: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+    rng = np.random.default_rng(0)
+    for point in points(rows, min_chars):
+        gone = let_go(rows, point, p_result, p_call, share, rng, rows.needed_result, True)
+        for policy in ("judge", "recency"):
+            for i in point.rows[gone[policy]]:
+                if rows.needed_result[i]:
+                    wanted[str(rows.sessions[i])].append((policy, str(rows.keys[i]), int(rows.points[i])))
+    out = {"judge": Counter(), "recency": Counter()}
+    for session, messages in trajectories(source):
+        if session not in wanted:
+            continue
+        transcript = analyze(messages)
+        log: dict[str, list[tuple[int, str | None]]] = {}
+        pair_uses(transcript, log)
+        texts = {pair.key: pair.result.text for pair in transcript.pairs}
+        for policy, key, at in wanted[session]:
+            _k, word = next(use for use in log[key] if use[0] > at)  # needed after `at`: such a use exists
+            tally = out[policy]
+            tally["needed let go"] += 1
+            if word is None:
+                tally["rerun"] += 1
+                continue
+            tally["plain" if _PLAIN.fullmatch(word) else "other"] += 1
+            text, where = texts[key], texts[key].find(word)
+            tally["in ends"] += where < scan_chars or where + len(word) > len(text) - scan_chars
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=float, default=0.5, help="target_reduction of the judge at each point")
@@ -169,6 +214,9 @@ def main() -> None:
     parser.add_argument("--in-sample", action="store_true",
                         help="also score a judge fitted on the very sessions it is scored on (a diagnostic: an upper "
                              "bound on what this recipe and these features rank, never a claim)")
+    parser.add_argument("--why-lost", action="store_true",
+                        help="also say, for the needed results the judge and recency let go (labels-v1), what "
+                             "first made each needed and whether it sits in the ends the judge reads")
     parser.add_argument("--scan-chars", type=int, default=SCAN_CHARS, metavar="N",
                         help=f"characters of each result end the judge's features read (default {SCAN_CHARS}, "
                              "the shipped judge's)")
@@ -178,13 +226,13 @@ def main() -> None:
     rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}
     print(f"rows built in {time.monotonic() - started:.0f}s", file=sys.stderr)
     (a, ra), (b, rb) = rows.items()
-    cells = []
+    cells = []  # (title, test rows, their set, P(result needed), P(call needed))
     for name, r in rows.items():
-        cells.append((f"within {name} (5-fold CV)", r, *out_of_fold(r)))
-    cells.append((f"train {a} → test {b}", rb, *probabilities(calibrated_heads(ra), rb.X)))
-    cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
+        cells.append((f"within {name} (5-fold CV)", r, name, *out_of_fold(r)))
+    cells.append((f"train {a} → test {b}", rb, b, *probabilities(calibrated_heads(ra), rb.X)))
+    cells.append((f"train {b} → test {a}", ra, a, *probabilities(calibrated_heads(rb), ra.X)))
     if args.in_sample:
-        cells.extend((f"in-sample {name} (diagnostic)", r, *probabilities(calibrated_heads(r), r.X))
+        cells.extend((f"in-sample {name} (diagnostic)", r, name, *probabilities(calibrated_heads(r), r.X))
                      for name, r in rows.items())
     lines = [f"budget {args.budget:.0%} of candidate result characters at points with ≥ {args.min_chars:,} "
              f"of them; L = share of later-needed results let go (95 % CI over sessions/instances)", "",
@@ -198,7 +246,7 @@ def main() -> None:
         v, lo, hi = cell[name]
         return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
-    for title, r, p_result, p_call in cells:
+    for title, r, _set, p_result, p_call in cells:
         for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot).items():
             n_points, n_groups, _ = cell["points"]
             lines.append(f"| {title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
@@ -208,7 +256,19 @@ def main() -> None:
                                     same_form=False).items():
             whole.append(f"| {title} | {proxy} | " + " | ".join(
                 f(cell, p) for p in ("judge", "recency", "biggest-first", "oracle", "gap closed")) + " |")
-    text = "\n".join(lines + whole)
+    lost = []
+    if args.why_lost:
+        lost = ["", f"Why the needed results let go were needed (labels-v1): the first use after the point; "
+                f"'in ends': the word sits within {args.scan_chars} characters of the result's ends", "",
+                "| cell | policy | needed let go | re-run | plain word | other word | word in ends |",
+                "|---|---|---|---|---|---|---|"]
+        for title, r, name, p_result, p_call in cells:
+            for policy, tally in why_lost(r, p_result, p_call, SETS[name], args.budget, args.min_chars,
+                                          args.scan_chars).items():
+                n, words = tally["needed let go"], tally["plain"] + tally["other"]
+                lost.append(f"| {title} | {policy} | {n} | {tally['rerun'] / n:.2f} | {tally['plain'] / n:.2f} | "
+                            f"{tally['other'] / n:.2f} | {tally['in ends'] / max(words, 1):.2f} |")
+    text = "\n".join(lines + whole + lost)
     print(text)
     if args.out_md:
         Path(args.out_md).write_text(text + "\n")

@@ -59,8 +59,11 @@ class PairUse:
         return self.edit or self.call_used > s or self.needed_result(s)
 
 
-def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
-    """One pass over the full transcript: the later uses of every pair."""
+def pair_uses(transcript: Transcript, log: dict[str, list[tuple[int, str | None]]] | None = None
+              ) -> dict[str, PairUse]:
+    """One pass over the full transcript: the later uses of every pair. `log`, when given, receives each
+    use that makes a result needed, per pair in message order: (message index, the word first written,
+    or None for a re-run) — what a diagnostic reads to say why a let-go result was needed."""
     keys = [p.key for p in transcript.pairs]
     task: set[str] = set()
     for message in transcript.messages:  # the task: system prompt and first user request
@@ -89,6 +92,8 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
                 signature = (block.name, command)
                 if signature in latest_run:  # credit goes to the latest run, as with last-provider words
                     rerun[latest_run[signature]] = k
+                    if log is not None:
+                        log.setdefault(latest_run[signature], []).append((k, None))
                 if pair := transcript.call_pair(k, block.id):
                     latest_run[signature] = pair.key
                     own = words(command)
@@ -99,10 +104,12 @@ def pair_uses(transcript: Transcript) -> dict[str, PairUse]:
                 said |= words(block.text)  # a tombstone is the library's text, not the agent's
         if message.role != "assistant":
             continue
-        for w in said - task - agent_said:
+        for w in sorted(said - task - agent_said) if log is not None else said - task - agent_said:
             key = provider.get(w)
             if key is not None:
                 result_used[key] = k
+                if log is not None:
+                    log.setdefault(key, []).append((k, w))
         for w in said:
             for key in word_calls.get(w, ()):
                 call_used[key] = k

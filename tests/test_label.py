@@ -134,6 +134,23 @@ def test_labels_read_other_tools_by_their_whole_input() -> None:
     assert later_reuse(t)["t1"] == 9  # the Edit at message 9 names the file t1 read
 
 
+def test_the_log_of_uses_says_what_made_each_result_needed() -> None:
+    """`pair_uses(t, log)` records each use that makes a result needed, in message order — (message, the
+    word first written) or (message, None) for a re-run — and the labels are the same with or without it."""
+    from conftest import call, msg, result, text
+    messages = [msg("0", "user", text("Fix it.")),
+                msg("1", "assistant", call("a", "read", {"path": "src/module_alpha.py"})),
+                msg("2", "tool", result("a", "def handler_alpha_1(): pass  # computes thoroughly")),
+                msg("3", "assistant", call("b", "grep", {"pattern": "handler_alpha_1"})),
+                msg("4", "tool", result("b", "src/module_alpha.py:1", name="grep")),
+                msg("5", "assistant", text("It works thoroughly, now"), call("c", "read", {"path": "src/module_alpha.py"})),
+                msg("6", "tool", result("c", "def handler_alpha_1(): pass"))]
+    t = analyze(messages)
+    log: dict[str, list[tuple[int, str | None]]] = {}
+    assert pair_uses(t, log) == pair_uses(t)
+    assert log == {"t1": [(3, "handler_alpha_1"), (5, None), (5, "thoroughly")]}  # the re-run's at message 5
+
+
 def test_labels_ignore_tombstones_the_library_wrote() -> None:
     from conftest import call, msg, result, text
 
