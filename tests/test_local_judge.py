@@ -382,6 +382,21 @@ def test_example_shadow_evaluation_runs(tmp_path) -> None:
     assert b"plans over 5 sessions" in proc.stdout
 
 
+def test_result_lines_are_counted_only_for_weights_that_read_them() -> None:
+    """Counting lines is the one pass over whole results: `lines=False` skips it (that column NaN, the
+    others unchanged), the shipped weights do without it, and 0.3.0's, which read it, still get it."""
+    from jev.judges.features import feature_matrix
+    t = analyze(other_tools_history())
+    col = FEATURE_NAMES.index("result_lines")
+    keys, full = feature_matrix(t)
+    lean_keys, lean = feature_matrix(t, lines=False)
+    assert lean_keys == keys and np.isnan(lean[:, col]).all() and not np.isnan(full).any()
+    assert np.array_equal(np.delete(lean, col, axis=1), np.delete(full, col, axis=1))
+    assert "result_lines" not in load_model()["features"]
+    old = LocalJudge(str(Path(__file__).parent / "data" / "local_model-0.3.0.json"))
+    assert all(np.isfinite(p) for pair in old.scores(t).values() for p in pair)
+
+
 def test_exported_trees_score_as_scikit_learn_does_on_and_between_thresholds() -> None:
     """The judge packs each tree's splits into one code and looks its leaf up; scikit-learn walks the tree.
     Rows sitting exactly on a threshold go left in both."""

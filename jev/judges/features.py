@@ -162,9 +162,10 @@ class _Reading:
     commands: np.ndarray  # per call: its command's category (index), runs, last message index running it
 
 
-def _read(messages: tuple, scan: int) -> _Reading:
+def _read(messages: tuple, scan: int, lines: bool) -> _Reading:
     """The segments and facts, in reading order (a word's first segment is where it was first seen);
-    `scan` characters of each result's ends are read for words."""
+    `scan` characters of each result's ends are read for words; each result's lines are counted when
+    `lines` (the one fact read over whole results), else 0."""
     texts: list[str] = []
     where: list[int] = []  # (kind, message index, result or call number) of each segment, flat
     static: list[int] = []  # (characters, lines, error mark, truncation mark, failed state, call) per result
@@ -180,7 +181,7 @@ def _read(messages: tuple, scan: int) -> _Reading:
                 text = block.text
                 ends = text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:]
                 r, n_results = n_results, n_results + 1
-                add_static((len(text), text.count("\n"),
+                add_static((len(text), text.count("\n") if lines else 0,
                             "Traceback (most recent call last)" in ends or "Error:" in ends,
                             "<warning>" in ends or "too long" in ends or "truncated" in ends or "elided" in ends,
                             block.state != "success", calls[block.id]))
@@ -346,13 +347,16 @@ def _run_starts(keys: np.ndarray) -> np.ndarray:
     return start
 
 
-def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS) -> tuple[list[str], np.ndarray]:
+def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: bool = True
+                   ) -> tuple[list[str], np.ndarray]:
     """The pair keys and their feature rows (`FEATURE_NAMES` order), at the end of the transcript, reading
-    `scan_chars` characters of each result's ends for words."""
+    `scan_chars` characters of each result's ends for words. `lines=False` skips counting each result's
+    lines, the one pass over whole results (a model without `result_lines`, as the shipped one, need not
+    pay for it): that column is then NaN."""
     messages, pairs = transcript.messages, transcript.pairs
     if not pairs:
         return [], np.zeros((0, len(FEATURE_NAMES)))
-    reading = _read(messages, scan_chars)
+    reading = _read(messages, scan_chars, lines)
     buffer = Buffer.of(reading.texts)
     edit = reading.commands[:, 0] == _CATEGORY_INDEX["edit"]
     n_messages, n_pairs = len(messages), len(pairs)
@@ -375,6 +379,8 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS) -> tupl
     X[:, 1] = np.log1p(n_messages - r_at - 1)
     X[:, 2] = (r + 1) / n_pairs
     X[:, 3:5] = np.log1p(static[:, 0:2])
+    if not lines:
+        X[:, 4] = np.nan
     X[:, 5] = failed[r]
     X[:, 6:8] = static[:, 2:4]
     X[:, 8] = last_run > c_at

@@ -217,6 +217,7 @@ class LocalJudge:
         self._heads = {name: _Head(spec["heads"][name], spec["version"]) for name in _HEADS}
         self._columns = np.asarray([FEATURE_NAMES.index(f) for f in spec["features"]], dtype=np.intp)
         self.scan_chars: int = spec["scan_chars"]  # what the weights were trained reading
+        self._lines = "result_lines" in spec["features"]  # the one feature read over whole results
         # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
         # history outlives its plan here
         self._last: tuple[weakref.ref[Any], dict[str, tuple[float, float]]] | None = None
@@ -225,7 +226,7 @@ class LocalJudge:
         """(keep_call, keep_result) for every pair of the transcript, at its end."""
         if self._last is not None and self._last[0]() is transcript:
             return self._last[1]
-        keys, X = feature_matrix(transcript, self.scan_chars)
+        keys, X = feature_matrix(transcript, self.scan_chars, self._lines)
         X = X[:, self._columns]
         out: dict[str, tuple[float, float]] = {}
         if keys:
