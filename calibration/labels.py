@@ -104,7 +104,7 @@ def pair_uses(transcript: Transcript, log: dict[str, list[tuple[int, str | None]
                 said |= words(block.text)  # a tombstone is the library's text, not the agent's
         if message.role != "assistant":
             continue
-        for w in sorted(said - task - agent_said) if log is not None else said - task - agent_said:
+        for w in sorted(said - task - agent_said):  # sorted: the log lists a message's words in one order
             key = provider.get(w)
             if key is not None:
                 result_used[key] = k
