@@ -430,6 +430,40 @@ def test_words_hash_alike_wherever_they_sit_and_only_tracked_words_count() -> No
     assert list(words.hash) == sorted(words.hash.tolist())  # sorted, each word's first segment leading
 
 
+def test_words_match_a_plain_reading_of_the_rule_on_random_texts() -> None:
+    """`find_words` against the rule read plainly (a regex per segment over its UTF-8), on random texts of
+    word bytes, separators, non-ASCII and short words that hold only `/` or `.` (a history of those once
+    broke the run-based reading)."""
+    import random
+    import re
+
+    from jev.judges.words import Buffer, find_words
+    word = re.compile(rb"[A-Za-z0-9_./\x80-\xff-]+")
+
+    def plain(segments: list[str]) -> list[tuple[tuple[int, bool], ...]]:
+        seen: dict[bytes, list[tuple[int, bool]]] = {}
+        for k, segment in enumerate(segments):
+            for w in dict.fromkeys(m.group() for m in word.finditer(segment.encode())):
+                if len(w) >= 8 or (len(w) >= 4 and not w.isalpha()):
+                    seen.setdefault(w, []).append((k, b"/" in w or b"." in w))
+        return sorted(tuple(v) for v in seen.values())
+
+    def found(segments: list[str]) -> list[tuple[tuple[int, bool], ...]]:
+        words = find_words(Buffer.of(segments))
+        groups: dict[int, list[tuple[int, bool]]] = {}
+        for h, k, is_path in zip(words.hash.tolist(), words.segment.tolist(), words.path.tolist(), strict=True):
+            groups.setdefault(h, []).append((k, is_path))
+        return sorted(tuple(v) for v in groups.values())
+
+    rng = random.Random(7)
+    alphabet = list("abcXY019_./- \n:()") + ["é", "→", "."]
+    cases = [[], [""], ["a/b", "ok ."], ["./..", "x/y/z"]]
+    cases += [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(rng.randint(0, 6))]
+              for _ in range(1500)]
+    for segments in cases:
+        assert found(segments) == plain(segments), segments
+
+
 def test_training_refuses_a_depth_below_one(tmp_path: Path, capsys) -> None:
     from calibration.train_local import main
     with pytest.raises(SystemExit) as exit_:

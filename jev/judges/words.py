@@ -93,7 +93,7 @@ def find_words(buffer: Buffer) -> Words:
     keep = np.flatnonzero((length >= 8) | ((length >= 4) & ((after - first > 1) | (run[first] != 1))))
     first, after = first[keep], after[keep]
     starts, ends = change[first], change[after]
-    slashes = np.flatnonzero(run == 3)  # runs of `/` or `.`: each in at most one word
+    slashes = np.flatnonzero(run == 3) if first.size else first  # runs of `/` or `.`: each in one word at most
     path = np.zeros(starts.size, dtype=bool)
     word = np.searchsorted(first, slashes, side="right") - 1  # the kept word starting at or before each
     inside = (word >= 0) & (after[np.maximum(word, 0)] > slashes)
