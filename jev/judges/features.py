@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
-from .words import Buffer, Words, find_words
+from .words import Buffer, Words, find_words, run_starts
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
 _CATEGORY_INDEX = {name: k for k, name in enumerate(CATEGORIES)}
@@ -248,7 +248,7 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
     kind, at, owner = (a[words.segment] for a in (reading.kind, reading.at, reading.owner))
     n_results, n_calls = reading.result_at.size, reading.call_at.size
     # groups: one per distinct word, its first segment leading
-    new = _run_starts(words.hash)
+    new = run_starts(words.hash)
     group = np.cumsum(new) - 1
     n_groups = int(group[-1]) + 1 if group.size else 0
     lead = np.flatnonzero(new)
@@ -332,19 +332,12 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
 
 def _last_of_runs(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The value at the end of each run of equal `keys` (sorted keys: one per distinct key)."""
-    return values[np.roll(_run_starts(keys), -1)]  # a run ends where the next begins; the last at the end
+    return values[np.roll(run_starts(keys), -1)]  # a run ends where the next begins; the last at the end
 
 
 def _first_of_runs(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The value at the start of each run of equal `keys`."""
-    return values[_run_starts(keys)]
-
-
-def _run_starts(keys: np.ndarray) -> np.ndarray:
-    """Where a run of equal `keys` begins."""
-    start = np.ones(keys.size, dtype=bool)
-    start[1:] = keys[1:] != keys[:-1]
-    return start
+    return values[run_starts(keys)]
 
 
 def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: bool = True

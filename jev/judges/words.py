@@ -110,8 +110,13 @@ def find_words(buffer: Buffer) -> Words:
     segment = buffer.segment_of(starts).astype(np.uint64)
     shift = np.uint64(int(buffer.bounds.size).bit_length() + 1)
     key = np.sort(hashes >> shift << shift | segment << np.uint64(1) | path)
-    distinct = np.ones(key.size, dtype=bool)
-    distinct[1:] = key[1:] >> np.uint64(1) != key[:-1] >> np.uint64(1)
-    key = key[distinct]
+    key = key[run_starts(key >> np.uint64(1))]  # one entry per word and segment
     segments = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(1)
     return Words(key >> shift, segments.astype(np.intp), (key & np.uint64(1)).astype(bool))
+
+
+def run_starts(keys: np.ndarray) -> np.ndarray:
+    """Where a run of equal `keys` begins (sorted keys: once per distinct key)."""
+    start = np.ones(keys.size, dtype=bool)
+    start[1:] = keys[1:] != keys[:-1]
+    return start
