@@ -49,45 +49,48 @@ def load(data: Any) -> list[Message]:
     names: dict[str, str] = {}
     out: list[Message] = []
     for i, item in enumerate(data):
-        where = f"items[{i}]"
-        if not isinstance(item, dict):
-            raise FormatError(f"{where}: must be a JSON object")
-        kind = item.get("type", "message" if "role" in item else None)
-        mid = f"m{i}"
-        if kind == "message":
-            role = item.get("role")
-            if not isinstance(role, str) or role not in _ROLES:
-                raise FormatError(f"{where}.role: unsupported role {role!r}")
-            # the blocks hold the text: the item keeps its parts' shape only
-            kept = {**item, "content": hollow(item["content"], _is_text)} if "content" in item else item
-            out.append(Message(mid, _ROLES[role], _content(item.get("content", ""), where), None, loaded(NAME, kept)))
-        elif kind == "function_call":
-            for key in ("call_id", "name", "arguments"):
-                if not isinstance(item.get(key), str):
-                    raise FormatError(f"{where}.{key}: must be a string")
-            names[item["call_id"]] = item["name"]
-            block = ToolUseBlock(item["call_id"], item["name"], parse_arguments(item["arguments"]))
-            kept = {**item, "arguments": None} if reproducible_arguments(item["arguments"], block.input) else item
-            out.append(Message(mid, "assistant", (block,), None, loaded(NAME, kept)))
-        elif kind == "function_call_output":
-            if not isinstance(item.get("call_id"), str):
-                raise FormatError(f"{where}.call_id: must be a string")
-            raw = item.get("output")
-            output: str | tuple[Block, ...] = raw if isinstance(raw, str) else _content(raw, where)
-            block = ToolResultBlock(item["call_id"], names.get(item["call_id"], ""), output,
-                                    "error" if item.get("status") == "incomplete" else "success")
-            kept = {**item, "output": hollow(raw, _is_text)} if "output" in item else item  # the block holds the text
-            out.append(Message(mid, "tool", (block,), None, loaded(NAME, kept)))
-        elif kind == "reasoning":
-            summary = item.get("summary") or []
-            if not isinstance(summary, list) or not all(isinstance(p, dict) and isinstance(p.get("text", ""), str)
-                                                        for p in summary):
-                raise FormatError(f"{where}.summary: must be a list of summary parts with string text")
-            text = "\n".join(p.get("text", "") for p in summary)
-            out.append(Message(mid, "assistant", (ThinkingBlock(text),), None, loaded(NAME, item)))
-        else:  # any other item is carried as it is; as content of its own it makes a plan abandon (SPEC §2)
-            out.append(Message(mid, "assistant", (OtherBlock(item),), None, loaded(NAME, item)))
+        role, blocks, kept = read_item(item, f"items[{i}]", names)
+        out.append(Message(f"m{i}", role, blocks, None, loaded(NAME, kept)))
     return out
+
+
+def read_item(item: Any, where: str, names: dict[str, str]) -> tuple[str, tuple[Block, ...], Any]:
+    """One item as a message's role, blocks and what is kept of it for the round trip (`write_item`);
+    `names` maps call ids to tool names, filled by calls and read by their outputs."""
+    if not isinstance(item, dict):
+        raise FormatError(f"{where}: must be a JSON object")
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind == "message":
+        role = item.get("role")
+        if not isinstance(role, str) or role not in _ROLES:
+            raise FormatError(f"{where}.role: unsupported role {role!r}")
+        # the blocks hold the text: the item keeps its parts' shape only
+        kept = {**item, "content": hollow(item["content"], _is_text)} if "content" in item else item
+        return _ROLES[role], _content(item.get("content", ""), where), kept
+    if kind == "function_call":
+        for key in ("call_id", "name", "arguments"):
+            if not isinstance(item.get(key), str):
+                raise FormatError(f"{where}.{key}: must be a string")
+        names[item["call_id"]] = item["name"]
+        block = ToolUseBlock(item["call_id"], item["name"], parse_arguments(item["arguments"]))
+        return "assistant", (block,), {**item, "arguments": None} if reproducible_arguments(item["arguments"],
+                                                                                             block.input) else item
+    if kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str):
+            raise FormatError(f"{where}.call_id: must be a string")
+        raw = item.get("output")
+        output: str | tuple[Block, ...] = raw if isinstance(raw, str) else _content(raw, where)
+        result = ToolResultBlock(item["call_id"], names.get(item["call_id"], ""), output,
+                                 "error" if item.get("status") == "incomplete" else "success")
+        return "tool", (result,), {**item, "output": hollow(raw, _is_text)} if "output" in item else item
+    if kind == "reasoning":
+        summary = item.get("summary") or []
+        if not isinstance(summary, list) or not all(isinstance(p, dict) and isinstance(p.get("text", ""), str)
+                                                    for p in summary):
+            raise FormatError(f"{where}.summary: must be a list of summary parts with string text")
+        return "assistant", (ThinkingBlock("\n".join(p.get("text", "") for p in summary)),), item
+    # any other item is carried as it is; as content of its own it makes a plan abandon (SPEC §2)
+    return "assistant", (OtherBlock(item),), item
 
 
 def _is_text(part: Any) -> bool:
@@ -102,37 +105,43 @@ def _dump_content(blocks: Sequence[Block], original: Any) -> Any:
 
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Responses input items; generated ids are dropped. A message not loaded from Responses items is
-    written afresh, one item per step (see `_fresh`)."""
+    written afresh, one item per step (see `fresh_items`)."""
     out: list[dict[str, Any]] = []
     ids: list[str | None] = []  # the jev id each written item came from (None: written afresh)
     for message in messages:
         source = source_of(message, NAME)
         if source is None:
-            fresh = _fresh(message)
+            fresh = fresh_items(message)
             out.extend(fresh)
             ids.extend([None] * len(fresh))
             continue
         ids.append(message.id)
-        item = dict(source)
-        blocks = message.content
-        call = next((b for b in blocks if isinstance(b, ToolUseBlock)), None)
-        result = next((b for b in blocks if isinstance(b, ToolResultBlock)), None)
-        if call is not None:
-            raw = item.get("arguments")
-            if raw is None or parse_arguments(raw) != call.input:
-                raw = dump_arguments(call.input)
-            item.update(type="function_call", call_id=call.id, name=call.name, arguments=raw)
-        elif result is not None:
-            output = result.output
-            item.update(type="function_call_output", call_id=result.id,
-                        output=output if isinstance(output, str) else (
-                            "\n".join(b.text for b in output if isinstance(b, TextBlock))
-                            if isinstance(item.get("output"), str) else _dump_content(output, item.get("output"))))
-        elif item.get("type", "message") == "message" and "role" in item:
-            if "content" in item or blocks:
-                item["content"] = _dump_content(blocks, item.get("content", ""))
+        item = write_item(message.content, source)
         out.append(item)
     return _without_orphaned_reasoning(out, ids)
+
+
+def write_item(blocks: Sequence[Block], kept: Any) -> dict[str, Any]:
+    """The item `read_item` read, from what it kept and the message's blocks as they are now (a result
+    cut, a call's input changed)."""
+    item = dict(kept)
+    call = next((b for b in blocks if isinstance(b, ToolUseBlock)), None)
+    result = next((b for b in blocks if isinstance(b, ToolResultBlock)), None)
+    if call is not None:
+        raw = item.get("arguments")
+        if raw is None or parse_arguments(raw) != call.input:
+            raw = dump_arguments(call.input)
+        item.update(type="function_call", call_id=call.id, name=call.name, arguments=raw)
+    elif result is not None:
+        output = result.output
+        item.update(type="function_call_output", call_id=result.id,
+                    output=output if isinstance(output, str) else (
+                        "\n".join(b.text for b in output if isinstance(b, TextBlock))
+                        if isinstance(item.get("output"), str) else _dump_content(output, item.get("output"))))
+    elif item.get("type", "message") == "message" and "role" in item:
+        if "content" in item or blocks:
+            item["content"] = _dump_content(blocks, item.get("content", ""))
+    return item
 
 
 def _without_orphaned_reasoning(items: list[dict[str, Any]], ids: list[str | None]) -> list[dict[str, Any]]:
@@ -162,7 +171,7 @@ def _output_item(item: dict[str, Any]) -> bool:
     return kind not in ("reasoning", "item_reference") and not kind.endswith("_output")
 
 
-def _fresh(message: Message) -> list[dict[str, Any]]:
+def fresh_items(message: Message) -> list[dict[str, Any]]:
     """Items for a message made in Python or loaded from another form, in its block order: text and other
     parts as `message` items (a system message as `developer`, text beside results as `user`), thinking as a
     `reasoning` summary, each call a `function_call`, each result a `function_call_output` (status
