@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import json
+import pathlib
 
 import pytest
 
 from jev import CompactionConfig, formats
+from jev.errors import FormatError
 from jev.history import take
 from jev.policy import candidates
 from jev.transcript import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, analyze
@@ -156,3 +158,72 @@ def test_a_fresh_history_dumps_as_chat_into_a_tool_call_trajectory() -> None:
     out = formats.dump(messages, "mini-swe-agent")["messages"]
     assert out[-2]["tool_calls"][0]["id"] == "fresh" and out[-1] == {"role": "tool", "tool_call_id": "fresh",
                                                                       "content": "a\n"}
+
+
+# Responses mode: a trajectory the real mini-swe-agent 2.4.6 and litellm wrote (`litellm_response` model
+# class) against a scripted local /v1/responses endpoint (tests/data/make_mini_swe_agent_responses.py)
+RESPONSES = pathlib.Path(__file__).parent / "data" / "mini_swe_agent_responses.traj.json"
+
+
+def responses_doc() -> dict:
+    return json.loads(RESPONSES.read_text())
+
+
+def test_a_responses_trajectory_reads_as_calls_results_and_thinking_and_writes_back_byte_for_byte() -> None:
+    doc = responses_doc()
+    assert formats.detect(doc) == "mini-swe-agent" and formats.detect(doc["messages"]) == "mini-swe-agent"
+    messages = formats.load(doc)
+    assert json.dumps(formats.dump(messages, "mini-swe-agent"), indent=2) == RESPONSES.read_text()  # as 2.4.6 saves
+    transcript = analyze(messages)
+    calls = [p.call.id for p in transcript.pairs]
+    assert calls == [f"call_{k:04d}" for k in (1, 2, 3, 4, 6, 11, 7, 8, 9, 10)] and not transcript.pending
+    by_id = {p.call.id: p for p in transcript.pairs}
+    assert by_id["call_0002"].call.input == {"command": "cat calc.py"}
+    assert "def add(a, b):" in by_id["call_0002"].result.text
+    assert by_id["call_0009"].result.state == "error"  # `sleep 5` timed out: extra.exception_info
+    assert by_id["call_0010"].result.text.startswith("diff --git")  # the exit entry answers the submit call
+    thinking = [m for m in messages if any(isinstance(b, ThinkingBlock) for b in m.content)]
+    assert [m.content[0].thinking for m in thinking][0] == "Look at the repository first."
+    error = next(m for m in messages if m.role == "user" and "No tool calls found" in m.text)
+    assert error.id == "m9" and len(error.content) == 1  # the format error's `extra.response` is bookkeeping
+    assert formats.dump(formats.load(doc["messages"], "auto"), "mini-swe-agent") == doc["messages"]
+
+
+def test_compacting_a_responses_trajectory_keeps_each_response_whole_and_its_reasoning_with_its_call() -> None:
+    from jev.apply import apply_actions
+    from jev.policy import Action
+
+    doc = responses_doc()
+    transcript = analyze(formats.load(doc))
+    key = {p.call.id: p.key for p in transcript.pairs}
+    actions = {key["call_0001"]: Action.DROP_PAIR,  # its response: [reasoning, call] -> nothing left to write
+               key["call_0002"]: Action.DROP_PAIR,  # [message, call, call]: the object stays, with two items
+               key["call_0006"]: Action.DROP_PAIR,  # [call, call]: its first item gone -> the other one bare
+               key["call_0004"]: Action.TRUNCATE_RESULT}
+    written = formats.dump(apply_actions(transcript, actions, CompactionConfig(truncate_head_chars=20)),
+                           "mini-swe-agent")["messages"]
+    shape = [("response", [(i["type"], i.get("call_id")) for i in m["output"]]) if m.get("object") == "response"
+             else (m.get("type") or m["role"], m.get("call_id")) for m in written]
+    assert shape[:9] == [
+        ("system", None), ("user", None),
+        ("message", None),  # call_0001's tombstone; its reasoning, without the call after it, is left out
+        ("response", [("message", None), ("function_call", "call_0003")]),
+        ("message", None),  # call_0002's tombstone, after the response it sat in
+        ("function_call_output", "call_0003"),
+        ("response", [("reasoning", None), ("function_call", "call_0004")]),
+        ("function_call_output", "call_0004"),
+        ("message", None)]  # the format error
+    assert "JEV dropped call \"call_0001\"" in written[2]["content"]
+    assert "[JEV archived the full result of call \"call_0004\"" in written[7]["output"]
+    # call_0006's tombstone where its call was, then the response's other call, bare: its object rode on the first
+    assert shape[9:12] == [("message", None), ("function_call", "call_0011"), ("function_call_output", "call_0011")]
+    again = analyze(formats.load({**doc, "messages": written}))  # what mini-swe-agent reads back still pairs
+    assert [p.call.id for p in again.pairs] == ["call_0003", "call_0004", "call_0011", "call_0007", "call_0008",
+                                                "call_0009", "call_0010"]
+
+
+def test_a_response_without_output_items_is_refused_by_name() -> None:
+    doc = responses_doc()
+    doc["messages"][2]["output"] = []
+    with pytest.raises(FormatError, match=r"messages\[2\]\.output: a response must hold a non-empty list"):
+        formats.load(doc)

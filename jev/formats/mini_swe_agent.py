@@ -5,7 +5,11 @@ Text mode: an assistant message with exactly one ```bash (or 2.x's ```mswea_bash
 `bash` tool call (input `{"command": ...}`; the rest of the message is its text), and the message right
 after it is that call's result. An assistant message with zero or several blocks is plain text.
 Tool-call mode (a 1.1 trajectory whose assistant messages carry `tool_calls`): calls and `tool` results
-as in OpenAI chat, and fences in text are not actions. In both, a result is `error` when the command
+as in OpenAI chat, and fences in text are not actions. Responses mode (2.x's `litellm_response` model
+class, e.g. for GPT-5): each turn is a whole Responses API `response` object whose `output` items
+(reasoning, message, function_call) become one message each, results are `function_call_output` items,
+format errors `message` items, as `openai-responses` reads them; the response's other fields ride on
+its first item's message. In both, a result is `error` when the command
 did not run to its end (a timeout notice, or `extra.exception_info`), else `success` (a non-zero return
 code is part of the output); the final `exit` message answers the trailing call that got no result (the
 submitted diff), else it is a plain message. `reasoning_content`, `extra` (with `raw_output`, a copy of
@@ -21,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from . import openai_chat
+from . import openai_chat, openai_responses
 from ._common import loaded, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
@@ -37,7 +41,7 @@ def _messages_of(data: Any) -> tuple[list[Any], dict[str, Any] | None]:
     if isinstance(data, dict):
         if not isinstance(data.get("messages"), list):
             raise FormatError("trajectory: must have a 'messages' list")
-        return data["messages"], {k: v for k, v in data.items() if k != "messages"}
+        return data["messages"], {k: (None if k == "messages" else v) for k, v in data.items()}  # its place kept
     if isinstance(data, list):
         return data, None
     raise FormatError(f"trajectory: must be a JSON object or array (got {type(data).__name__})")
@@ -54,9 +58,17 @@ def _failed(extra: Any) -> bool:
     return isinstance(extra, dict) and isinstance(extra.get("exception_info"), str) and bool(extra["exception_info"])
 
 
+def _responses_mode(raw_messages: list[Any]) -> bool:
+    """True when the trajectory's turns are Responses API objects (2.x's `litellm_response` model)."""
+    return any(isinstance(m, dict) and (m.get("object") == "response" or m.get("type") == "function_call_output")
+               for m in raw_messages)
+
+
 def load(data: Any) -> list[Message]:
     """Messages from a mini-swe-agent trajectory (object or messages list), format 1 or 1.1."""
     raw_messages, envelope = _messages_of(data)
+    if _responses_mode(raw_messages):
+        return _with_envelope(_load_responses(raw_messages), envelope)
     tool_mode = _tool_mode(raw_messages)
     out: list[Message] = []
     open_calls: list[tuple[str, str]] = []  # (call id, tool) of the latest assistant message, not yet answered
@@ -72,11 +84,56 @@ def load(data: Any) -> list[Message]:
             message, open_calls = _chat(raw, where, i, open_calls, tool_names)
         else:
             message, open_calls = _text(raw, where, i, open_calls)
-        if i == 0 and envelope is not None:
-            source = dict(source_of(message, NAME) or {})
-            source["envelope"] = envelope
-            message = dataclasses.replace(message, metadata=loaded(NAME, source))
         out.append(message)
+    return _with_envelope(out, envelope)
+
+
+def _with_envelope(messages: list[Message], envelope: dict[str, Any] | None) -> list[Message]:
+    """The messages, the trajectory's other fields riding on the first."""
+    if messages and envelope is not None:
+        source = dict(source_of(messages[0], NAME) or {})
+        source["envelope"] = envelope
+        messages[0] = dataclasses.replace(messages[0], metadata=loaded(NAME, source))
+    return messages
+
+
+def _load_responses(raw_messages: list[Any]) -> list[Message]:
+    """Responses mode: a `response` object's output items a message each (`m<i>.<k>`), every other entry
+    one message (`m<i>`); the `exit` entry answers the calls of the last response left unanswered."""
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    open_calls: list[tuple[str, str]] = []
+    for i, raw in enumerate(raw_messages):
+        where = f"messages[{i}]"
+        if not isinstance(raw, dict):
+            raise FormatError(f"{where}: must be an object")
+        if raw.get("role") == "exit":
+            message, open_calls = _exit(raw, where, i, open_calls)
+            out.append(message)
+        elif raw.get("object") == "response":
+            output = raw.get("output")
+            if not isinstance(output, list) or not output:
+                raise FormatError(f"{where}.output: a response must hold a non-empty list of output items")
+            wrapper = {k: (None if k == "output" else v) for k, v in raw.items()}  # the place of `output` kept
+            open_calls = []
+            for k, item in enumerate(output):
+                role, blocks, kept = openai_responses.read_item(item, f"{where}.output[{k}]", names)
+                source: dict[str, Any] = {"response": i, "index": k, "item": kept, "last": k == len(output) - 1}
+                if k == 0:
+                    source["wrapper"] = wrapper
+                out.append(Message(f"m{i}.{k}", role, blocks, None, loaded(NAME, source)))
+                open_calls += [(b.id, b.name) for b in blocks if isinstance(b, ToolUseBlock)]
+        else:
+            role, blocks, kept = openai_responses.read_item(raw, where, names)
+            if role == "tool":
+                result = blocks[0]
+                assert isinstance(result, ToolResultBlock)
+                if _failed(raw.get("extra")):
+                    blocks = (dataclasses.replace(result, state="error"),)
+                open_calls = [c for c in open_calls if c[0] != result.id]
+            else:
+                open_calls = []
+            out.append(Message(f"m{i}", role, blocks, None, loaded(NAME, {"item": kept})))
     return out
 
 
@@ -151,6 +208,9 @@ def dump(messages: Sequence[Message]) -> Any:
     never written half. Thinking and result states have no place in it and are left out."""
     sources = [dict(source_of(m, NAME) or {}) for m in messages]
     envelope = next((s.pop("envelope") for s in sources if "envelope" in s), None)
+    if any("item" in s for s in sources):
+        out = _dump_responses(messages, sources)
+        return {**envelope, "messages": out} if envelope is not None else out
     tool_mode = any("chat" in s for s in sources)
     fmt = envelope.get("trajectory_format") if isinstance(envelope, dict) else None
     fresh_fence = next((s["action"] for s in sources if "action" in s), None)
@@ -170,6 +230,46 @@ def dump(messages: Sequence[Message]) -> Any:
             waiting = next((b.id for b in message.content if isinstance(b, ToolUseBlock)), None)
     if envelope is not None:
         return {**envelope, "messages": out}
+    return out
+
+
+def _dump_responses(messages: Sequence[Message], sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Responses mode: the output items of one response regathered into its object (a reasoning item only
+    while the item after it is still there: the API refuses one without it; an object whose items are all
+    gone is left out, one whose first item is gone written as its bare items), a message made since (a
+    tombstone) right after the response it sits in, any other entry as it was read."""
+    out: list[dict[str, Any]] = []
+    present = {(s["response"], s["index"]) for s in sources if "response" in s}
+    group: int | None = None  # the response being gathered
+    wrapper: dict[str, Any] | None = None
+    items: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []  # messages made inside the response, written after it
+
+    def flush() -> None:
+        if items:
+            out.append({**wrapper, "output": list(items)}) if wrapper is not None else out.extend(items)
+        out.extend(after)
+        items.clear()
+        after.clear()
+
+    for message, source in zip(messages, sources, strict=True):
+        if not source:  # made in Python or loaded from another form
+            (after if group is not None else out).extend(openai_responses.fresh_items(message))
+            continue
+        response = source.get("response")
+        if response != group or "wrapper" in source:
+            flush()
+            group, wrapper = response, source.get("wrapper")
+        if response is not None:
+            k, item = source["index"], source["item"]
+            if item.get("type") != "reasoning" or source["last"] or (response, k + 1) in present:
+                items.append(openai_responses.write_item(message.content, item))
+        elif "exit" in source:
+            result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
+            out.append({"role": "exit", "content": result.text if result else message.text, **source["exit"]})
+        else:
+            out.append(openai_responses.write_item(message.content, source["item"]))
+    flush()
     return out
 
 
