@@ -509,3 +509,20 @@ def test_a_result_is_kept_once_and_snapshots_written_before_still_restore(path: 
     assert "line of output\nline of output\n" not in orjson.dumps(list(cut), default=str).decode()
     again = formats.load(formats.dump(cut, fmt), fmt)  # the cut result is written back cut
     assert [p.result.text for p in analyze(again).pairs] == [p.result.text for p in analyze(cut).pairs]
+
+
+def test_chat_messages_write_back_in_the_key_order_they_were_read_in() -> None:
+    # a provider's model_dump(): content before role, a call's function before its id, arguments before name
+    doc = [{"role": "user", "content": "Fix it."},
+           {"content": "Looking.", "role": "assistant", "tool_calls": [
+               {"index": 0, "function": {"arguments": '{"command": "ls"}', "name": "bash"}, "id": "c1", "type": "function"}],
+            "function_call": None},
+           {"content": "a.py\n", "role": "tool", "tool_call_id": "c1"}]
+    written = formats.dump(formats.load(doc, "openai-chat"), "openai-chat")
+    assert json.dumps(written) == json.dumps(doc)
+    tidy = [{"role": "user", "content": "Fix it."},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}]
+    messages = formats.load(tidy, "openai-chat")
+    assert all("order" not in (m.metadata or {}).get("jev.source", {}) for m in messages)  # chat's own order: kept as is
+    assert json.dumps(formats.dump(messages, "openai-chat")) == json.dumps(tidy)

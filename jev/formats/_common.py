@@ -120,3 +120,11 @@ def reproducible_arguments(raw: Any, value: Any) -> bool:
     """A call's JSON-string `arguments` are written back exactly from the input they parsed to, so the
     converter need not keep the string."""
     return isinstance(raw, str) and dump_arguments(value) == raw
+
+
+def in_order(d: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
+    """`d` with its keys in the order `keys` lists them (the order its object was read in), when they are
+    the same keys; else `d` as it is. Converters keep such an order only where it is not their own."""
+    if keys and len(keys) == len(d) and set(keys) == set(d):
+        return {k: d[k] for k in keys}
+    return d

@@ -1,7 +1,8 @@
 """mini-swe-agent trajectories: format `mini-swe-agent-1` (plain-text chat, actions in fenced blocks) and
 `mini-swe-agent-1.1` (mini-swe-agent 2.x: OpenAI chat with tool calls, or the same text mode).
 
-Text mode: an assistant message with exactly one ```bash (or 2.x's ```mswea_bash_command) block is a
+Text mode: an assistant message with exactly one ```bash block (2.x: ```mswea_bash_command, or the
+<mswea_bash_command> tags of its builtin `swebench_xml` config) is a
 `bash` tool call (input `{"command": ...}`; the rest of the message is its text), and the message right
 after it is that call's result. An assistant message with zero or several blocks is plain text.
 Tool-call mode (a 1.1 trajectory whose assistant messages carry `tool_calls`): calls and `tool` results
@@ -26,13 +27,16 @@ from typing import Any
 
 from ..errors import FormatError
 from . import openai_chat, openai_responses
-from ._common import loaded, source_of
+from ._common import in_order, loaded, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "mini-swe-agent"
 TOOL = "bash"
 FORMAT_1_1 = "mini-swe-agent-1.1"
-_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
+# a fenced block (```bash, 2.x's ```mswea_bash_command) or 2.x's <mswea_bash_command> tags (its builtin
+# swebench_xml config), the command between them; the open and close as matched are kept for the round trip
+_ACTION = re.compile(r"(?:(```)(?:bash|mswea_bash_command)\s*\n|<mswea_bash_command>\s*)(?P<command>.*?)"
+                     r"(?(1)\n```|\s*</mswea_bash_command>)", re.DOTALL)
 _TIMEOUT = re.compile(r"^The last command .{0,4000}? timed out", re.DOTALL)
 _FENCES = {"mini-swe-agent-1": ("```bash\n", "\n```"), FORMAT_1_1: ("```mswea_bash_command\n", "\n```")}
 
@@ -166,16 +170,18 @@ def _text(raw: dict[str, Any], where: str, i: int,
     if not isinstance(content, str):
         raise FormatError(f"{where}.content: must be a string")
     source: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("role", "content")}
+    if list(raw)[:2] != ["role", "content"]:  # 2.x writes a model's message content first: keep that order
+        source["order"] = list(raw)
     if role == "assistant":
         actions = list(_ACTION.finditer(content))
         if len(actions) == 1:
             match = actions[0]
             call_id = f"call{i}"
             text = content[:match.start()] + content[match.end():]
-            source["action"] = {"at": match.start(), "open": content[match.start():match.start(1)],
-                                "close": content[match.end(1):match.end()]}
+            source["action"] = {"at": match.start(), "open": content[match.start():match.start("command")],
+                                "close": content[match.end("command"):match.end()]}
             blocks: tuple[Block, ...] = ((TextBlock(text),) if text else ()) + (
-                ToolUseBlock(call_id, TOOL, {"command": match.group(1)}),)
+                ToolUseBlock(call_id, TOOL, {"command": match.group("command")}),)
             return Message(f"m{i}", role, blocks, None, _meta(source)), [(call_id, TOOL)]
     elif role == "user" and open_calls:
         state = "error" if _TIMEOUT.match(content) or _failed(raw.get("extra")) else "success"
@@ -276,6 +282,7 @@ def _dump_responses(messages: Sequence[Message], sources: list[dict[str, Any]]) 
 def _write_text(message: Message, source: dict[str, Any], waiting: str | None,
                 fence: tuple[str, str]) -> dict[str, Any]:
     action = source.pop("action", None)
+    order = source.pop("order", None)
     _check(message, waiting)
     text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
     result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
@@ -289,7 +296,7 @@ def _write_text(message: Message, source: dict[str, Any], waiting: str | None,
         role = "assistant"
     else:
         content, role = text, message.role
-    return {"role": role, "content": content, **source}
+    return in_order({"role": role, "content": content, **source}, order)
 
 
 def _check(message: Message, waiting: str | None) -> None:

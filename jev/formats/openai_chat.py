@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import dump_arguments, loaded, parse_arguments, reproducible_arguments, source_of
+from ._common import dump_arguments, in_order, loaded, parse_arguments, reproducible_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-chat"
@@ -94,6 +94,11 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
         blocks = blocks + _load_calls(raw["tool_calls"], where, tool_names, source)
     elif "tool_calls" in raw:
         source["tool_calls_null"] = True  # `tool_calls: null`, as a provider's model_dump() writes it
+    written = ((["role", "tool_call_id", "content"] if role == "tool" else
+                ["role", *(k for k in ("content", "tool_calls") if k in raw)])
+               + (["name"] if name is not None else []) + [k for k in raw if k not in _CORE_KEYS])
+    if list(raw) != written:  # e.g. a provider's model_dump(), content first: written back in its order
+        source["order"] = list(raw)
     return _ROLES[role], blocks, name, source
 
 
@@ -112,7 +117,10 @@ def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict
         function = {k2: v for k2, v in fn.items() if k2 != "name"}
         if reproducible_arguments(fn["arguments"], arguments):  # the block's input writes them back
             function["arguments"] = None
-        extras[call["id"]] = {"call": {k2: v for k2, v in call.items() if k2 != "function"}, "function": function}
+        extra = {"call": {k2: v for k2, v in call.items() if k2 != "function"}, "function": function}
+        if list(call)[-1] != "function" or next(iter(fn)) != "name":  # not the order `_dump_call` writes
+            extra["order"] = [list(call), list(fn)]
+        extras[call["id"]] = extra
         tool_names[call["id"]] = fn["name"]
         blocks.append(ToolUseBlock(call["id"], fn["name"], arguments))
     source["tool_calls"] = extras
@@ -127,6 +135,9 @@ def _dump_call(block: ToolUseBlock, extra: dict[str, Any] | None) -> dict[str, A
         fn["arguments"] = dump_arguments(block.input)
     call["id"] = block.id
     call["function"] = {"name": block.name, **fn}
+    if extra and "order" in extra:
+        call["function"] = in_order(call["function"], extra["order"][1])
+        call = in_order(call, extra["order"][0])
     return call
 
 
@@ -143,9 +154,16 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def write_message(message: Message, kept: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The chat message(s) of one message: `kept` is what `read_message` set aside for it (None to write
-    it afresh)."""
-    out: list[dict[str, Any]] = []
+    it afresh); written back in the order its keys were read in."""
     source = dict(kept or {})
+    order = source.pop("order", None)
+    written = _written(message, source)
+    return [in_order(written[0], order)] if order and len(written) == 1 else written
+
+
+def _written(message: Message, source: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chat message(s) of one message, keys in chat's own order."""
+    out: list[dict[str, Any]] = []
     results = [b for b in message.content if isinstance(b, ToolResultBlock)]
     body = [b for b in message.content if isinstance(b, (TextBlock, OtherBlock))]
     calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
