@@ -162,12 +162,13 @@ def test_a_fresh_history_dumps_as_chat_into_a_tool_call_trajectory() -> None:
 
 # trajectories the real mini-swe-agent 2.4.6 and litellm wrote against a scripted local endpoint
 # (tests/data/make_mini_swe_agent_trajectories.py): Responses tool-call mode (`litellm_response`) and text mode
-# with the command fenced (`mini_textbased.yaml`) or in <mswea_bash_command> tags (`benchmarks/swebench_xml.yaml`)
+# with the command fenced (`mini_textbased.yaml`) or in <mswea_bash_command> tags (`benchmarks/swebench_xml.yaml`);
+# and one 1.17.5 wrote, format 1 with <bash_code> tags (`extra/swebench_xml.yaml`)
 DATA = pathlib.Path(__file__).parent / "data"
 RESPONSES = DATA / "mini_swe_agent_responses.traj.json"
 
 
-@pytest.mark.parametrize("name", ["text", "text_xml"])
+@pytest.mark.parametrize("name", ["text", "text_xml", "1_xml"])
 def test_real_text_mode_trajectories_read_their_commands_and_write_back_byte_for_byte(name: str) -> None:
     path = DATA / f"mini_swe_agent_{name}.traj.json"
     doc = json.loads(path.read_text())
@@ -178,8 +179,8 @@ def test_real_text_mode_trajectories_read_their_commands_and_write_back_byte_for
     assert len(transcript.pairs) == 8 and not transcript.pending  # the turn with two commands is plain text
     assert transcript.pairs[-1].result.text.startswith("diff --git")  # the exit entry answers the submit call
     assert next(p for p in transcript.pairs if p.call.input["command"] == "sleep 5").result.state == "error"
-    error = messages[8]  # 2.x saves the format error alone, the answer with two commands inside its `extra`
-    assert "found 2" in error.text and error.role == "user" and isinstance(error.content[0], TextBlock)
+    error = next(m for m in messages if "found 2" in m.text)  # the answer with two commands: a format error
+    assert error.role == "user" and isinstance(error.content[0], TextBlock)
 
 
 def responses_doc() -> dict:

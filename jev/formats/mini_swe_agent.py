@@ -1,8 +1,8 @@
 """mini-swe-agent trajectories: format `mini-swe-agent-1` (plain-text chat, actions in fenced blocks) and
 `mini-swe-agent-1.1` (mini-swe-agent 2.x: OpenAI chat with tool calls, or the same text mode).
 
-Text mode: an assistant message with exactly one ```bash block (2.x: ```mswea_bash_command, or the
-<mswea_bash_command> tags of its builtin `swebench_xml` config) is a
+Text mode: an assistant message with exactly one ```bash block (2.x: ```mswea_bash_command), or one
+command in the tags of the builtin `swebench_xml` configs (1.x: <bash_code>, 2.x: <mswea_bash_command>), is a
 `bash` tool call (input `{"command": ...}`; the rest of the message is its text), and the message right
 after it is that call's result. An assistant message with zero or several blocks is plain text.
 Tool-call mode (a 1.1 trajectory whose assistant messages carry `tool_calls`): calls and `tool` results
@@ -33,10 +33,11 @@ from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock,
 NAME = "mini-swe-agent"
 TOOL = "bash"
 FORMAT_1_1 = "mini-swe-agent-1.1"
-# a fenced block (```bash, 2.x's ```mswea_bash_command) or 2.x's <mswea_bash_command> tags (its builtin
-# swebench_xml config), the command between them; the open and close as matched are kept for the round trip
-_ACTION = re.compile(r"(?:(```)(?:bash|mswea_bash_command)\s*\n|<mswea_bash_command>\s*)(?P<command>.*?)"
-                     r"(?(1)\n```|\s*</mswea_bash_command>)", re.DOTALL)
+# a fenced block (```bash, 2.x's ```mswea_bash_command) or the tags of the builtin `swebench_xml` configs
+# (1.x: <bash_code>, 2.x: <mswea_bash_command>), the command between them; the open and close as matched are
+# kept for the round trip
+_ACTION = re.compile(r"(?:(?P<fence>```)(?:bash|mswea_bash_command)\s*\n|<(?P<tag>mswea_bash_command|bash_code)>\s*)"
+                     r"(?P<command>.*?)(?(fence)\n```|\s*</(?P=tag)>)", re.DOTALL)
 _TIMEOUT = re.compile(r"^The last command .{0,4000}? timed out", re.DOTALL)
 _FENCES = {"mini-swe-agent-1": ("```bash\n", "\n```"), FORMAT_1_1: ("```mswea_bash_command\n", "\n```")}
 

@@ -6,8 +6,11 @@ message shape is the packages' own:
 - `mini_swe_agent_text.traj.json`: text mode (`litellm_textbased`, config `mini_textbased.yaml`), the
   command fenced as ```mswea_bash_command;
 - `mini_swe_agent_text_xml.traj.json`: text mode with the `<mswea_bash_command>` tags of the builtin
-  `benchmarks/swebench_xml.yaml`.
-Not part of the test suite (it needs `pip install mini-swe-agent==2.4.6`); run it to refresh them:
+  `benchmarks/swebench_xml.yaml`;
+and, run with mini-swe-agent 1.17.5 installed instead, `mini_swe_agent_1_xml.traj.json`: format
+`mini-swe-agent-1` with the `<bash_code>` tags of 1.x's builtin `extra/swebench_xml.yaml`.
+Not part of the test suite (it needs `pip install mini-swe-agent==2.4.6`, or `==1.17.5`); run it with
+each to refresh them:
     python tests/data/make_mini_swe_agent_trajectories.py tests/data
 """
 import itertools
@@ -22,12 +25,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network: litellm's bundled price list
 
+import minisweagent
 import yaml
 from minisweagent.agents.default import DefaultAgent
 from minisweagent.config import builtin_config_dir
 from minisweagent.environments.local import LocalEnvironment
-from minisweagent.models.litellm_response_model import LitellmResponseModel
-from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
+
+VERSION_1 = minisweagent.__version__.startswith("1.")
+if VERSION_1:
+    from minisweagent.models.litellm_model import LitellmModel
+    from minisweagent.run.utils.save import save_traj
+else:
+    from minisweagent.models.litellm_response_model import LitellmResponseModel
+    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
 
 def call(n, command):
     return {"type": "function_call", "id": f"fc_{n:04d}", "call_id": f"call_{n:04d}", "name": "bash",
@@ -56,12 +66,13 @@ COMMANDS = ["ls -la", "cat calc.py", "python test_calc.py", None, "grep -n 'def 
             "sleep 5", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"]
 
 
-def text_answer(k: int, xml: bool) -> str:
+def text_answer(k: int, mode: str) -> str:
     """The k-th answer of a text-mode model: a THOUGHT and one command (none, or two, on the turns that
     make format errors)."""
     command = COMMANDS[min(k, len(COMMANDS) - 1)]
-    block = (lambda c: f"<mswea_bash_command>{c}</mswea_bash_command>") if xml else (
-        lambda c: f"```mswea_bash_command\n{c}\n```")
+    block = {"xml": lambda c: f"<mswea_bash_command>{c}</mswea_bash_command>",
+             "1-xml": lambda c: f"<bash_code>{c}</bash_code>",
+             "text": lambda c: f"```mswea_bash_command\n{c}\n```"}[mode]
     if command is None:
         return "THOUGHT: two things at once.\n\n" + block("ls") + "\n" + block("pwd")
     return f"THOUGHT: step {k}.\n\n{block(command)}"
@@ -78,7 +89,7 @@ class Handler(BaseHTTPRequestHandler):
         if MODE["name"] != "responses":
             return self.answer({"id": f"chatcmpl-{k:04d}", "object": "chat.completion", "created": 1764600000 + k,
                                 "model": "gpt-4.1-mini-2025-04-14", "choices": [{"index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": text_answer(k, MODE["name"] == "xml")}}],
+                                "message": {"role": "assistant", "content": text_answer(k, MODE["name"])}}],
                                 "usage": {"prompt_tokens": 900 + 50 * k, "completion_tokens": 30,
                                           "total_tokens": 930 + 50 * k}})
         out = SCRIPT[min(k, len(SCRIPT) - 1)]
@@ -95,14 +106,20 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200); self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
 
-def run(out: pathlib.Path, mode: str, port: int) -> None:
-    global turn
-    turn, MODE["name"] = itertools.count(), mode
+def workspace() -> pathlib.Path:
+    """A fresh git repository with the bug the scripted agent fixes."""
     work = pathlib.Path(tempfile.mkdtemp())
     (work / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
     (work / "test_calc.py").write_text("from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint('passed')\n")
     subprocess.run("git init -q && git add . && git -c user.email=a@b -c user.name=n commit -qm init", shell=True,
                    cwd=work, check=True)
+    return work
+
+
+def run(out: pathlib.Path, mode: str, port: int) -> None:
+    global turn
+    turn, MODE["name"] = itertools.count(), mode
+    work = workspace()
     name = {"responses": "mini.yaml", "text": "mini_textbased.yaml", "xml": "benchmarks/swebench_xml.yaml"}[mode]
     config = yaml.safe_load((builtin_config_dir / name).read_text())
     endpoint = {"api_base": f"http://127.0.0.1:{port}/v1", "api_key": "unused"}
@@ -119,9 +136,26 @@ def run(out: pathlib.Path, mode: str, port: int) -> None:
     agent.run("Fix add() in calc.py so that the test passes.")
 
 
+def run_1(out: pathlib.Path, port: int) -> None:
+    """mini-swe-agent 1.x: the agent in text mode with 1.x's `extra/swebench_xml.yaml`, saved as 1.x saves."""
+    global turn
+    turn, MODE["name"] = itertools.count(), "1-xml"
+    work = workspace()
+    config = yaml.safe_load((builtin_config_dir / "extra" / "swebench_xml.yaml").read_text())
+    model = LitellmModel(model_name="openai/gpt-4.1-mini", cost_tracking="ignore_errors",
+                         model_kwargs={"api_base": f"http://127.0.0.1:{port}/v1", "api_key": "unused"})
+    agent = DefaultAgent(model, LocalEnvironment(cwd=str(work), timeout=2), **(config["agent"] | {"step_limit": 20}))
+    exit_status, result = agent.run("Fix add() in calc.py so that the test passes.")
+    save_traj(agent, out, print_path=False, exit_status=exit_status, result=result, instance_id="demo__calc-1")
+
+
 def main(folder: str) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    if VERSION_1:
+        run_1(pathlib.Path(folder) / "mini_swe_agent_1_xml.traj.json", server.server_port)
+        server.shutdown()
+        return
     for mode, name in (("responses", "mini_swe_agent_responses"), ("text", "mini_swe_agent_text"),
                        ("xml", "mini_swe_agent_text_xml")):
         run(pathlib.Path(folder) / f"{name}.traj.json", mode, server.server_port)
