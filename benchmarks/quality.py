@@ -21,11 +21,15 @@ group cross-validation; across models: trained on one set, tested on the other, 
 trained as `calibration.train_local` trains the shipped one (on either proxy's "needed").
 
     python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE] [--in-sample]
-                                 [--why-lost]
+                                 [--why-lost] [--identifiers]
 
 `--why-lost` adds a diagnostic: of the later-needed results the judge and recency let go (labels-v1), what
 first made each needed after its point — a re-run, or a word first written then (a plain word of letters
 alone, or another) — and whether that word sits in the ends of the result the judge's features read.
+`--identifiers` adds a diagnostic proxy to every cell: labels-v1 counting only the uses that look like
+identifiers — re-runs, and words with a `_`, `/`, digit, inner `.` or inner capital once a trailing
+`.`/`-` is stripped — so prose words ("function", "clause.") no longer make a result needed. A diagnostic
+of the proxy's noise, not a third proxy: the judge is not trained on it.
 """
 
 from __future__ import annotations
@@ -133,13 +137,16 @@ def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, s
 
 
 def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int, boot: int,
-             same_form: bool = True, seed: int = 0) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """Per proxy: L per policy and the gap closed, each (point estimate, 2.5 %, 97.5 %)."""
+             same_form: bool = True, seed: int = 0, extra: dict[str, np.ndarray] | None = None
+             ) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Per proxy (the two, then any `extra` labels of the same rows): L per policy and the gap closed, each
+    (point estimate, 2.5 %, 97.5 %)."""
     pts = points(rows, min_chars)
     groups = sorted({p.group for p in pts})
     gi = {g: k for k, g in enumerate(groups)}
     out: dict[str, dict[str, tuple[float, float, float]]] = {}
-    for proxy, needed in (("labels-v1", rows.needed_result), ("labels-v2-reuse", rows.needed_result_alt)):
+    proxies = {"labels-v1": rows.needed_result, "labels-v2-reuse": rows.needed_result_alt, **(extra or {})}
+    for proxy, needed in proxies.items():
         rng = np.random.default_rng(seed)
         lost = np.zeros((len(POLICIES), len(groups)))
         total = np.zeros(len(groups))
@@ -168,6 +175,27 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
 
 
 _PLAIN = re.compile(r"[A-Za-z]+")
+_IDENTIFIER = re.compile(r"[_/0-9]|\.\w|[a-z][A-Z]")
+IDENTIFIERS = "labels-v1, identifiers only (diagnostic)"
+
+
+def identifier_needed(rows: Rows, source: Path) -> np.ndarray:
+    """Per row, labels-v1 counting only identifier-shaped uses after the row's point: re-runs, and words
+    that keep a `_`, `/`, digit, inner `.` or inner capital once a trailing `.`/`-` is stripped."""
+    at: dict[str, list[int]] = defaultdict(list)
+    for i, session in enumerate(rows.sessions):
+        at[str(session)].append(i)
+    out = np.zeros(len(rows.sessions), dtype=bool)
+    for session, messages in trajectories(source):
+        if session not in at:
+            continue
+        log: dict[str, list[tuple[int, str | None]]] = {}
+        pair_uses(analyze(messages), log)
+        last = {key: max((k for k, word in uses if word is None or _IDENTIFIER.search(word.rstrip(".-"))),
+                         default=-1) for key, uses in log.items()}
+        for i in at[session]:
+            out[i] = last.get(str(rows.keys[i]), -1) > rows.points[i]
+    return out
 
 
 def why_lost(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, source: Path, share: float, min_chars: int,
@@ -217,6 +245,9 @@ def main() -> None:
     parser.add_argument("--why-lost", action="store_true",
                         help="also say, for the needed results the judge and recency let go (labels-v1), what "
                              "first made each needed and whether it sits in the ends the judge reads")
+    parser.add_argument("--identifiers", action="store_true",
+                        help="also score every cell on labels-v1 counting identifier-shaped uses only (a diagnostic "
+                             "of the proxy's prose-word noise)")
     parser.add_argument("--scan-chars", type=int, default=SCAN_CHARS, metavar="N",
                         help=f"characters of each result end the judge's features read (default {SCAN_CHARS}, "
                              "the shipped judge's)")
@@ -225,6 +256,8 @@ def main() -> None:
     started = time.monotonic()
     rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}
     print(f"rows built in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    extra = {name: {IDENTIFIERS: identifier_needed(r, SETS[name])} for name, r in rows.items()} \
+        if args.identifiers else {name: {} for name in rows}
     (a, ra), (b, rb) = rows.items()
     cells = []  # (title, test rows, their set, P(result needed), P(call needed))
     for name, r in rows.items():
@@ -246,14 +279,15 @@ def main() -> None:
         v, lo, hi = cell[name]
         return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
-    for title, r, _set, p_result, p_call in cells:
-        for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot).items():
+    for title, r, name, p_result, p_call in cells:
+        for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot,
+                                    extra=extra[name]).items():
             n_points, n_groups, _ = cell["points"]
             lines.append(f"| {title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
                 f(cell, p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f(cell, 'gap closed')} |")
             print(lines[-1], file=sys.stderr)
         for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot,
-                                    same_form=False).items():
+                                    same_form=False, extra=extra[name]).items():
             whole.append(f"| {title} | {proxy} | " + " | ".join(
                 f(cell, p) for p in ("judge", "recency", "biggest-first", "oracle", "gap closed")) + " |")
     lost = []
