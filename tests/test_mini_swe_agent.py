@@ -240,8 +240,12 @@ def test_compacting_a_responses_trajectory_keeps_each_response_whole_and_its_rea
                                                 "call_0009", "call_0010"]
 
 
-def test_a_response_without_output_items_is_refused_by_name() -> None:
+def test_a_response_without_output_items_is_kept_and_one_without_a_list_refused_by_name() -> None:
     doc = responses_doc()
-    doc["messages"][2]["output"] = []
-    with pytest.raises(FormatError, match=r"messages\[2\]\.output: a response must hold a non-empty list"):
+    doc["messages"].insert(3, {**doc["messages"][2], "output": [], "status": "incomplete"})
+    messages = formats.load(doc)
+    assert formats.dump(messages, "mini-swe-agent") == doc  # written back where it was
+    assert [m.content for m in messages if m.id == "m3"] == [()] and len(analyze(messages).pairs) == 10
+    doc["messages"][2]["output"] = {"type": "function_call"}
+    with pytest.raises(FormatError, match=r"messages\[2\]\.output: a response must hold a list of output items"):
         formats.load(doc)

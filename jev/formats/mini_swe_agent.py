@@ -10,7 +10,7 @@ as in OpenAI chat, and fences in text are not actions. Responses mode (2.x's `li
 class, e.g. for GPT-5): each turn is a whole Responses API `response` object whose `output` items
 (reasoning, message, function_call) become one message each, results are `function_call_output` items,
 format errors `message` items, as `openai-responses` reads them; the response's other fields ride on
-its first item's message. In both, a result is `error` when the command
+its first item's message. In every mode, a result is `error` when the command
 did not run to its end (a timeout notice, or `extra.exception_info`), else `success` (a non-zero return
 code is part of the output); the final `exit` message answers the trailing call that got no result (the
 submitted diff), else it is a plain message. `reasoning_content`, `extra` (with `raw_output`, a copy of
@@ -117,10 +117,13 @@ def _load_responses(raw_messages: list[Any]) -> list[Message]:
             out.append(message)
         elif raw.get("object") == "response":
             output = raw.get("output")
-            if not isinstance(output, list) or not output:
-                raise FormatError(f"{where}.output: a response must hold a non-empty list of output items")
+            if not isinstance(output, list):
+                raise FormatError(f"{where}.output: a response must hold a list of output items")
             wrapper = {k: (None if k == "output" else v) for k, v in raw.items()}  # the place of `output` kept
             open_calls = []
+            if not output:  # nothing the model sees: an empty message that keeps the object
+                out.append(Message(f"m{i}", "assistant", (), None,
+                                   loaded(NAME, {"response": i, "index": -1, "wrapper": wrapper})))
             for k, item in enumerate(output):
                 role, blocks, kept = openai_responses.read_item(item, f"{where}.output[{k}]", names)
                 source: dict[str, Any] = {"response": i, "index": k, "item": kept, "last": k == len(output) - 1}
@@ -268,8 +271,10 @@ def _dump_responses(messages: Sequence[Message], sources: list[dict[str, Any]]) 
             flush()
             group, wrapper = response, source.get("wrapper")
         if response is not None:
-            k, item = source["index"], source["item"]
-            if item.get("type") != "reasoning" or source["last"] or (response, k + 1) in present:
+            k, item = source["index"], source.get("item")
+            if item is None:  # a response that had no output items
+                out.append({**source["wrapper"], "output": []})
+            elif item.get("type") != "reasoning" or source["last"] or (response, k + 1) in present:
                 items.append(openai_responses.write_item(message.content, item))
         elif "exit" in source:
             result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
