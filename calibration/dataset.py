@@ -10,9 +10,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import orjson
@@ -26,10 +27,12 @@ from .labels import later_reuse, pair_uses
 
 def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
     """(session id, JSON bytes) from a `.tar`/`.tar.xz` of trajectories or a directory of JSON files, sorted
-    by name so every run sees the same order."""
+    by name so every run sees the same order. Where some are named `*.traj.json` (as mini-swe-agent names
+    them) only those are read: a run folder also holds `preds.json` and other JSON that is no trajectory."""
     path = Path(source)
     if path.is_dir():
-        for file in sorted(path.rglob("*.json")):
+        files = sorted(path.rglob("*.json"))
+        for file in _trajectories_only(files, str):
             yield _session(file.relative_to(path).as_posix()), file.read_bytes()
         return
     found: list[tuple[str, bytes]] = []
@@ -37,8 +40,17 @@ def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
         for member in tar:
             if member.isfile() and member.name.endswith(".json"):
                 found.append((member.name, tar.extractfile(member).read()))  # type: ignore[union-attr]
-    for name, data in sorted(found):
+    for name, data in _trajectories_only(sorted(found), lambda item: item[0]):
         yield _session(name), data
+
+
+T = TypeVar("T")
+
+
+def _trajectories_only(items: list[T], name: Callable[[T], str]) -> list[T]:
+    """The `*.traj.json` among `items` when there are any, else all of them."""
+    named = [item for item in items if name(item).endswith(".traj.json")]
+    return named or items
 
 
 def trajectories(source: str | Path, format: str = "mini-swe-agent") -> Iterator[tuple[str, list[Message]]]:

@@ -8,6 +8,7 @@ import copy
 import json
 import pathlib
 
+import numpy as np
 import pytest
 
 from jev import CompactionConfig, formats
@@ -249,3 +250,20 @@ def test_a_response_without_output_items_is_kept_and_one_without_a_list_refused_
     doc["messages"][2]["output"] = {"type": "function_call"}
     with pytest.raises(FormatError, match=r"messages\[2\]\.output: a response must hold a list of output items"):
         formats.load(doc)
+
+
+def test_a_run_folder_of_every_mode_builds_rows_and_its_other_json_is_not_read_as_a_trajectory(tmp_path) -> None:
+    import shutil
+
+    from calibration.dataset import build_rows, raw_trajectories
+
+    for name in ("responses", "text", "text_xml", "1_xml"):  # as mini-swe-agent lays out a run: <instance>/<file>
+        (tmp_path / name).mkdir()
+        shutil.copy(DATA / f"mini_swe_agent_{name}.traj.json", tmp_path / name / f"{name}.traj.json")
+    (tmp_path / "preds.json").write_text('{"demo__calc-1": {"model_patch": "diff"}}')  # no trajectory
+    assert [s for s, _ in raw_trajectories(tmp_path)] == ["1_xml/1_xml", "responses/responses", "text/text",
+                                                          "text_xml/text_xml"]
+    rows = build_rows(tmp_path, every=4, protect=1, workers=1)
+    per_session = {s: int((rows.sessions == s).sum()) for s in set(rows.sessions.tolist())}
+    assert per_session == {"1_xml/1_xml": 10, "responses/responses": 10, "text/text": 10, "text_xml/text_xml": 10}
+    assert rows.X.shape[0] == 40 and not np.isnan(rows.X).any()  # points at 4 and 8 pairs: 3 + 7 rows each
