@@ -39,16 +39,22 @@ else:
     from minisweagent.models.litellm_response_model import LitellmResponseModel
     from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
 
-def call(n, command):
+def call(n: int, command: str) -> dict:
+    """A Responses `function_call` item running `command`."""
     return {"type": "function_call", "id": f"fc_{n:04d}", "call_id": f"call_{n:04d}", "name": "bash",
             "arguments": json.dumps({"command": command}), "status": "completed"}
 
-def reasoning(n, text):
+
+def reasoning(n: int, text: str) -> dict:
+    """A Responses `reasoning` item with a summary."""
     return {"type": "reasoning", "id": f"rs_{n:04d}", "summary": [{"type": "summary_text", "text": text}]}
 
-def say(n, text):
+
+def say(n: int, text: str) -> dict:
+    """A Responses assistant `message` item."""
     return {"type": "message", "id": f"msg_{n:04d}", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
 
 SCRIPT = [
     [reasoning(1, "Look at the repository first."), call(1, "ls -la")],
@@ -78,33 +84,40 @@ def text_answer(k: int, mode: str) -> str:
     return f"THOUGHT: step {k}.\n\n{block(command)}"
 
 
-turn = itertools.count()
-MODE = {"name": "responses"}
+STATE = {"mode": "responses", "turn": itertools.count()}  # what the endpoint answers, and how far it is
+
 
 class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        k = next(turn)
-        if MODE["name"] != "responses":
-            return self.answer({"id": f"chatcmpl-{k:04d}", "object": "chat.completion", "created": 1764600000 + k,
-                                "model": "gpt-4.1-mini-2025-04-14", "choices": [{"index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": text_answer(k, MODE["name"])}}],
-                                "usage": {"prompt_tokens": 900 + 50 * k, "completion_tokens": 30,
-                                          "total_tokens": 930 + 50 * k}})
-        out = SCRIPT[min(k, len(SCRIPT) - 1)]
-        resp = {"id": f"resp_{k:04d}", "object": "response", "created_at": 1764600000 + k, "status": "completed",
-                "model": "gpt-5-mini-2025-08-07", "output": out, "parallel_tool_calls": True,
-                "tools": body.get("tools", []), "tool_choice": "auto", "temperature": 1.0, "top_p": 1.0,
-                "usage": {"input_tokens": 1000 + 50 * k, "output_tokens": 40, "total_tokens": 1040 + 50 * k,
-                          "input_tokens_details": {"cached_tokens": 0},
-                          "output_tokens_details": {"reasoning_tokens": 16}}}
-        self.answer(resp)
+    """The scripted endpoint: /v1/responses answers from SCRIPT, /v1/chat/completions from `text_answer`."""
 
-    def answer(self, resp):
-        data = json.dumps(resp).encode()
-        self.send_response(200); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        k, mode = next(STATE["turn"]), STATE["mode"]
+        if mode != "responses":
+            self.answer({"id": f"chatcmpl-{k:04d}", "object": "chat.completion", "created": 1764600000 + k,
+                         "model": "gpt-4.1-mini-2025-04-14", "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text_answer(k, mode)}}],
+                         "usage": {"prompt_tokens": 900 + 50 * k, "completion_tokens": 30, "total_tokens": 930 + 50 * k}})
+            return
+        self.answer({"id": f"resp_{k:04d}", "object": "response", "created_at": 1764600000 + k, "status": "completed",
+                     "model": "gpt-5-mini-2025-08-07", "output": SCRIPT[min(k, len(SCRIPT) - 1)],
+                     "parallel_tool_calls": True, "tools": body.get("tools", []), "tool_choice": "auto",
+                     "temperature": 1.0, "top_p": 1.0,
+                     "usage": {"input_tokens": 1000 + 50 * k, "output_tokens": 40, "total_tokens": 1040 + 50 * k,
+                               "input_tokens_details": {"cached_tokens": 0},
+                               "output_tokens_details": {"reasoning_tokens": 16}}})
+
+    def answer(self, response: dict) -> None:
+        data = json.dumps(response).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
 
 def workspace() -> pathlib.Path:
     """A fresh git repository with the bug the scripted agent fixes."""
@@ -117,8 +130,8 @@ def workspace() -> pathlib.Path:
 
 
 def run(out: pathlib.Path, mode: str, port: int) -> None:
-    global turn
-    turn, MODE["name"] = itertools.count(), mode
+    """mini-swe-agent 2.x in `mode` (responses, text, xml) with its builtin config for it, saved as 2.x saves."""
+    STATE.update(mode=mode, turn=itertools.count())
     work = workspace()
     name = {"responses": "mini.yaml", "text": "mini_textbased.yaml", "xml": "benchmarks/swebench_xml.yaml"}[mode]
     config = yaml.safe_load((builtin_config_dir / name).read_text())
@@ -138,8 +151,7 @@ def run(out: pathlib.Path, mode: str, port: int) -> None:
 
 def run_1(out: pathlib.Path, port: int) -> None:
     """mini-swe-agent 1.x: the agent in text mode with 1.x's `extra/swebench_xml.yaml`, saved as 1.x saves."""
-    global turn
-    turn, MODE["name"] = itertools.count(), "1-xml"
+    STATE.update(mode="1-xml", turn=itertools.count())
     work = workspace()
     config = yaml.safe_load((builtin_config_dir / "extra" / "swebench_xml.yaml").read_text())
     model = LitellmModel(model_name="openai/gpt-4.1-mini", cost_tracking="ignore_errors",
@@ -150,6 +162,7 @@ def run_1(out: pathlib.Path, port: int) -> None:
 
 
 def main(folder: str) -> None:
+    """Every trajectory the installed mini-swe-agent's major version makes, into `folder`."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     if VERSION_1:
