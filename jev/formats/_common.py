@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -122,9 +123,18 @@ def reproducible_arguments(raw: Any, value: Any) -> bool:
     return isinstance(raw, str) and dump_arguments(value) == raw
 
 
+@functools.lru_cache(maxsize=512)
+def shared_order(keys: tuple) -> list:
+    """`keys` (tuples of them nest) as the list a converter keeps to write an object back in the order it was
+    read in: one list per distinct order, shared by every message that has it — a history repeats a few
+    shapes, and thousands of copies cost memory and garbage-collector time. Never mutate it."""
+    return [shared_order(k) if isinstance(k, tuple) else k for k in keys]
+
+
 def in_order(d: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
     """`d` with its keys in the order `keys` lists them (the order its object was read in), when they are
     the same keys; else `d` as it is. Converters keep such an order only where it is not their own."""
-    if keys and len(keys) == len(d) and set(keys) == set(d):
-        return {k: d[k] for k in keys}
-    return d
+    if not keys:
+        return d
+    ordered = {k: d[k] for k in keys if k in d}
+    return ordered if len(ordered) == len(d) else d  # every key of `d` listed: the same keys

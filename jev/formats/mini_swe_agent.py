@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import FormatError
 from . import openai_chat, openai_responses
-from ._common import in_order, loaded, source_of
+from ._common import in_order, loaded, shared_order, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "mini-swe-agent"
@@ -174,8 +174,9 @@ def _text(raw: dict[str, Any], where: str, i: int,
     if not isinstance(content, str):
         raise FormatError(f"{where}.content: must be a string")
     source: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("role", "content")}
-    if list(raw)[:2] != ["role", "content"]:  # 2.x writes a model's message content first: keep that order
-        source["order"] = list(raw)
+    keys = tuple(raw)
+    if keys[:2] != ("role", "content"):  # 2.x writes a model's message content first: keep that order
+        source["order"] = shared_order(keys)
     if role == "assistant":
         actions = list(_ACTION.finditer(content))
         if len(actions) == 1:

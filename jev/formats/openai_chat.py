@@ -8,11 +8,12 @@ content-part lists, `developer` role, `refusal`, `audio`, …) travels in `metad
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ._common import dump_arguments, in_order, loaded, parse_arguments, reproducible_arguments, source_of
+from ._common import dump_arguments, in_order, loaded, parse_arguments, reproducible_arguments, shared_order, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-chat"
@@ -94,12 +95,18 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
         blocks = blocks + _load_calls(raw["tool_calls"], where, tool_names, source)
     elif "tool_calls" in raw:
         source["tool_calls_null"] = True  # `tool_calls: null`, as a provider's model_dump() writes it
-    written = ((["role", "tool_call_id", "content"] if role == "tool" else
-                ["role", *(k for k in ("content", "tool_calls") if k in raw)])
-               + (["name"] if name is not None else []) + [k for k in raw if k not in _CORE_KEYS])
-    if list(raw) != written:  # e.g. a provider's model_dump(), content first: written back in its order
-        source["order"] = list(raw)
+    keys = tuple(raw)
+    if not _own_order(keys, role == "tool", name is not None):  # e.g. a model_dump(): content first
+        source["order"] = shared_order(keys)
     return _ROLES[role], blocks, name, source
+
+
+@functools.lru_cache(maxsize=256)  # a history repeats a few shapes: each is checked once
+def _own_order(keys: tuple[str, ...], tool: bool, named: bool) -> bool:
+    """Whether a message with `keys` is written back in that order by `write_message` without help."""
+    own = (("role", "tool_call_id", "content") if tool else ("role", *(k for k in ("content", "tool_calls")
+                                                                        if k in keys)))
+    return keys == own + (("name",) if named else ()) + tuple(k for k in keys if k not in _CORE_KEYS)
 
 
 def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict[str, Any]) -> tuple[Block, ...]:
@@ -119,7 +126,7 @@ def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict
             function["arguments"] = None
         extra = {"call": {k2: v for k2, v in call.items() if k2 != "function"}, "function": function}
         if list(call)[-1] != "function" or next(iter(fn)) != "name":  # not the order `_dump_call` writes
-            extra["order"] = [list(call), list(fn)]
+            extra["order"] = shared_order((tuple(call), tuple(fn)))
         extras[call["id"]] = extra
         tool_names[call["id"]] = fn["name"]
         blocks.append(ToolUseBlock(call["id"], fn["name"], arguments))
