@@ -20,20 +20,26 @@ def guarantee(result: Calibration | Selection, label: str = "") -> str:
     label = label or (result.test_rows.label_version if isinstance(result, Calibration) else "labels-v1")
     tail = (f" Labels: the hindsight proxy {label}; the guarantee covers this judge version and sessions from "
             "the same distribution only.")
+    delta = result.delta if isinstance(result, Calibration) else selection.delta
+    chosen = ""
+    if isinstance(result, Calibration) and len(result.size_exponents) > 1:
+        chosen = (f" The size exponent {result.size_exponent:g} was chosen among "
+                  f"{', '.join(f'{e:g}' for e in result.size_exponents)}, each certified at delta/"
+                  f"{len(result.size_exponents)} = {selection.delta:.3g}, so this holds for the one chosen.")
     sentences = []
     if selection.certified:
         sentences.append(
-            f"With probability >= {1 - selection.delta:.0%} over the {selection.n_sessions} certifying sessions, "
+            f"With probability >= {1 - delta:.0%} over the {selection.n_sessions} certifying sessions, "
             f"in a new session like these, when results scored <= {selection.discard_threshold:.4g} are let go: "
             f"the expected share of later-needed results let go (dropped or truncated), R_result, is "
             f"<= {selection.alpha:.1%}, and the expected share of later-needed calls dropped, R_call, is "
-            f"<= {selection.alpha:.1%}.")
+            f"<= {selection.alpha:.1%}." + chosen)
     else:
         sentences.append(selection.message)
     target = result.target if isinstance(result, Calibration) else None
     if target is not None:
         sentences.append(
-            f"Budget mode: with probability >= {1 - target.delta:.0%} over the same sessions, "
+            f"Budget mode: with probability >= {1 - delta:.0%} over the same sessions, "
             f"target_reduction = {target.target_reduction:.0%} keeps R_result and R_call each <= {target.alpha:.1%}."
             if target.certified else target.message)
     return " ".join(sentences) + (tail if selection.certified or (target is not None and target.certified) else "")
@@ -64,7 +70,8 @@ def figures(result: Calibration, out: Path) -> list[str]:
     rows = result.test_rows if len(result.test_rows.sessions) else result.fit_rows
     names = []
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
-    _reliability(axes[0], result_score(rows, result.size_aware), rows.needed_result, result.result_calibrator,
+    _reliability(axes[0], result_score(rows, result.size_aware, result.size_exponent), rows.needed_result,
+                 result.result_calibrator,
                  "keep_result, size-scaled score" if result.size_aware else "keep_result")
     _reliability(axes[1], rows.keep_call, rows.needed_call, result.call_calibrator, "keep_call")
     fig.tight_layout()
@@ -111,7 +118,10 @@ def markdown(result: Calibration, images: list[str]) -> str:
              "is cut) from unclear ones (KEEP everything). The guarantee counts every result at or below the "
              f"discard threshold as let go, so it holds for any keep_threshold; here the UNCERTAIN band holds "
              f"{s.uncertain_rate:.1%} of those results.",
-             f"- size-aware scoring: {'on (result score scaled by (1000 / result_chars))' if result.size_aware else 'off'}",
+             "- size-aware scoring: " + (f"on (result score scaled by (1000 / result_chars) ** {result.size_exponent:g}"
+                                         + (f", the exponent chosen among {', '.join(f'{e:g}' for e in result.size_exponents)}"
+                                            " for the most characters let go" if len(result.size_exponents) > 1 else "")
+                                         + ")" if result.size_aware else "off"),
              f"- bound: {s.bound} ({'Waudby-Smith–Ramdas betting' if s.bound == 'wsr' else 'Hoeffding–Bentkus'}); "
              f"sessions spent on fitting: {len(set(result.fit_rows.sessions.tolist()))}",
              "", "## Expected effect (certifying sessions)", "",

@@ -43,6 +43,7 @@ SIZE_RULE = CompactionConfig()  # the compactor's default size scaling: what siz
 GRID = np.concatenate([[-1.0], np.geomspace(1e-5, 0.99, 300)])  # fixed before any data is seen
 QUANTILE_POINTS = 200  # grid points at the fit sessions' score quantiles, when fit_share > 0
 TARGETS = (0.01, 0.02, 0.03, *(round(0.05 * i, 2) for i in range(1, 20)))  # budget-mode targets, safest first
+MAX_EXPONENTS = 8  # size-exponent candidates at most: each costs the guarantee a share of delta
 LOSS = "R_result (later-needed results let go) and R_call (later-needed calls dropped), per session"
 
 
@@ -101,12 +102,19 @@ def rows_from(records: Iterable[Mapping[str, Any]]) -> Rows:
                 _one(kept, "judge", ""), _one(kept, "label_version", LABEL_VERSION))
 
 
-def result_score(rows: Rows, size_aware: bool) -> np.ndarray:
-    """The score a threshold applies to: the raw result probability, or the compactor's size-scaled one."""
+def size_rule(exponent: float) -> CompactionConfig:
+    """The compactor's size scaling with `exponent` (its default reference size)."""
+    return SIZE_RULE if exponent == SIZE_RULE.size_exponent else CompactionConfig(size_exponent=exponent)
+
+
+def result_score(rows: Rows, size_aware: bool, exponent: float = SIZE_RULE.size_exponent) -> np.ndarray:
+    """The score a threshold applies to: the raw result probability, or the compactor's size-scaled one
+    (`jev.policy.value_score` with `size_exponent=exponent`)."""
     if not size_aware:
         return rows.keep_result
-    return np.fromiter((value_score(float(p), int(c), SIZE_RULE) for p, c in zip(rows.keep_result, rows.result_chars,
-                                                                                   strict=True)),
+    rule = size_rule(exponent)
+    return np.fromiter((value_score(float(p), int(c), rule) for p, c in zip(rows.keep_result, rows.result_chars,
+                                                                             strict=True)),
                        float, len(rows.keep_result))
 
 
@@ -173,12 +181,22 @@ class Calibration:
     test_rows: Rows
     target: TargetSelection | None = None
     keep_threshold: float = SIZE_RULE.keep_threshold  # what budget mode was certified with
+    size_exponent: float = SIZE_RULE.size_exponent  # the size scaling certified (size-aware only)
+    size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)  # the candidates it was chosen among
+
+    @property
+    def delta(self) -> float:
+        """The guarantee's delta: each of the size-exponent candidates was certified at this over their number."""
+        return self.overall.delta * len(self.size_exponents)
 
     def stamp(self) -> dict[str, Any]:
         """What the thresholds were certified for: a compactor refuses them for another judge."""
-        return {"judge": self.test_rows.judge, "ranking": "size-aware" if self.size_aware else "plain",
-                "loss": LOSS, "label_version": self.test_rows.label_version, "bound": self.overall.bound,
-                "alpha": self.overall.alpha, "delta": self.overall.delta, "sessions": self.overall.n_sessions}
+        out = {"judge": self.test_rows.judge, "ranking": "size-aware" if self.size_aware else "plain",
+               "loss": LOSS, "label_version": self.test_rows.label_version, "bound": self.overall.bound,
+               "alpha": self.overall.alpha, "delta": self.delta, "sessions": self.overall.n_sessions}
+        if len(self.size_exponents) > 1:
+            out["size_exponent_chosen_among"] = list(self.size_exponents)
+        return out
 
     def config(self) -> dict[str, Any]:
         """`CompactionConfig` fields (by Python name) that apply what was certified: the threshold when one
@@ -191,7 +209,7 @@ class Calibration:
             out["keep_threshold"] = self.keep_threshold
             out.setdefault("discard_threshold", 0.0)
         # always said: the compactor's default is size-aware, and plain thresholds must stay plain
-        out.update(size_exponent=SIZE_RULE.size_exponent if self.size_aware else 0.0,
+        out.update(size_exponent=self.size_exponent if self.size_aware else 0.0,
                    size_reference_chars=SIZE_RULE.size_reference_chars)
         tools = {s.group: [s.discard_threshold, s.keep_threshold] for s in self.per_tool if s.certified}
         if tools and self.overall.certified:
@@ -218,9 +236,10 @@ def split(rows: Rows, seed: int = 0, fit_share: float = 1 / 3) -> tuple[Rows, Ro
     return rows.take(mask), rows.take(~mask)
 
 
-def fit(rows: Rows, size_aware: bool = False) -> tuple[ScoreCalibrator, ScoreCalibrator]:
+def fit(rows: Rows, size_aware: bool = False, exponent: float = SIZE_RULE.size_exponent
+        ) -> tuple[ScoreCalibrator, ScoreCalibrator]:
     """One calibrator per head: the result head on the score thresholds apply to."""
-    return (ScoreCalibrator().fit(result_score(rows, size_aware), rows.needed_result),
+    return (ScoreCalibrator().fit(result_score(rows, size_aware, exponent), rows.needed_result),
             ScoreCalibrator().fit(rows.keep_call, rows.needed_call))
 
 
@@ -302,11 +321,13 @@ class ThresholdSelector:
 
     def __init__(self, alpha: float = 0.05, delta: float = 0.1, *, per_tool: bool = False, size_aware: bool = True,
                  uncertain_rate: float = 0.1, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
-                 keep_threshold: float = SIZE_RULE.keep_threshold, curve_bounds: bool = False, seed: int = 0) -> None:
+                 keep_threshold: float = SIZE_RULE.keep_threshold, curve_bounds: bool = False, seed: int = 0,
+                 size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)) -> None:
         self.alpha = alpha
         self.delta = delta
         self.per_tool = per_tool
         self.size_aware = size_aware
+        self.size_exponents = size_exponents
         self.uncertain_rate = uncertain_rate
         self.bound = bound
         self.fit_share = fit_share
@@ -322,6 +343,13 @@ class ThresholdSelector:
         require_in("uncertain_rate", self.uncertain_rate, 0, 1)
         require_in("fit_share", self.fit_share, 0, 1, open_high=True)
         require_in("keep_threshold", self.keep_threshold, 0, 1, open_low=True)
+        exponents = tuple(self.size_exponents)
+        if not exponents or len(set(exponents)) != len(exponents) or len(exponents) > MAX_EXPONENTS:
+            raise ValueError(f"size_exponents must be 1 to {MAX_EXPONENTS} distinct values (got {exponents!r})")
+        for e in exponents:
+            require_in("size_exponents", e, 0, 4, open_low=True)
+        if len(exponents) > 1 and not self.size_aware:
+            raise ValueError("size_exponents: choosing among several needs size-aware scoring (size_aware=True)")
         if self.bound not in BOUNDS:
             raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {self.bound!r})")
         if len(rows.sessions) == 0:
@@ -331,38 +359,49 @@ class ThresholdSelector:
                              "record SHADOW with this version, then jev label")
 
     def fit(self, rows: Rows) -> ThresholdSelector:
-        """Certify on `rows`; returns self."""
+        """Certify on `rows`; returns self. With several `size_exponents` every one is certified at
+        delta / their number and the one that lets go of the most is kept: a union bound over the candidates,
+        so the guarantee holds at delta for the one chosen."""
         self._validate(rows)
+        exponents = tuple(float(e) for e in self.size_exponents)
         fit_rows, test_rows = split(rows, self.seed, self.fit_share)
-        self.result_calibrator_, self.call_calibrator_ = fit(fit_rows if len(fit_rows.sessions) else test_rows,
-                                                             self.size_aware)
-        self.overall_ = self._select("all tools", fit_rows, test_rows, self.result_calibrator_)
-        per: list[Selection] = []
-        if self.per_tool:
-            for tool in sorted(set(rows.tools.tolist())):
-                f, t = fit_rows.take(fit_rows.tools == tool), test_rows.take(test_rows.tools == tool)
-                cal = fit(f, self.size_aware)[0] if len(f.sessions) else self.result_calibrator_
-                per.append(self._select(tool, f, t, cal))
-        self.per_tool_ = tuple(per)
-        self.target_ = self._select_target(test_rows) if self.target else None
-        self.calibration_ = Calibration(self.overall_, self.per_tool_, self.size_aware, self.result_calibrator_,
-                                        self.call_calibrator_, fit_rows, test_rows, self.target_,
-                                        float(self.keep_threshold))
+        outcomes = [self._fit_one(fit_rows, test_rows, e, self.delta / len(exponents), exponents) for e in exponents]
+        best = max(outcomes, key=_savings)  # the first of equals: the candidates' own order
+        self.calibration_ = best
+        self.overall_, self.per_tool_, self.target_ = best.overall, best.per_tool, best.target
+        self.result_calibrator_, self.call_calibrator_ = best.result_calibrator, best.call_calibrator
         return self
 
-    def _grid(self, fit_rows: Rows) -> np.ndarray:
+    def _fit_one(self, fit_rows: Rows, test_rows: Rows, exponent: float, delta: float,
+                 exponents: tuple[float, ...]) -> Calibration:
+        """Everything certified with one size exponent, at `delta`."""
+        result_calibrator, call_calibrator = fit(fit_rows if len(fit_rows.sessions) else test_rows, self.size_aware,
+                                                 exponent)
+        overall = self._select("all tools", fit_rows, test_rows, result_calibrator, exponent, delta)
+        per: list[Selection] = []
+        if self.per_tool:
+            for tool in sorted(set(test_rows.tools.tolist()) | set(fit_rows.tools.tolist())):
+                f, t = fit_rows.take(fit_rows.tools == tool), test_rows.take(test_rows.tools == tool)
+                cal = fit(f, self.size_aware, exponent)[0] if len(f.sessions) else result_calibrator
+                per.append(self._select(tool, f, t, cal, exponent, delta))
+        target = self._select_target(test_rows, exponent, delta) if self.target else None
+        return Calibration(overall, tuple(per), self.size_aware, result_calibrator, call_calibrator, fit_rows, test_rows,
+                           target, float(self.keep_threshold), exponent, exponents)
+
+    def _grid(self, fit_rows: Rows, exponent: float) -> np.ndarray:
         if not len(fit_rows.sessions):
             return GRID
-        score = result_score(fit_rows, self.size_aware)
+        score = result_score(fit_rows, self.size_aware, exponent)
         return np.concatenate([[-1.0], np.unique(np.quantile(score, np.linspace(0, 0.98, QUANTILE_POINTS)))])
 
-    def _select(self, group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator) -> Selection:
-        alpha, delta, bound = self.alpha, self.delta, self.bound
+    def _select(self, group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator, exponent: float,
+                delta: float) -> Selection:
+        alpha, bound = self.alpha, self.bound
         need = sessions_needed(alpha, delta)
         n_sessions = len(np.unique(test.sessions))
-        raw = self._grid(fit_rows)
+        raw = self._grid(fit_rows, exponent)
         calibrated = calibrator.predict(np.maximum(raw, 0.0))
-        score = result_score(test, self.size_aware)
+        score = result_score(test, self.size_aware, exponent)
         below = score[None, :] <= raw[:, None]  # (grid, rows): result let go (dropped or truncated)
         dropped = below & (test.keep_call[None, :] <= raw[:, None])  # ... with its call
         outcome = _test(test, below, dropped, alpha, delta, bound)
@@ -405,9 +444,9 @@ class ThresholdSelector:
                          float((let_go * chars).sum() / max(chars.sum(), 1.0)), uncertain, need, more, recency,
                          curve, "")
 
-    def _select_target(self, rows: Rows) -> TargetSelection:
-        alpha, delta, bound = self.alpha, self.delta, self.bound
-        let_go, drops, removed = budget_let_go(rows, TARGETS, self.size_aware, self.keep_threshold)
+    def _select_target(self, rows: Rows, exponent: float, delta: float) -> TargetSelection:
+        alpha, bound = self.alpha, self.bound
+        let_go, drops, removed = budget_let_go(rows, TARGETS, self.size_aware, self.keep_threshold, exponent)
         outcome = _test(rows, let_go, drops, alpha, delta, bound)
         total = max(float(rows.result_chars.sum()), 1.0)
         curve = [{"target_reduction": t, **_curve_point(outcome, j, delta, bound, self.curve_bounds),
@@ -429,14 +468,14 @@ class ThresholdSelector:
                                float(outcome.certified.pvalue[j]), ur, uc, curve[j]["chars_discarded"], curve, "")
 
 
-def budget_let_go(rows: Rows, targets: tuple[float, ...], size_aware: bool, keep_threshold: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def budget_let_go(rows: Rows, targets: tuple[float, ...], size_aware: bool, keep_threshold: float,
+                  exponent: float = SIZE_RULE.size_exponent) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What budget mode lets go of at each target, per row, replaying each decision point in the product's
     order (`budget_order`, then the cut `budget` makes): (targets, rows) let go, (targets, rows) dropped
     with the call, and the characters removed per target."""
     assert rows.points is not None and rows.truncate_saves is not None and rows.drop_saves is not None
     config = CompactionConfig(discard_threshold=0.0, keep_threshold=keep_threshold,
-                              size_exponent=SIZE_RULE.size_exponent if size_aware else 0.0,
+                              size_exponent=exponent if size_aware else 0.0,
                               size_reference_chars=SIZE_RULE.size_reference_chars)
     goal = np.asarray(targets, float)
     let_go = np.zeros((len(goal), len(rows.sessions)), bool)
@@ -462,6 +501,14 @@ def budget_let_go(rows: Rows, targets: tuple[float, ...], size_aware: bool, keep
         drops[:, index] = chosen & is_drop[None, :]
         removed += (chosen * saves[None, :]).sum(axis=1)
     return let_go, drops, removed
+
+
+def _savings(c: Calibration) -> tuple[bool, float, bool, float]:
+    """How a calibration ranks among size-exponent candidates: a certified threshold first, then the result
+    characters it lets go, then the budget-mode target likewise."""
+    t = c.target
+    return (c.overall.certified, c.overall.chars_discarded if c.overall.certified else 0.0,
+            t is not None and t.certified, t.chars_discarded if t is not None and t.certified else 0.0)
 
 
 def applied(d: float, k: float, rows: Rows, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

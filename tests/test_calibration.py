@@ -174,6 +174,17 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
     config = CompactionConfig.from_mapping(thresholds)
     assert config.thresholds("bash")[0] == thresholds["tool_thresholds"]["bash"][0]
 
+    chosen = tmp_path / "chosen"  # the size exponent chosen among three, each at delta / 3
+    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(labelled), "--alpha", "0.1",
+                           "--delta", "0.1", "--size-exponents", "0.5,1,2", "--out", str(chosen)], cwd=ROOT,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    picked = json.loads((chosen / "thresholds.json").read_text())
+    assert picked["size_exponent"] in (0.5, 1.0, 2.0) and picked["calibrated_for"]["delta"] == pytest.approx(0.1)
+    assert picked["calibrated_for"]["size_exponent_chosen_among"] == [0.5, 1.0, 2.0]
+    assert "chosen among 0.5, 1, 2" in (chosen / "report.md").read_text()
+    assert CompactionConfig.from_mapping(picked).size_exponent == picked["size_exponent"]
+
     few = tmp_path / "few.jsonl"
     few.write_text("".join(line + "\n" for line in labelled.read_text().splitlines()[:150]))
     proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(few), "--alpha", "0.02",
@@ -276,3 +287,54 @@ def test_the_reported_share_let_go_is_what_the_compactor_does_with_both_threshol
     assert np.array_equal(let_go, decided)
     chars = rows.result_chars.astype(float)
     assert s.chars_discarded == pytest.approx((chars * decided).sum() / chars.sum())
+
+
+def test_choosing_among_size_exponents_certifies_each_at_a_share_of_delta_and_keeps_the_one_letting_go_most() -> None:
+    from calibration import guarantee
+
+    rows = synthetic(200, "beta", np.random.default_rng(3))
+    candidates = (0.5, 1.0, 2.0)
+    chosen = select_thresholds(rows, 0.1, 0.1, size_exponents=candidates)
+    alone = [select_thresholds(rows, 0.1, 0.1 / 3, size_exponents=(e,)) for e in candidates]
+    assert all(c.overall.certified for c in alone) and len({c.overall.chars_discarded for c in alone}) == 3
+    best = max(alone, key=lambda c: c.overall.chars_discarded)
+    assert chosen.size_exponent == best.size_exponent and chosen.overall == best.overall
+    assert chosen.overall.delta == pytest.approx(0.1 / 3) and chosen.delta == pytest.approx(0.1)
+    config = chosen.config()
+    assert config["size_exponent"] == best.size_exponent
+    assert config["calibrated_for"]["delta"] == pytest.approx(0.1)
+    assert config["calibrated_for"]["size_exponent_chosen_among"] == [0.5, 1.0, 2.0]
+    text = guarantee(chosen)
+    assert text.startswith("With probability >= 90%") and "chosen among 0.5, 1, 2" in text
+    # one candidate, the default: what calibration did before, at the whole delta
+    one = select_thresholds(rows, 0.1, 0.1)
+    assert one.size_exponent == 1.0 and one.overall.delta == 0.1 and one.config() == \
+        select_thresholds(rows, 0.1, 0.1, size_exponents=(1.0,)).config()
+    assert "size_exponent_chosen_among" not in one.config()["calibrated_for"]
+    CompactionConfig.from_mapping({k: v for k, v in config.items()})  # the compactor takes what it wrote
+
+
+def test_the_guarantee_holds_for_the_size_exponent_chosen() -> None:
+    from calibration.thresholds import result_score
+
+    alpha, delta, trials, violations, certified = 0.1, 0.2, 30, 0, 0
+    rng = np.random.default_rng(11)
+    for trial in range(trials):
+        chosen = select_thresholds(synthetic(150, "beta", rng), alpha, delta, size_exponents=(0.5, 1.0, 2.0), seed=trial)
+        if chosen.overall.certified:
+            certified += 1
+            fresh = synthetic(400, "beta", rng)
+            score = result_score(fresh, True, chosen.size_exponent)
+            violations += max(realised_risks(fresh, chosen.overall.discard_threshold, score)) > alpha
+    assert certified >= trials * 0.5 and violations <= delta * trials
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"size_exponents": ()}, "size_exponents must be 1 to 8 distinct values"),
+    ({"size_exponents": (1.0, 1.0)}, "size_exponents must be 1 to 8 distinct values"),
+    ({"size_exponents": (0.0,)}, "size_exponents"),
+    ({"size_exponents": (0.5, 1.0), "size_aware": False}, "needs size-aware scoring"),
+])
+def test_size_exponents_are_refused_by_name(params: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        select_thresholds(synthetic(30, "beta", np.random.default_rng(0)), 0.1, 0.1, **params)

@@ -23,6 +23,9 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--size-aware", action=argparse.BooleanOptionalAction, default=True,
                    help="rank results by expected loss per character saved, as the compactor does by default "
                         "(--no-size-aware: plain probabilities)")
+    p.add_argument("--size-exponents", default="1",
+                   help="comma-separated size exponents to certify (e.g. 0.5,1,2): each at delta over their number, "
+                        "the one letting go of the most kept, so the guarantee holds at delta (size-aware only)")
     p.add_argument("--uncertain-rate", type=float, default=0.1,
                    help="largest share of let-go results left UNCERTAIN (sets keep_threshold)")
     p.add_argument("--target", action="store_true",
@@ -56,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)
     flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
     flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
+    exponents = _exponents(args.size_exponents, args.size_aware)
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("reading labelled rows", total=None)
         try:
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         selector = ThresholdSelector(args.alpha, args.delta, per_tool=args.per_tool, size_aware=args.size_aware,
                                      uncertain_rate=args.uncertain_rate, bound=args.bound, fit_share=args.fit_share,
                                      target=args.target, keep_threshold=args.keep_threshold, curve_bounds=True,
-                                     seed=args.seed)
+                                     seed=args.seed, size_exponents=exponents)
         try:
             result = selector.fit(rows).calibration_
         except ValueError as exc:
@@ -94,3 +98,18 @@ def run(args: argparse.Namespace) -> int:
     out.print(guarantee(result))
     out.print(f"report: {args.out}/report.md")
     return EXIT_OK if result.certified else EXIT_ERROR
+
+
+def _exponents(text: str, size_aware: bool) -> tuple[float, ...]:
+    """`--size-exponents` as numbers, refused with the flag's name and rule (the selector checks the rest)."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"--size-exponents {text!r}: must be comma-separated numbers, e.g. 0.5,1,2") from None
+    if not values:
+        raise UsageError("--size-exponents: give at least one number, e.g. 1")
+    for v in values:
+        flag(require_in, "--size-exponents", v, 0, 4, open_low=True)
+    if len(values) > 1 and not size_aware:
+        raise UsageError("--size-exponents: choosing among several needs size-aware scoring (drop --no-size-aware)")
+    return values
