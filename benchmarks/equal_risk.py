@@ -13,7 +13,7 @@ Each proxy calibrates and is measured on its own labels. An instance is one cert
 are not independent); where a set has several runs per instance the table also shows runs as units,
 which is optimistic.
 
-    python benchmarks/equal_risk.py [--alpha 0.1] [--delta 0.1] [--splits 10]
+    python benchmarks/equal_risk.py [--alpha 0.1] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
 """
 
 from __future__ import annotations
@@ -63,27 +63,32 @@ def at_risk(risk: np.ndarray, saved: np.ndarray, target: float) -> float:
 
 
 def cell(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
-         splits: int, by_run: bool = False) -> list[tuple[float, float, float, float]]:
-    """(judge risk, judge savings, keep-last-N savings at that risk, ratio) per certified resplit; NaN where
-    nothing was certified. Halves are always drawn by instance."""
+         splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,)
+         ) -> list[tuple[float, float, float, float, float]]:
+    """(judge risk, judge savings, keep-last-N savings at that risk, ratio, size exponent chosen) per certified
+    resplit; NaN where nothing was certified. Halves are always drawn by instance."""
     data = labelled(rows, p_result, p_call, needed, by_run)
     instance = np.asarray([group_of(s) for s in rows.sessions])
     groups = np.unique(instance)
     out = []
     for seed in range(splits):
         calibrate = np.isin(instance, np.random.default_rng(seed).permutation(groups)[: len(groups) // 2])
-        chosen = select_thresholds(data.take(calibrate), alpha, delta, size_aware=True, seed=seed).overall
+        calibration = select_thresholds(data.take(calibrate), alpha, delta, size_aware=True, seed=seed,
+                                        size_exponents=exponents)
+        chosen = calibration.overall
         if not chosen.certified:
-            out.append((float("nan"),) * 4)
+            out.append((float("nan"),) * 5)
             continue
         test = np.flatnonzero(~calibrate)
         held = data.take(~calibrate)
-        let_go = (result_score(held, True) <= chosen.discard_threshold) & (held.keep_result < chosen.keep_threshold)
+        let_go = ((result_score(held, True, calibration.size_exponent) <= chosen.discard_threshold)
+                  & (held.keep_result < chosen.keep_threshold))
         chars = held.result_chars.astype(float)
         risk = float(held.needed_result[let_go].sum() / max(held.needed_result.sum(), 1))
         saved = float(chars[let_go].sum() / max(chars.sum(), 1.0))
         baseline = at_risk(*keep_last_curve(rows, needed, test), risk)
-        out.append((risk, saved, baseline, saved / baseline if baseline > 0 else float("inf")))
+        out.append((risk, saved, baseline, saved / baseline if baseline > 0 else float("inf"),
+                    calibration.size_exponent))
     return out
 
 
@@ -92,7 +97,11 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--splits", type=int, default=10, help="random halvings of the instances")
+    parser.add_argument("--size-exponents", default="1",
+                        help="size exponents calibration chooses among (comma-separated, e.g. 0.5,1,2; each "
+                             "certified at delta over their number), as `jev calibrate --size-exponents`")
     args = parser.parse_args()
+    exponents = tuple(float(v) for v in args.size_exponents.split(","))
     started = time.monotonic()
     rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
     (a, ra), (b, rb) = rows.items()
@@ -101,13 +110,16 @@ def main() -> None:
     cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
     print(f"alpha {args.alpha}, delta {args.delta}, {args.splits} resplits (calibrate on half the instances, "
           "measure on the other half); medians over certified resplits [min, max]\n")
-    print("| cell | proxy | certified | judge risk | judge saves | keep-last-N saves at that risk | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    chose = len(exponents) > 1
+    print("| cell | proxy | certified | judge risk | judge saves | keep-last-N saves at that risk | ratio |"
+          + (" exponents chosen |" if chose else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if chose else ""))
     runs = [(title + " (runs as sessions)", r, pr, pc, True) for title, r, pr, pc in cells
             if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
         for proxy, needed in zip(PROXIES, (r.needed_result, r.needed_result_alt), strict=True):
-            results = np.asarray(cell(r, p_result, p_call, needed, args.alpha, args.delta, args.splits, by_run))
+            results = np.asarray(cell(r, p_result, p_call, needed, args.alpha, args.delta, args.splits, by_run,
+                                      exponents))
             ok = results[~np.isnan(results[:, 0])]
 
             def f(k: int) -> str:
@@ -115,7 +127,7 @@ def main() -> None:
                         else "—")
             print(f"| {title} | {proxy} | {len(ok)}/{args.splits} | {f(0)} | {f(1)} | {f(2)} | "
                   + (f"{np.median(ok[:, 3]):.2f}× [{ok[:, 3].min():.2f}, {ok[:, 3].max():.2f}]" if len(ok) else "—")
-                  + " |", flush=True)
+                  + " |" + (f" {', '.join(f'{e:g}' for e in ok[:, 4])} |" if chose else ""), flush=True)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 
