@@ -343,6 +343,9 @@ class ThresholdSelector:
         require_in("uncertain_rate", self.uncertain_rate, 0, 1)
         require_in("fit_share", self.fit_share, 0, 1, open_high=True)
         require_in("keep_threshold", self.keep_threshold, 0, 1, open_low=True)
+        if isinstance(self.size_exponents, (str, bytes)) or not hasattr(self.size_exponents, "__iter__"):
+            raise ValueError(f"size_exponents must be a sequence of numbers, e.g. (0.5, 1.0, 2.0) "
+                             f"(got {self.size_exponents!r})")
         exponents = tuple(self.size_exponents)
         if not exponents or len(set(exponents)) != len(exponents) or len(exponents) > MAX_EXPONENTS:
             raise ValueError(f"size_exponents must be 1 to {MAX_EXPONENTS} distinct values (got {exponents!r})")

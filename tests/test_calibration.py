@@ -331,6 +331,7 @@ def test_the_guarantee_holds_for_the_size_exponent_chosen() -> None:
 
 @pytest.mark.parametrize(("params", "message"), [
     ({"size_exponents": ()}, "size_exponents must be 1 to 8 distinct values"),
+    ({"size_exponents": 1.0}, "size_exponents must be a sequence of numbers"),
     ({"size_exponents": (1.0, 1.0)}, "size_exponents must be 1 to 8 distinct values"),
     ({"size_exponents": (0.0,)}, "size_exponents"),
     ({"size_exponents": (0.5, 1.0), "size_aware": False}, "needs size-aware scoring"),
