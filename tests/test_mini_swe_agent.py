@@ -206,6 +206,11 @@ def test_a_responses_trajectory_reads_as_calls_results_and_thinking_and_writes_b
     error = next(m for m in messages if m.role == "user" and "No tool calls found" in m.text)
     assert error.id == "m9" and len(error.content) == 1  # the format error's `extra.response` is bookkeeping
     assert formats.dump(formats.load(doc["messages"], "auto"), "mini-swe-agent") == doc["messages"]
+    other = formats.load(tool_mode())[2]  # read in tool-call mode: written afresh, as Responses items
+    mixed = formats.dump([*messages[:-1], other, messages[-1]], "mini-swe-agent")["messages"]
+    assert mixed[-3] == {"type": "message", "role": "assistant", "content": "Step 0: let me look."}
+    assert mixed[-2]["type"] == "function_call" and mixed[-2]["call_id"] == "call_00_0000"
+    assert mixed[-1]["role"] == "exit"
 
 
 def test_compacting_a_responses_trajectory_keeps_each_response_whole_and_its_reasoning_with_its_call() -> None:

@@ -231,8 +231,7 @@ def dump(messages: Sequence[Message]) -> Any:
     waiting: str | None = None  # text mode: the call just written; the next message must be its result
     for message, source in zip(messages, sources, strict=True):
         if "exit" in source:
-            result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
-            out.append({"role": "exit", "content": result.text if result else message.text, **source["exit"]})
+            out.append(_write_exit(message, source["exit"]))
             waiting = None
         elif tool_mode:
             out.extend(openai_chat.write_message(message, source.get("chat")))
@@ -257,14 +256,16 @@ def _dump_responses(messages: Sequence[Message], sources: list[dict[str, Any]]) 
     after: list[dict[str, Any]] = []  # messages made inside the response, written after it
 
     def flush() -> None:
-        if items:
-            out.append({**wrapper, "output": list(items)}) if wrapper is not None else out.extend(items)
+        if items and wrapper is not None:
+            out.append({**wrapper, "output": list(items)})
+        else:
+            out.extend(items)
         out.extend(after)
         items.clear()
         after.clear()
 
     for message, source in zip(messages, sources, strict=True):
-        if not source:  # made in Python or loaded from another form
+        if not any(k in source for k in ("response", "item", "exit")):  # made here, or read in another form or mode
             (after if group is not None else out).extend(openai_responses.fresh_items(message))
             continue
         response = source.get("response")
@@ -278,12 +279,17 @@ def _dump_responses(messages: Sequence[Message], sources: list[dict[str, Any]]) 
             elif item.get("type") != "reasoning" or source["last"] or (response, k + 1) in present:
                 items.append(openai_responses.write_item(message.content, item))
         elif "exit" in source:
-            result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
-            out.append({"role": "exit", "content": result.text if result else message.text, **source["exit"]})
+            out.append(_write_exit(message, source["exit"]))
         else:
             out.append(openai_responses.write_item(message.content, source["item"]))
     flush()
     return out
+
+
+def _write_exit(message: Message, kept: dict[str, Any]) -> dict[str, Any]:
+    """The final `exit` entry: its content is the answer to the submitting call, or its text."""
+    result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)
+    return {"role": "exit", "content": result.text if result else message.text, **kept}
 
 
 def _write_text(message: Message, source: dict[str, Any], waiting: str | None,
