@@ -14,6 +14,11 @@ are not independent); where a set has several runs per instance the table also s
 which is optimistic.
 
     python benchmarks/equal_risk.py [--alpha 0.1] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
+    python benchmarks/equal_risk.py --held-out PATH [--held-out PATH ...] [--model FILE]
+
+`--held-out PATH` does the same on sessions the weights never saw (the shipped ones, or `--model FILE`),
+calibrating on half of that source's instances and measuring on the other half, as a deployment would
+calibrate on its own shadow logs; nothing is trained and the dev sets are not read.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ import sys
 import time
 
 import numpy as np
-from quality import PROXIES, SETS, calibrated_heads, out_of_fold, probabilities
+from quality import (PROXIES, SETS, calibrated_heads, checked_held_out, held_out_arguments, held_out_cells,
+                     out_of_fold, probabilities)
 
 from calibration import select_thresholds
 from calibration.dataset import Rows, build_rows, group_of
 from calibration.thresholds import Rows as Labelled
-from calibration.thresholds import result_score
+from calibration.thresholds import check_size_exponents, result_score
 
 
 def labelled(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Labelled:
@@ -92,6 +98,18 @@ def cell(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarra
     return out
 
 
+def checked_exponents(parser: argparse.ArgumentParser, text: str) -> tuple[float, ...]:
+    """`--size-exponents` as numbers, or the parser exits naming the flag and the rule (the selector's)."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        parser.error(f"--size-exponents {text!r}: must be comma-separated numbers, e.g. 0.5,1,2")
+    try:
+        return check_size_exponents(values)
+    except ValueError as exc:
+        parser.error(f"--size-exponents {text!r}: {exc}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--alpha", type=float, default=0.1)
@@ -100,14 +118,19 @@ def main() -> None:
     parser.add_argument("--size-exponents", default="1",
                         help="size exponents calibration chooses among (comma-separated, e.g. 0.5,1,2; each "
                              "certified at delta over their number), as `jev calibrate --size-exponents`")
+    held_out_arguments(parser)
     args = parser.parse_args()
-    exponents = tuple(float(v) for v in args.size_exponents.split(","))
+    exponents = checked_exponents(parser, args.size_exponents)
+    sources = checked_held_out(parser, args)
     started = time.monotonic()
-    rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
-    (a, ra), (b, rb) = rows.items()
-    cells = [(f"within {name} (5-fold CV)", r, *out_of_fold(r)) for name, r in rows.items()]
-    cells.append((f"train {a} → test {b}", rb, *probabilities(calibrated_heads(ra), rb.X)))
-    cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
+    if sources:
+        cells = [(title, r, pr, pc) for title, r, _, pr, pc in held_out_cells(sources, args.model)]
+    else:
+        rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
+        (a, ra), (b, rb) = rows.items()
+        cells = [(f"within {name} (5-fold CV)", r, *out_of_fold(r)) for name, r in rows.items()]
+        cells.append((f"train {a} → test {b}", rb, *probabilities(calibrated_heads(ra), rb.X)))
+        cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
     print(f"alpha {args.alpha}, delta {args.delta}, {args.splits} resplits (calibrate on half the instances, "
           "measure on the other half); medians over certified resplits [min, max]\n")
     chose = len(exponents) > 1

@@ -22,6 +22,13 @@ trained as `calibration.train_local` trains the shipped one (on either proxy's "
 
     python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE] [--in-sample]
                                  [--why-lost] [--identifiers]
+    python benchmarks/quality.py --held-out PATH [--held-out PATH ...] [--model FILE]
+
+`--held-out PATH` scores the shipped weights (or `--model FILE`, weights `calibration.train_local` wrote)
+on sessions they never saw — a `.tar`/`.tar.xz` or a folder of mini-swe-agent trajectories in any of its
+modes, as `python -m calibration.train_local --data` reads them — with the same policies, proxies and
+table, one cell per PATH; nothing is trained and the dev sets are not read. This is how the claim is
+checked on sessions and agent models neither dev set contains.
 
 `--why-lost` adds a diagnostic: of the later-needed results the judge and recency let go (labels-v1), what
 first made each needed after its point — a re-run, or a word first written then (a plain word of letters
@@ -50,9 +57,11 @@ from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of, trajectories  # noqa: E402
 from calibration.labels import pair_uses  # noqa: E402
-from calibration.train_local import calibrated, checked_scan_chars, columns, fit_specs  # noqa: E402
+from calibration.train_local import calibrated, checked_scan_chars, columns, corpus_name, fit_specs  # noqa: E402
 from jev.apply import SHORT_RESULT_SLACK, truncation_marker  # noqa: E402
-from jev.judges.features import SCAN_CHARS  # noqa: E402
+from jev.errors import ConfigError  # noqa: E402
+from jev.judges.features import FEATURE_NAMES, SCAN_CHARS  # noqa: E402
+from jev.judges.local import MODEL, load_model, score  # noqa: E402
 from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
 from jev.transcript import analyze  # noqa: E402
 
@@ -72,6 +81,27 @@ def calibrated_heads(train: Rows) -> tuple[dict, dict]:
 def probabilities(heads: tuple[dict, dict], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """P(result needed), P(call needed) for full feature rows `X`, as the judge scores them."""
     return calibrated(heads[0], columns(X)), calibrated(heads[1], columns(X))
+
+
+def model_scores(model: dict, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(result needed), P(call needed) of a model document's heads (`jev.judges.local.load_model`) for full
+    feature rows `X` (`Rows.X`), scored as the local judge scores them."""
+    cols = np.asarray([FEATURE_NAMES.index(name) for name in model["features"]])
+    return tuple(score(model["heads"][head], X[:, cols], model["version"])  # type: ignore[return-value]
+                 for head in ("keep_result", "keep_call"))
+
+
+def held_out_cells(sources: list[str], model_path: str | None, workers: int = 2
+                   ) -> list[tuple[str, Rows, Path, np.ndarray, np.ndarray]]:
+    """(title, rows, source, P(result needed), P(call needed)) per source of trajectories the weights never
+    saw: the shipped weights, or the file at `model_path`, scored reading the depth they were trained on."""
+    model = load_model(model_path)
+    judge = MODEL if model_path is None else Path(model_path).name
+    cells = []
+    for source in sources:
+        rows = build_rows(source, workers=workers, scan_chars=model["scan_chars"])
+        cells.append((f"{judge} → {corpus_name(source)} (held out)", rows, Path(source), *model_scores(model, rows.X)))
+    return cells
 
 
 def out_of_fold(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -160,15 +190,22 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
                 lost[k, g] += need[gone].sum()
         draws = np.random.default_rng(seed + 1).multinomial(len(groups), np.full(len(groups), 1 / len(groups)),
                                                            size=boot)
-        L = lost.sum(1) / total.sum()
-        Lb = (draws @ lost.T) / (draws @ total)[:, None]  # boot x policies
+        with np.errstate(invalid="ignore", divide="ignore"):  # a draw without needed results has no L (NaN)
+            L = lost.sum(1) / total.sum()
+            Lb = (draws @ lost.T) / (draws @ total)[:, None]  # boot x policies
         jr, rr, orc = POLICIES.index("judge"), POLICIES.index("recency"), POLICIES.index("oracle")
 
         def gap(values: np.ndarray) -> np.ndarray:
-            return (values[..., rr] - values[..., jr]) / np.maximum(values[..., rr] - values[..., orc], 1e-12)
+            """The gap closed; NaN where recency does no worse than the oracle (there is no gap to close)."""
+            width = values[..., rr] - values[..., orc]
+            return np.where(width > 0, (values[..., rr] - values[..., jr]) / np.where(width > 0, width, 1.0), np.nan)
 
-        cell = {name: (float(L[k]), *np.quantile(Lb[:, k], [0.025, 0.975]).tolist()) for k, name in enumerate(POLICIES)}
-        cell["gap closed"] = (float(gap(L)), *np.quantile(gap(Lb), [0.025, 0.975]).tolist())
+        def interval(values: np.ndarray) -> list[float]:
+            finite = values[np.isfinite(values)]
+            return np.quantile(finite, [0.025, 0.975]).tolist() if len(finite) else [float("nan")] * 2
+
+        cell = {name: (float(L[k]), *interval(Lb[:, k])) for k, name in enumerate(POLICIES)}
+        cell["gap closed"] = (float(gap(L)), *interval(gap(Lb)))
         cell["points"] = (float(len(pts)), float(len(groups)), float(total.sum()))
         out[proxy] = cell
     return out
@@ -232,6 +269,32 @@ def why_lost(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, source: Path,
     return out
 
 
+def held_out_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--held-out PATH` (repeatable) and `--model FILE`: this script's and `equal_risk.py`'s."""
+    parser.add_argument("--held-out", action="append", metavar="PATH",
+                        help="score weights on these trajectories instead of the dev sets (a .tar/.tar.xz or a "
+                             "folder of mini-swe-agent trajectories; repeat for several; nothing is trained)")
+    parser.add_argument("--model", metavar="FILE",
+                        help="with --held-out: weights written by `python -m calibration.train_local` (default: "
+                             "the shipped ones)")
+
+
+def checked_held_out(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The `--held-out` sources as given, or the parser exits naming the flag and the rule (before anything
+    is read)."""
+    if args.model and not args.held_out:
+        parser.error("--model goes with --held-out (the dev-set cells retrain their judges)")
+    missing = [s for s in args.held_out or () if not Path(s).exists()]
+    if missing:
+        parser.error(f"--held-out: {', '.join(missing)} not found")
+    if args.model:
+        try:
+            load_model(args.model)
+        except ConfigError as exc:
+            parser.error(f"--model: {exc}")
+    return list(args.held_out or ())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=float, default=0.5, help="target_reduction of the judge at each point")
@@ -251,22 +314,31 @@ def main() -> None:
     parser.add_argument("--scan-chars", type=int, default=SCAN_CHARS, metavar="N",
                         help=f"characters of each result end the judge's features read (default {SCAN_CHARS}, "
                              "the shipped judge's)")
+    held_out_arguments(parser)
     args = parser.parse_args()
     checked_scan_chars(parser, args.scan_chars)
+    sources = checked_held_out(parser, args)
+    if sources and (args.in_sample or args.scan_chars != SCAN_CHARS):
+        parser.error("--held-out scores weights as they are: --in-sample and --scan-chars retrain, so they do not "
+                     "go with it (train weights with `python -m calibration.train_local --scan-chars N`, then "
+                     "pass them as --model)")
     started = time.monotonic()
-    rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}
-    print(f"rows built in {time.monotonic() - started:.0f}s", file=sys.stderr)
-    extra = {name: {IDENTIFIERS: identifier_needed(r, SETS[name])} for name, r in rows.items()} \
-        if args.identifiers else {name: {} for name in rows}
-    (a, ra), (b, rb) = rows.items()
-    cells = []  # (title, test rows, their set, P(result needed), P(call needed))
-    for name, r in rows.items():
-        cells.append((f"within {name} (5-fold CV)", r, name, *out_of_fold(r)))
-    cells.append((f"train {a} → test {b}", rb, b, *probabilities(calibrated_heads(ra), rb.X)))
-    cells.append((f"train {b} → test {a}", ra, a, *probabilities(calibrated_heads(rb), ra.X)))
-    if args.in_sample:
-        cells.extend((f"in-sample {name} (diagnostic)", r, name, *probabilities(calibrated_heads(r), r.X))
-                     for name, r in rows.items())
+    cells = []  # (title, test rows, their source, P(result needed), P(call needed))
+    if sources:
+        cells = held_out_cells(sources, args.model)
+    else:
+        rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}
+        (a, ra), (b, rb) = rows.items()
+        for name, r in rows.items():
+            cells.append((f"within {name} (5-fold CV)", r, SETS[name], *out_of_fold(r)))
+        cells.append((f"train {a} → test {b}", rb, SETS[b], *probabilities(calibrated_heads(ra), rb.X)))
+        cells.append((f"train {b} → test {a}", ra, SETS[a], *probabilities(calibrated_heads(rb), ra.X)))
+        if args.in_sample:
+            cells.extend((f"in-sample {name} (diagnostic)", r, SETS[name], *probabilities(calibrated_heads(r), r.X))
+                         for name, r in rows.items())
+    print(f"rows built and scored in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    extra = {str(source): {IDENTIFIERS: identifier_needed(r, source)} if args.identifiers else {}
+             for _, r, source, _, _ in cells}
     lines = [f"budget {args.budget:.0%} of candidate result characters at points with ≥ {args.min_chars:,} "
              f"of them; L = share of later-needed results let go (95 % CI over sessions/instances)", "",
              "| cell | proxy | points (groups) | judge | recency | biggest-first | random | oracle | drop-all | "
@@ -277,17 +349,23 @@ def main() -> None:
 
     def f(cell: dict, name: str) -> str:
         v, lo, hi = cell[name]
-        return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+        return "—" if np.isnan(v) else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
-    for title, r, name, p_result, p_call in cells:
+    for title, r, source, p_result, p_call in cells:
+        if not points(r, args.min_chars):
+            note = f"| {title} | — | 0 | no decision point with ≥ {args.min_chars:,} characters of candidate results |"
+            lines.append(note)
+            whole.append(note)
+            print(note, file=sys.stderr)
+            continue
         for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot,
-                                    extra=extra[name]).items():
+                                    extra=extra[str(source)]).items():
             n_points, n_groups, _ = cell["points"]
             lines.append(f"| {title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
                 f(cell, p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f(cell, 'gap closed')} |")
             print(lines[-1], file=sys.stderr)
         for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot,
-                                    same_form=False, extra=extra[name]).items():
+                                    same_form=False, extra=extra[str(source)]).items():
             whole.append(f"| {title} | {proxy} | " + " | ".join(
                 f(cell, p) for p in ("judge", "recency", "biggest-first", "oracle", "gap closed")) + " |")
     lost = []
@@ -296,8 +374,8 @@ def main() -> None:
                 f"'in ends': the word sits within {args.scan_chars} characters of the result's ends", "",
                 "| cell | policy | needed let go | re-run | plain word | other word | word in ends |",
                 "|---|---|---|---|---|---|---|"]
-        for title, r, name, p_result, p_call in cells:
-            for policy, tally in why_lost(r, p_result, p_call, SETS[name], args.budget, args.min_chars,
+        for title, r, source, p_result, p_call in cells:
+            for policy, tally in why_lost(r, p_result, p_call, source, args.budget, args.min_chars,
                                           args.scan_chars).items():
                 n, words = tally["needed let go"], tally["plain"] + tally["other"]
                 lost.append(f"| {title} | {policy} | {n} | {tally['rerun'] / n:.2f} | {tally['plain'] / n:.2f} | "

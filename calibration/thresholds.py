@@ -312,6 +312,21 @@ def _curve_point(o: _Outcome, j: int, delta: float, bound: str, with_bounds: boo
             "pvalue": None if math.isnan(p) else float(p), "upper_result": ur, "upper_call": uc}
 
 
+def check_size_exponents(size_exponents: Any, size_aware: bool = True) -> tuple[float, ...]:
+    """The candidate size exponents as a tuple, or `ValueError` naming the rule: 1 to `MAX_EXPONENTS`
+    distinct values in (0, 4], several only with size-aware scoring."""
+    if isinstance(size_exponents, (str, bytes)) or not hasattr(size_exponents, "__iter__"):
+        raise ValueError(f"size_exponents must be a sequence of numbers, e.g. (0.5, 1.0, 2.0) (got {size_exponents!r})")
+    exponents = tuple(size_exponents)
+    if not exponents or len(set(exponents)) != len(exponents) or len(exponents) > MAX_EXPONENTS:
+        raise ValueError(f"size_exponents must be 1 to {MAX_EXPONENTS} distinct values (got {exponents!r})")
+    for e in exponents:
+        require_in("size_exponents", e, 0, 4, open_low=True)
+    if len(exponents) > 1 and not size_aware:
+        raise ValueError("size_exponents: choosing among several needs size-aware scoring (size_aware=True)")
+    return exponents
+
+
 class ThresholdSelector:
     """Certifies thresholds (and, with `target=True`, a budget-mode target) from labelled rows.
 
@@ -343,16 +358,7 @@ class ThresholdSelector:
         require_in("uncertain_rate", self.uncertain_rate, 0, 1)
         require_in("fit_share", self.fit_share, 0, 1, open_high=True)
         require_in("keep_threshold", self.keep_threshold, 0, 1, open_low=True)
-        if isinstance(self.size_exponents, (str, bytes)) or not hasattr(self.size_exponents, "__iter__"):
-            raise ValueError(f"size_exponents must be a sequence of numbers, e.g. (0.5, 1.0, 2.0) "
-                             f"(got {self.size_exponents!r})")
-        exponents = tuple(self.size_exponents)
-        if not exponents or len(set(exponents)) != len(exponents) or len(exponents) > MAX_EXPONENTS:
-            raise ValueError(f"size_exponents must be 1 to {MAX_EXPONENTS} distinct values (got {exponents!r})")
-        for e in exponents:
-            require_in("size_exponents", e, 0, 4, open_low=True)
-        if len(exponents) > 1 and not self.size_aware:
-            raise ValueError("size_exponents: choosing among several needs size-aware scoring (size_aware=True)")
+        check_size_exponents(self.size_exponents, self.size_aware)
         if self.bound not in BOUNDS:
             raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {self.bound!r})")
         if len(rows.sessions) == 0:

@@ -1,0 +1,88 @@
+"""The yardstick on held-out sessions: `quality.py`/`equal_risk.py --held-out` score weights as the local
+judge scores them, on real trajectories, and refuse bad flags by name before reading anything."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from quality import held_out_cells, model_scores  # noqa: E402
+
+from jev import formats  # noqa: E402
+from jev.judges.local import LocalJudge, load_model  # noqa: E402
+from jev.transcript import analyze  # noqa: E402
+
+REAL = [ROOT / "examples" / "data" / "django__django-11163.traj.json",
+        *sorted((ROOT / "tests" / "data").glob("*.traj.json"))]
+OLD_WEIGHTS = ROOT / "tests" / "data" / "local_model-0.3.0.json"
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> Path:
+    """A mini-swe-agent run folder of real trajectories (Gemini's dev format, 2.x Responses and text modes)."""
+    folder = tmp_path / "run" / "trajectories" / "model-x"
+    folder.mkdir(parents=True)
+    for path in REAL:
+        shutil.copy(path, folder / path.name)
+    (tmp_path / "run" / "preds.json").write_text("{}")
+    return tmp_path / "run"
+
+
+@pytest.mark.parametrize("weights", [None, OLD_WEIGHTS], ids=["shipped", "0.3.0"])
+def test_held_out_scores_are_the_local_judges_at_every_decision_point(run_folder: Path, weights: Path | None
+                                                                      ) -> None:
+    model_path = None if weights is None else str(weights)
+    [(title, rows, _, p_result, p_call)] = held_out_cells([str(run_folder)], model_path, workers=1)
+    assert title.startswith("jev-local-3 → " if weights is None else "local_model-0.3.0.json → ")
+    judge = LocalJudge(model_path)
+    messages = {path.name.removesuffix(".traj.json"): formats.load(orjson.loads(path.read_bytes()), "mini-swe-agent")
+                for path in REAL}
+    checked = 0
+    for session in set(rows.sessions.tolist()):
+        for point in set(rows.points[rows.sessions == session].tolist()):
+            at = np.flatnonzero((rows.sessions == session) & (rows.points == point))
+            said = judge.scores(analyze(messages[session.rsplit("/", 1)[-1]][: point + 1]))
+            for i in at:
+                assert said[rows.keys[i]] == pytest.approx((p_call[i], p_result[i]), abs=5e-5)
+                checked += 1
+    assert checked >= 20 and len(set(rows.sessions.tolist())) == len(REAL)
+    # the two weights score differently: the check above compared something
+    other = model_scores(load_model(None if weights else str(OLD_WEIGHTS)), rows.X)
+    assert not np.allclose(other[0], p_result)
+
+
+def _bench(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by_name(run_folder: Path) -> None:
+    proc = _bench("quality", "--held-out", str(run_folder), "--min-chars", "0", "--boot", "20")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-3 → run (held out) |")]
+    assert [row.split(" | ")[1] for row in rows] == ["labels-v1", "labels-v2-reuse"] * 2  # both tables
+    assert " 5 (5) " in rows[0]  # one decision point (8 pairs) in each of the five sessions, each its own instance
+    big = _bench("quality", "--held-out", str(run_folder), "--boot", "20")  # no point reaches 30 000 characters
+    assert big.returncode == 0 and "no decision point with ≥ 30,000 characters" in big.stdout
+    risk = _bench("equal_risk", "--held-out", str(run_folder), "--model", str(OLD_WEIGHTS), "--splits", "2")
+    assert risk.returncode == 0, risk.stderr
+    assert risk.stdout.count("| local_model-0.3.0.json → run (held out) |") == 2
+    for name, args, says in [
+            ("quality", ["--held-out", str(run_folder / "nowhere")], "--held-out: "),
+            ("quality", ["--model", str(OLD_WEIGHTS)], "--model goes with --held-out"),
+            ("quality", ["--held-out", str(run_folder), "--model", str(run_folder / "preds.json")], "--model: "),
+            ("quality", ["--held-out", str(run_folder), "--in-sample"], "--held-out scores weights as they are"),
+            ("equal_risk", ["--size-exponents", "1,x"], "--size-exponents '1,x': must be comma-separated numbers"),
+            ("equal_risk", ["--size-exponents", "5"], "--size-exponents '5': size_exponents must be a number in (0, 4]")]:
+        refused = _bench(name, *args)
+        assert refused.returncode == 2 and says in refused.stderr, (name, args, refused.stderr)
