@@ -72,6 +72,7 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-3 → run (held out) |")]
     assert [row.split(" | ")[1] for row in rows] == ["labels-v1", "labels-v2-reuse"] * 2  # both tables
     assert " 5 (5) " in rows[0]  # one decision point (8 pairs) in each of the five sessions, each its own instance
+    assert rows[0].endswith("| 1.000 | — |")  # every policy lets go of the one needed result: no gap, not a ratio of 1e-12
     big = _bench("quality", "--held-out", str(run_folder), "--boot", "20")  # no point reaches 30 000 characters
     assert big.returncode == 0 and "no decision point with ≥ 30,000 characters" in big.stdout
     risk = _bench("equal_risk", "--held-out", str(run_folder), "--model", str(OLD_WEIGHTS), "--splits", "2")
