@@ -4,8 +4,11 @@
 
 Two heads, `keep_result` and `keep_call`, each the mean of two models on the same decision-time features:
 standardised logistic regression with an isotonic calibration map fitted on instance-grouped out-of-fold
-scores, and shallow gradient-boosted trees (scikit-learn's histogram GBT, 80 trees of depth 3, exported as
-arrays and scored with numpy by the judge, checked against scikit-learn's own scores). Features whose
+scores — for `keep_result` fitted to rank the candidates of one decision point against each other (every
+needed/not-needed pair of one point), since that is what budget mode ranks; the trees still learn from the
+rows, so the blend keeps what tells histories apart — and shallow gradient-boosted trees (scikit-learn's
+histogram GBT, 80 trees of depth 3, exported as arrays and scored with numpy by the judge, checked against
+scikit-learn's own scores). Features whose
 scale is one agent's habit — absolute result sizes and lines, message positions, history lengths — are
 left out: their rank versions carry the same order and transfer across agents. Trained on both dev sets
 (two agent models) by default, on the union of two label proxies built differently (`TRAINING_LABEL`), so
@@ -46,6 +49,7 @@ TRAINING_LABEL = f"{LABEL_VERSION} or {ALT_LABEL_VERSION}"
 C = 0.1
 FOLDS = 5
 BLEND = 0.5  # the weight of the linear head in each head's mean
+RANKED_HEADS = ("keep_result",)  # heads whose linear part is fitted to rank the candidates of one decision point
 # one agent's scale, not a transferable signal: their rank_* versions stay (see the module's docstring)
 LEFT_OUT = frozenset({"result_chars", "result_lines", "position", "age_messages", "history_pairs", "history_edits"})
 FEATURES = tuple(name for name in FEATURE_NAMES if name not in LEFT_OUT)
@@ -60,12 +64,51 @@ def columns(X: np.ndarray) -> np.ndarray:
     return X[:, COLUMNS]
 
 
-def _fit_lr(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+def fit_linear(X: np.ndarray, y: np.ndarray, points: np.ndarray | None = None) -> dict[str, Any]:
+    """The standardised linear head, fitted on the rows themselves. With `points` (a decision-point id per
+    row) a second fit ranks: on the difference of every (needed, not needed) pair of rows of one decision
+    point, no intercept — what budget mode ranks is candidates of one point, what the thresholds rank is
+    rows of every history, so the two coefficient vectors are summed in logit space (neither objective
+    alone serves both uses); the isotonic map then gives the probability."""
     mean, scale = X.mean(axis=0), X.std(axis=0)
     scale[scale == 0] = 1.0
-    model = LogisticRegression(C=C, max_iter=5000).fit((X - mean) / scale, y)
-    return {"mean": mean.tolist(), "scale": scale.tolist(), "coef": model.coef_[0].tolist(),
+    Z = (X - mean) / scale
+    model = LogisticRegression(C=C, max_iter=5000).fit(Z, y)
+    coef = model.coef_[0]
+    first, second = within_point_pairs(y, points) if points is not None else (np.zeros(0, dtype=int),) * 2
+    if len(first):
+        # P(the needed row scores higher) for each pair; every other pair enters mirrored with label 0 — the
+        # same loss as every pair both ways at twice C, without the copy
+        D = Z[first] - Z[second]
+        if len(D) == 1:  # one pair: both ways, so there are two labels to tell apart
+            D = np.concatenate([D, D])
+        D[1::2] *= -1
+        label = np.ones(len(D))
+        label[1::2] = 0
+        coef = coef + LogisticRegression(C=2 * C, max_iter=5000, fit_intercept=False).fit(D, label).coef_[0]
+    return {"mean": mean.tolist(), "scale": scale.tolist(), "coef": coef.tolist(),
             "intercept": float(model.intercept_[0])}
+
+
+def within_point_pairs(y: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices (needed, not needed) of every such pair within one decision point, in a fixed order."""
+    order = np.argsort(points, kind="stable")
+    cuts = np.flatnonzero(np.diff(points[order])) + 1
+    first, second = [], []
+    for rows in np.split(order, cuts):
+        needed, unneeded = rows[y[rows] == 1], rows[y[rows] == 0]
+        if len(needed) and len(unneeded):
+            first.append(np.repeat(needed, len(unneeded)))
+            second.append(np.tile(unneeded, len(needed)))
+    if not first:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    return np.concatenate(first), np.concatenate(second)
+
+
+def decision_points(rows: Rows) -> np.ndarray:
+    """An id per row naming its decision point (session and point): the rows budget mode ranks together."""
+    return np.unique(np.char.add(np.char.add(rows.sessions.astype(str), "@"), rows.points.astype(str)),
+                     return_inverse=True)[1]
 
 
 def raw_score(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
@@ -132,45 +175,54 @@ def reliability(p: np.ndarray, y: np.ndarray, bins: int = 10) -> list[dict[str, 
             for b in range(bins) if (edges == b).any()]
 
 
-def _out_of_fold(X: np.ndarray, y: np.ndarray, folds: list) -> np.ndarray:
+def _at(points: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
+    return None if points is None else points[index]
+
+
+def _out_of_fold(X: np.ndarray, y: np.ndarray, folds: list, points: np.ndarray | None = None) -> np.ndarray:
     """The linear head's raw scores, each row's from a fit without its fold (what its isotonic map learns)."""
     oof = np.zeros(len(y))
     for train, test in folds:
-        oof[test] = raw_score(_fit_lr(X[train], y[train]), X[test])
+        oof[test] = raw_score(fit_linear(X[train], y[train], _at(points, train)), X[test])
     return oof
 
 
-def _assemble(X: np.ndarray, y: np.ndarray, oof: np.ndarray) -> dict[str, Any]:
-    """One head fitted on these rows: the linear head with its isotonic map learnt from `oof` (its
-    out-of-fold raw scores on them), the trees, their blend."""
-    linear = _fit_lr(X, y)
+def _assemble(X: np.ndarray, y: np.ndarray, oof: np.ndarray, points: np.ndarray | None = None) -> dict[str, Any]:
+    """One head fitted on these rows: the linear head (ranking within `points` when given) with its
+    isotonic map learnt from `oof` (its out-of-fold raw scores on them), the trees, their blend."""
+    linear = fit_linear(X, y, points)
     linear["isotonic"] = _isotonic(oof, y)
     return {"linear": linear, "trees": fit_trees(X, y), "blend": BLEND}
 
 
-def fit_spec(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> dict[str, Any]:
-    """One head as shipped, on the model's columns (instance-grouped folds for the isotonic map)."""
-    return _assemble(X, y, _out_of_fold(X, y, list(GroupKFold(FOLDS).split(X, y, groups))))
+def fit_spec(X: np.ndarray, y: np.ndarray, groups: np.ndarray, points: np.ndarray | None = None) -> dict[str, Any]:
+    """One head as shipped, on the model's columns (instance-grouped folds for the isotonic map); its
+    linear part ranks within `points` when given (`RANKED_HEADS`)."""
+    folds = list(GroupKFold(FOLDS).split(X, y, groups))
+    return _assemble(X, y, _out_of_fold(X, y, folds, points), points)
 
 
-def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray, points: np.ndarray | None = None
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One head (`fit_spec`) and its instance-grouped cross-validated metrics: the blend scored out of
     sample, the linear head's map cross-fitted and the trees refitted per fold."""
     folds = list(GroupKFold(FOLDS).split(X, y, groups))
-    oof = _out_of_fold(X, y, folds)
+    oof = _out_of_fold(X, y, folds, points)
     blended = np.zeros(len(y))
     for train, test in folds:
-        blended[test] = score(_assemble(X[train], y[train], oof[train]), X[test])
+        blended[test] = score(_assemble(X[train], y[train], oof[train], _at(points, train)), X[test])
     metrics = {"auroc": round(float(roc_auc_score(y, blended)), 4),
                "brier": round(float(brier_score_loss(y, blended)), 4), "ece": round(ece(blended, y), 4),
                "base_rate": round(float(y.mean()), 4), "reliability": reliability(blended, y)}
-    return _assemble(X, y, oof), metrics
+    return _assemble(X, y, oof, points), metrics
 
 
-def held_out_auroc(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int = 0) -> float:
+def held_out_auroc(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int = 0,
+                   points: np.ndarray | None = None) -> float:
     """AUROC on 25% of instances never seen in training, of the head fitted as shipped on the rest."""
     train, test = next(GroupShuffleSplit(1, test_size=0.25, random_state=seed).split(X, y, groups))
-    return float(roc_auc_score(y[test], score(fit_spec(X[train], y[train], groups[train]), X[test])))
+    spec = fit_spec(X[train], y[train], groups[train], _at(points, train))
+    return float(roc_auc_score(y[test], score(spec, X[test])))
 
 
 def training_labels(rows: Rows) -> dict[str, np.ndarray]:
@@ -180,16 +232,22 @@ def training_labels(rows: Rows) -> dict[str, np.ndarray]:
     return {"keep_result": result, "keep_call": rows.needed_call | result}
 
 
+def _ranking(rows: Rows, head: str) -> np.ndarray | None:
+    return decision_points(rows) if head in RANKED_HEADS else None
+
+
 def fit_heads(rows: Rows) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """Both heads (weights, cross-validated metrics), grouped by instance, as the shipped ones are fitted."""
     groups = np.asarray([group_of(s) for s in rows.sessions])
-    return {name: fit_head(columns(rows.X), y.astype(float), groups) for name, y in training_labels(rows).items()}
+    return {name: fit_head(columns(rows.X), y.astype(float), groups, _ranking(rows, name))
+            for name, y in training_labels(rows).items()}
 
 
 def fit_specs(rows: Rows) -> dict[str, dict[str, Any]]:
     """Both heads as shipped, without the metrics' cross-validation (what the benchmarks retrain)."""
     groups = np.asarray([group_of(s) for s in rows.sessions])
-    return {name: fit_spec(columns(rows.X), y.astype(float), groups) for name, y in training_labels(rows).items()}
+    return {name: fit_spec(columns(rows.X), y.astype(float), groups, _ranking(rows, name))
+            for name, y in training_labels(rows).items()}
 
 
 def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_CHARS) -> dict[str, Any]:
@@ -199,7 +257,7 @@ def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_C
                              "features": list(FEATURES), "scan_chars": scan_chars, "heads": {}, "card": {}}
     groups = np.asarray([group_of(s) for s in rows.sessions])
     for (name, (head, metrics)), y in zip(fit_heads(rows).items(), training_labels(rows).values(), strict=True):
-        metrics["held_out_auroc"] = round(held_out_auroc(columns(rows.X), y, groups), 4)
+        metrics["held_out_auroc"] = round(held_out_auroc(columns(rows.X), y, groups, points=_ranking(rows, name)), 4)
         model["heads"][name] = head
         model["card"][name] = metrics
     model["card"]["data"] = {"rows": int(len(rows.X)), "sessions": len(set(rows.sessions.tolist())),

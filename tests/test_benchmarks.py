@@ -42,7 +42,7 @@ def test_held_out_scores_are_the_local_judges_at_every_decision_point(run_folder
                                                                       ) -> None:
     model_path = None if weights is None else str(weights)
     [(title, rows, _, p_result, p_call)] = held_out_cells([str(run_folder)], model_path, workers=1)
-    assert title.startswith("jev-local-3 → " if weights is None else "local_model-0.3.0.json → ")
+    assert title.startswith("jev-local-4 → " if weights is None else "local_model-0.3.0.json → ")
     judge = LocalJudge(model_path)
     messages = {path.name.removesuffix(".traj.json"): formats.load(orjson.loads(path.read_bytes()), "mini-swe-agent")
                 for path in REAL}
@@ -69,7 +69,7 @@ def _bench(name: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by_name(run_folder: Path) -> None:
     proc = _bench("quality", "--held-out", str(run_folder), "--min-chars", "0", "--boot", "20")
     assert proc.returncode == 0, proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-3 → run (held out) |")]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-4 → run (held out) |")]
     assert [row.split(" | ")[1] for row in rows] == ["labels-v1", "labels-v2-reuse"] * 2  # both tables
     assert " 5 (5) " in rows[0]  # one decision point (8 pairs) in each of the five sessions, each its own instance
     assert rows[0].endswith("| 1.000 | — |")  # every policy lets go of the one needed result: no gap, not a ratio of 1e-12

@@ -300,7 +300,8 @@ def test_auroc_bar_on_held_out_instances(rows) -> None:
 
 
 @needs_data
-@pytest.mark.slow  # a full training run, ~75 s
+@pytest.mark.slow  # a full training run, ~2 min (the ranking fit is most of it)
+@pytest.mark.timeout(400)
 def test_training_reproduces_the_shipped_weights(rows) -> None:
     from calibration.train_local import train
     shipped = load_model()
@@ -395,6 +396,29 @@ def test_result_lines_are_counted_only_for_weights_that_read_them() -> None:
     assert "result_lines" not in load_model()["features"]
     old = LocalJudge(str(Path(__file__).parent / "data" / "local_model-0.3.0.json"))
     assert all(np.isfinite(p) for pair in old.scores(t).values() for p in pair)
+
+
+def test_the_result_heads_linear_part_adds_a_fit_that_ranks_within_a_decision_point() -> None:
+    """Budget mode ranks the candidates of one point, so the result head's linear part adds to the fit on
+    the rows a fit on every (needed, not needed) pair of one point: there a feature that only tells
+    histories apart (constant within a point, here it sets the point's base rate) gets no weight, one that
+    orders a point's rows does; on the rows themselves the first carries most of the weight."""
+    from calibration.train_local import fit_linear, within_point_pairs
+    first, second = within_point_pairs(np.array([1, 0, 0, 1, 1, 0, 1]), np.array([0, 0, 0, 1, 1, 2, 3]))
+    assert sorted(zip(first.tolist(), second.tolist(), strict=True)) == [(0, 1), (0, 2)]  # points 1-3: one kind each
+    rng = np.random.default_rng(5)
+    points = np.repeat(np.arange(400), 30)
+    history = np.repeat(rng.normal(size=400), 30)  # the same for every row of a point
+    within = rng.normal(size=points.size)
+    y = (rng.random(points.size) < 1 / (1 + np.exp(-(3 * history + 0.5 * within)))).astype(float)
+    X = np.column_stack([history, within])
+    both, plain = fit_linear(X, y, points), fit_linear(X, y)
+    pairwise = np.subtract(both["coef"], plain["coef"])
+    assert abs(pairwise[0]) < 0.05 < pairwise[1] and plain["coef"][0] > 4 * plain["coef"][1] > 0
+    assert both["intercept"] == plain["intercept"]  # the pairwise fit has none
+    assert fit_linear(X, y, np.arange(points.size)) == plain  # no point holds both kinds: the rows alone
+    one = fit_linear(X[:2], np.array([1.0, 0.0]), np.array([7, 7]))  # a single pair still fits
+    assert np.isfinite(one["coef"]).all() and one["coef"] != fit_linear(X[:2], np.array([1.0, 0.0]))["coef"]
 
 
 def test_exported_trees_score_as_scikit_learn_does_on_and_between_thresholds() -> None:

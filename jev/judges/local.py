@@ -21,7 +21,7 @@ from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
 from .features import FEATURE_NAMES, SCAN_CHARS, feature_matrix
 
-MODEL = "jev-local-3"  # a new name with new weights: thresholds calibrated for the old ones are refused
+MODEL = "jev-local-4"  # a new name with new weights: thresholds calibrated for the old ones are refused
 _HEADS = ("keep_call", "keep_result")
 
 
