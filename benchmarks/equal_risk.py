@@ -34,7 +34,7 @@ from quality import (PROXIES, SETS, calibrated_heads, checked_held_out, held_out
 from calibration import select_thresholds
 from calibration.dataset import Rows, build_rows, group_of
 from calibration.thresholds import Rows as Labelled
-from calibration.thresholds import check_size_exponents, result_score
+from calibration.thresholds import parse_size_exponents, result_score
 
 
 def labelled(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Labelled:
@@ -101,13 +101,9 @@ def cell(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarra
 def checked_exponents(parser: argparse.ArgumentParser, text: str) -> tuple[float, ...]:
     """`--size-exponents` as numbers, or the parser exits naming the flag and the rule (the selector's)."""
     try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        parser.error(f"--size-exponents {text!r}: must be comma-separated numbers, e.g. 0.5,1,2")
-    try:
-        return check_size_exponents(values)
+        return parse_size_exponents(text)
     except ValueError as exc:
-        parser.error(f"--size-exponents {text!r}: {exc}")
+        parser.error(str(exc))
 
 
 def main() -> None:

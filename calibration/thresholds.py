@@ -312,19 +312,30 @@ def _curve_point(o: _Outcome, j: int, delta: float, bound: str, with_bounds: boo
             "pvalue": None if math.isnan(p) else float(p), "upper_result": ur, "upper_call": uc}
 
 
-def check_size_exponents(size_exponents: Any, size_aware: bool = True) -> tuple[float, ...]:
-    """The candidate size exponents as a tuple, or `ValueError` naming the rule: 1 to `MAX_EXPONENTS`
-    distinct values in (0, 4], several only with size-aware scoring."""
+def check_size_exponents(size_exponents: Any, size_aware: bool = True, name: str = "size_exponents"
+                         ) -> tuple[float, ...]:
+    """The candidate size exponents as a tuple, or `ValueError` naming `name` and the rule: 1 to
+    `MAX_EXPONENTS` distinct values in (0, 4], several only with size-aware scoring."""
     if isinstance(size_exponents, (str, bytes)) or not hasattr(size_exponents, "__iter__"):
-        raise ValueError(f"size_exponents must be a sequence of numbers, e.g. (0.5, 1.0, 2.0) (got {size_exponents!r})")
+        raise ValueError(f"{name} must be a sequence of numbers, e.g. (0.5, 1.0, 2.0) (got {size_exponents!r})")
     exponents = tuple(size_exponents)
     if not exponents or len(set(exponents)) != len(exponents) or len(exponents) > MAX_EXPONENTS:
-        raise ValueError(f"size_exponents must be 1 to {MAX_EXPONENTS} distinct values (got {exponents!r})")
+        raise ValueError(f"{name} must be 1 to {MAX_EXPONENTS} distinct values (got {exponents!r})")
     for e in exponents:
-        require_in("size_exponents", e, 0, 4, open_low=True)
+        require_in(name, e, 0, 4, open_low=True)
     if len(exponents) > 1 and not size_aware:
-        raise ValueError("size_exponents: choosing among several needs size-aware scoring (size_aware=True)")
+        raise ValueError(f"{name}: choosing among several needs size-aware scoring")
     return exponents
+
+
+def parse_size_exponents(text: str, size_aware: bool = True, name: str = "--size-exponents") -> tuple[float, ...]:
+    """Comma-separated size exponents (a command-line flag's value: `0.5,1,2`) checked by
+    `check_size_exponents`, or `ValueError` naming the flag, its value and the rule."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ValueError(f"{name} {text!r}: must be comma-separated numbers, e.g. 0.5,1,2") from None
+    return check_size_exponents(values, size_aware, f"{name} {text!r}")
 
 
 class ThresholdSelector:

@@ -206,8 +206,9 @@ def test_jev_label_refuses_what_it_cannot_join_and_never_leaves_a_partial_out(tm
     (["--alpha", "-1"], "--alpha must be a number in (0, 1)"),
     (["--delta", "1"], "--delta must be a number in (0, 1)"),
     (["--size-exponents", "a,b"], "--size-exponents 'a,b': must be comma-separated numbers"),
-    (["--size-exponents", "0.5,0"], "--size-exponents must be a number in (0, 4]"),
-    (["--size-exponents", "0.5,1", "--no-size-aware"], "--size-exponents: choosing among several needs size-aware"),
+    (["--size-exponents", "0.5,0"], "--size-exponents '0.5,0' must be a number in (0, 4]"),
+    (["--size-exponents", "0.5,1", "--no-size-aware"], "--size-exponents '0.5,1': choosing among several needs size-aware"),
+    (["--size-exponents", "1,1"], "--size-exponents '1,1' must be 1 to 8 distinct values"),  # before the file is read
 ])
 def test_jev_calibrate_blames_the_flag_not_the_file(tmp_path: Path, flags: list, message: str) -> None:
     labelled = tmp_path / "l.jsonl"

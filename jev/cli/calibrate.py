@@ -59,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
     flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)
     flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
     flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
-    exponents = _exponents(args.size_exponents, args.size_aware)
+    from calibration.thresholds import parse_size_exponents
+    try:
+        exponents = parse_size_exponents(args.size_exponents, args.size_aware)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("reading labelled rows", total=None)
         try:
@@ -98,18 +102,3 @@ def run(args: argparse.Namespace) -> int:
     out.print(guarantee(result))
     out.print(f"report: {args.out}/report.md")
     return EXIT_OK if result.certified else EXIT_ERROR
-
-
-def _exponents(text: str, size_aware: bool) -> tuple[float, ...]:
-    """`--size-exponents` as numbers, refused with the flag's name and rule (the selector checks the rest)."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise UsageError(f"--size-exponents {text!r}: must be comma-separated numbers, e.g. 0.5,1,2") from None
-    if not values:
-        raise UsageError("--size-exponents: give at least one number, e.g. 1")
-    for v in values:
-        flag(require_in, "--size-exponents", v, 0, 4, open_low=True)
-    if len(values) > 1 and not size_aware:
-        raise UsageError("--size-exponents: choosing among several needs size-aware scoring (drop --no-size-aware)")
-    return values
