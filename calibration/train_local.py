@@ -4,12 +4,11 @@
 
 Two heads, `keep_result` and `keep_call`, each the mean of two models on the same decision-time features:
 standardised logistic regression with an isotonic calibration map fitted on instance-grouped out-of-fold
-scores — for `keep_result` fitted to rank the candidates of one decision point against each other (every
-needed/not-needed pair of one point), since that is what budget mode ranks; the trees still learn from the
-rows, so the blend keeps what tells histories apart — and shallow gradient-boosted trees (scikit-learn's
-histogram GBT, 80 trees of depth 3, exported as arrays and scored with numpy by the judge, checked against
-scikit-learn's own scores). Features whose
-scale is one agent's habit — absolute result sizes and lines, message positions, history lengths — are
+scores — for `keep_result` the sum, in logit space, of a fit on the rows (what the thresholds compare
+across histories) and a fit that ranks the candidates of one decision point against each other (every
+needed/not-needed pair of one point: what budget mode compares) — and shallow gradient-boosted trees
+(scikit-learn's histogram GBT, 80 trees of depth 3, exported as arrays and scored with numpy by the judge,
+checked against scikit-learn's own scores). Features whose scale is one agent's habit — absolute result sizes and lines, message positions, history lengths — are
 left out: their rank versions carry the same order and transfer across agents. Trained on both dev sets
 (two agent models) by default, on the union of two label proxies built differently (`TRAINING_LABEL`), so
 the judge learns what either calls needed rather than one proxy's quirks. Reported metrics are
@@ -176,6 +175,7 @@ def reliability(p: np.ndarray, y: np.ndarray, bins: int = 10) -> list[dict[str, 
 
 
 def _at(points: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
+    """The decision-point ids of the rows at `index` (None: the head is not ranked)."""
     return None if points is None else points[index]
 
 
@@ -233,6 +233,7 @@ def training_labels(rows: Rows) -> dict[str, np.ndarray]:
 
 
 def _ranking(rows: Rows, head: str) -> np.ndarray | None:
+    """The rows' decision-point ids for a head in `RANKED_HEADS`, else None."""
     return decision_points(rows) if head in RANKED_HEADS else None
 
 

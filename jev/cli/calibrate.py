@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from calibration import ThresholdSelector, guarantee, rows_from
     from calibration import report as write_report
     from calibration.join import read_records
+    from calibration.thresholds import parse_size_exponents
 
     out = console(args.quiet)
     target = Path(args.out).resolve()
@@ -59,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
     flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)
     flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
     flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
-    from calibration.thresholds import parse_size_exponents
     try:
         exponents = parse_size_exponents(args.size_exponents, args.size_aware)
     except ValueError as exc:
