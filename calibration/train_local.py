@@ -8,8 +8,9 @@ scores — for `keep_result` the sum, in logit space, of a fit on the rows (what
 across histories) and a fit that ranks the candidates of one decision point against each other (every
 needed/not-needed pair of one point: what budget mode compares) — and shallow gradient-boosted trees
 (scikit-learn's histogram GBT, 80 trees of depth 3, exported as arrays and scored with numpy by the judge,
-checked against scikit-learn's own scores). Features whose scale is one agent's habit — absolute result sizes and lines, message positions, history lengths — are
-left out: their rank versions carry the same order and transfer across agents. Trained on both dev sets
+checked against scikit-learn's own scores). Features whose scale is one agent's habit — absolute result
+sizes and lines, message positions, history lengths — are left out: their rank versions carry the same
+order and transfer across agents. Trained on both dev sets
 (two agent models) by default, on the union of two label proxies built differently (`TRAINING_LABEL`), so
 the judge learns what either calls needed rather than one proxy's quirks. Reported metrics are
 instance-grouped cross-validated (AUROC, Brier, ECE of the calibrated probability), plus a held-out
