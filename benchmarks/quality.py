@@ -23,12 +23,21 @@ trained as `calibration.train_local` trains the shipped one (on either proxy's "
     python benchmarks/quality.py [--budget 0.5] [--min-chars 30000] [--boot 1000] [--out-md FILE] [--in-sample]
                                  [--why-lost] [--identifiers]
     python benchmarks/quality.py --held-out PATH [--held-out PATH ...] [--model FILE]
+    python benchmarks/quality.py --labelled FILE [--labelled FILE ...]
 
 `--held-out PATH` scores the shipped weights (or `--model FILE`, weights `calibration.train_local` wrote)
 on sessions they never saw — a `.tar`/`.tar.xz` or a folder of mini-swe-agent trajectories in any of its
 modes, as `python -m calibration.train_local --data` reads them — with the same policies, proxies and
 table, one cell per PATH; nothing is trained and the dev sets are not read. This is how the claim is
 checked on sessions and agent models neither dev set contains.
+
+`--labelled FILE` scores **any judge** — a remote System One or OpenAI Decisions judge too — from the
+rollout's own files: `jev replay SESSIONS --judge J --records R` (SHADOW decision records, every 8 pairs),
+then `jev label R --transcripts SESSIONS --out FILE` (labels-v1, and labels-v2-reuse as
+`needed_result_reuse`). Each file is one cell: the judge that made its records, its recorded scores at
+every decision point, the same policies, proxies and tables (a refused pair reads as one never let go;
+a file labelled before `needed_result_reuse` existed gets the labels-v1 rows only). Nothing is trained,
+no judge is called, the dev sets are not read.
 
 `--why-lost` adds a diagnostic: of the later-needed results the judge and recency let go (labels-v1), what
 first made each needed after its point — a re-run, or a word first written then (a plain word of letters
@@ -56,6 +65,7 @@ import numpy as np  # noqa: E402
 from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of, trajectories  # noqa: E402
+from calibration.join import read_records  # noqa: E402
 from calibration.labels import pair_uses  # noqa: E402
 from calibration.train_local import calibrated, checked_scan_chars, columns, corpus_name, fit_specs  # noqa: E402
 from jev.apply import SHORT_RESULT_SLACK, truncation_marker  # noqa: E402
@@ -102,6 +112,38 @@ def held_out_cells(sources: list[str], model_path: str | None, workers: int = 2
         rows = build_rows(source, workers=workers, scan_chars=model["scan_chars"])
         cells.append((f"{judge} → {corpus_name(source)} (held out)", rows, Path(source), *model_scores(model, rows.X)))
     return cells
+
+
+def labelled_cell(source: str) -> tuple[str, Rows, Path, np.ndarray, np.ndarray]:
+    """(title, rows, source, P(result needed), P(call needed)) from a file of labelled rows (`jev label` over
+    `jev replay` records): the recorded scores of whichever judge made them. A refused pair (no score)
+    reads as 1.0, so no policy of the judge's lets it go, as the compactor keeps it."""
+    records = list(read_records(source))
+    judges = sorted({str(r.get("judge") or "") for r in records})
+    if not records:
+        raise ValueError(f"{source}: no labelled rows")
+    if len(judges) > 1:
+        raise ValueError(f"{source}: labelled rows of several judges ({', '.join(judges)}): one file per judge")
+    missing = [k for k in ("session_id", "decision_point", "key", "call_id", "result_chars", "needed_result",
+                           "needed_call") if any(k not in r for r in records)]
+    if missing:
+        raise ValueError(f"{source}: not labelled rows from jev label (no {', '.join(missing)})")
+
+    def score(r: dict, name: str) -> float:
+        value = r.get(name)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 1.0
+
+    alt = [r.get("needed_result_reuse") for r in records]
+    rows = Rows(np.zeros((len(records), 0)), np.asarray([bool(r["needed_result"]) for r in records]),
+                np.asarray([bool(r["needed_call"]) for r in records]),
+                np.asarray([str(r["session_id"]) for r in records]), np.asarray([str(r["key"]) for r in records]),
+                np.asarray([int(r["decision_point"]) for r in records]),
+                np.asarray([int(r["result_chars"]) for r in records]),
+                None if any(a is None for a in alt) else np.asarray(alt, dtype=bool), None,
+                np.asarray([str(r["call_id"]) for r in records]))
+    p_result = np.asarray([score(r, "keep_result") for r in records])
+    p_call = np.asarray([score(r, "keep_call") for r in records])
+    return f"{judges[0] or 'judge'} → {corpus_name(source)} (labelled)", rows, Path(source), p_result, p_call
 
 
 def out_of_fold(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -175,7 +217,8 @@ def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float,
     groups = sorted({p.group for p in pts})
     gi = {g: k for k, g in enumerate(groups)}
     out: dict[str, dict[str, tuple[float, float, float]]] = {}
-    proxies = {"labels-v1": rows.needed_result, "labels-v2-reuse": rows.needed_result_alt, **(extra or {})}
+    proxies = {"labels-v1": rows.needed_result, **({"labels-v2-reuse": rows.needed_result_alt}
+                                                   if rows.needed_result_alt is not None else {}), **(extra or {})}
     for proxy, needed in proxies.items():
         rng = np.random.default_rng(seed)
         lost = np.zeros((len(POLICIES), len(groups)))
@@ -315,6 +358,9 @@ def main() -> None:
                         help=f"characters of each result end the judge's features read (default {SCAN_CHARS}, "
                              "the shipped judge's)")
     held_out_arguments(parser)
+    parser.add_argument("--labelled", action="append", metavar="FILE",
+                        help="score the judge whose records `jev label` labelled here (any judge, remote ones "
+                             "too; repeat for several; nothing is trained, no judge is called)")
     args = parser.parse_args()
     checked_scan_chars(parser, args.scan_chars)
     sources = checked_held_out(parser, args)
@@ -322,9 +368,21 @@ def main() -> None:
         parser.error("--held-out scores weights as they are: --in-sample and --scan-chars retrain, so they do not "
                      "go with it (train weights with `python -m calibration.train_local --scan-chars N`, then "
                      "pass them as --model)")
+    if args.labelled and (sources or args.in_sample or args.scan_chars != SCAN_CHARS or args.why_lost
+                          or args.identifiers):
+        parser.error("--labelled scores recorded judgments as they are: --held-out, --model, --in-sample, "
+                     "--scan-chars, --why-lost and --identifiers need trajectories and weights, so they do not go "
+                     "with it")
     started = time.monotonic()
     cells = []  # (title, test rows, their source, P(result needed), P(call needed))
-    if sources:
+    if args.labelled:
+        try:
+            cells = [labelled_cell(source) for source in args.labelled]
+        except FileNotFoundError as exc:
+            parser.error(f"--labelled: no such file ({exc})")
+        except (ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--labelled: {exc}")
+    elif sources:
         cells = held_out_cells(sources, args.model)
     else:
         rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}

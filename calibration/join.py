@@ -2,7 +2,9 @@
 
 Records and transcripts are read through fsspec, so a fleet's logs on object storage work as they are.
 A record is labelled at its decision point (the `history_messages` it judged); its pairs are matched to
-the transcript by call id. Output rows are plain JSON objects, one per judged pair.
+the transcript by call id. Output rows are plain JSON objects, one per judged pair: labels-v1's
+`needed_result`/`needed_call` (what calibration certifies on), and `needed_result_reuse`, the second proxy
+(`labels-v2-reuse`, built differently), which the yardstick (`benchmarks/quality.py --labelled`) reads.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import orjson
 from jev import formats
 from jev.transcript import analyze
 
-from .labels import LABEL_VERSION, pair_uses
+from .labels import LABEL_VERSION, later_reuse, pair_uses
 
 SUFFIXES = (".traj.json", ".json", ".jsonl")
 
@@ -79,21 +81,23 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
             continue
         s = point - 1
         for pair in pairs:
-            use = _use_of(uses, pair.get("key"), pair.get("call_id"), pair.get("tool"), point)
-            if use is None:
+            found = _use_of(uses, pair.get("key"), pair.get("call_id"), pair.get("tool"), point)
+            if found is None:
                 report.skipped["pair not in transcript"] += 1
                 continue
+            use, reused = found
             report.rows += 1
             yield {"session_id": session, "decision_point": s, "version": record.get("version", ""),
                    "judge": record.get("judge", ""),
                    **{k: pair.get(k) for k in ("key", "call_id", "tool", "keep_call", "keep_result", "action",
                                                "reason", "result_chars", "truncate_saves", "drop_saves")},
                    "needed_result": use.needed_result(s), "needed_call": use.needed_call(s),
-                   "label_version": LABEL_VERSION}
+                   "label_version": LABEL_VERSION, "needed_result_reuse": reused > s}
 
 
-def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int) -> Any:
-    """The later uses of a recorded pair: by its key when the key names the same call and tool there
+def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int) -> tuple[Any, int] | None:
+    """The later uses of a recorded pair (labels-v1's, and the last message reusing it under
+    labels-v2-reuse): by its key when the key names the same call and tool there
     (SHADOW judges the original history, whose keys the full transcript shares), else the latest pair
     with that call id whose result was in the judged history (a call id may be reused once its pair is
     complete)."""
@@ -110,10 +114,11 @@ def _load(fs: Any, base: str, session: str, format: str) -> dict[str, Any] | Non
         if fs.exists(path):
             messages = formats.load(formats.parse(fs.cat_file(path)), format)
             transcript = analyze(messages)
-            uses = pair_uses(transcript)
+            uses, reuse = pair_uses(transcript), later_reuse(transcript)
+            both = {key: (use, reuse[key]) for key, use in uses.items()}
             by_call_id: dict[str, list[tuple[int, Any]]] = {}
             for p in transcript.pairs:
-                by_call_id.setdefault(p.call_id, []).append((p.result_message, uses[p.key]))
-            return {"by_key": {p.key: ((p.call_id, p.tool), uses[p.key]) for p in transcript.pairs},
+                by_call_id.setdefault(p.call_id, []).append((p.result_message, both[p.key]))
+            return {"by_key": {p.key: ((p.call_id, p.tool), both[p.key]) for p in transcript.pairs},
                     "by_call_id": by_call_id}
     return None

@@ -3,9 +3,11 @@ judge scores them, on real trajectories, and refuse bad flags by name before rea
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from quality import held_out_cells, model_scores  # noqa: E402
+from decisions_server import DecisionsServer  # noqa: E402
+from quality import held_out_cells, labelled_cell, model_scores  # noqa: E402
 
 from jev import formats  # noqa: E402
 from jev.judges.local import LocalJudge, load_model  # noqa: E402
@@ -87,3 +90,69 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
             ("equal_risk", ["--size-exponents", "5"], "--size-exponents '5' must be a number in (0, 4]")]:
         refused = _bench(name, *args)
         assert refused.returncode == 2 and says in refused.stderr, (name, args, refused.stderr)
+
+
+def _rollout(sessions: Path, out: Path, *judge: str, env: dict[str, str] | None = None) -> Path:
+    """The rollout's first two steps over `sessions`: SHADOW records from `jev replay`, then `jev label`."""
+    records, labelled = out / "records.jsonl", out / "labelled.jsonl"
+    for args in (("replay", str(sessions), "--records", str(records), "--eligible-tools", "bash", *judge, "-q"),
+                 ("label", str(records), "--transcripts", str(sessions), "--out", str(labelled), "-q")):
+        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", *args], capture_output=True, timeout=120,
+                              cwd=ROOT, env={**os.environ, **(env or {})})
+        assert proc.returncode == 0, proc.stderr.decode()
+    return labelled
+
+
+def test_the_rollouts_labelled_rows_score_as_the_held_out_rows_do(run_folder: Path, tmp_path: Path) -> None:
+    """`--labelled` reads what `jev replay` recorded and `jev label` labelled; with the local judge those are
+    the very rows `--held-out` builds from the trajectories: the same points and candidates, both proxies,
+    the same scores (records keep them to 4 decimals)."""
+    labelled = _rollout(run_folder / "trajectories", tmp_path)
+    title, rows, _, p_result, p_call = labelled_cell(str(labelled))
+    [(_, held, _, h_result, h_call)] = held_out_cells([str(run_folder)], None, workers=1)
+    mine = {(str(s), str(k), int(p)): i for i, (s, k, p) in enumerate(zip(rows.sessions, rows.keys, rows.points,
+                                                                            strict=True))}
+    theirs = {(str(s), str(k), int(p)): i for i, (s, k, p) in enumerate(zip(held.sessions, held.keys, held.points,
+                                                                              strict=True))}
+    assert title == "jev-local-4 → labelled.jsonl (labelled)" and mine.keys() == theirs.keys() and len(mine) >= 20
+    for key, i in mine.items():
+        j = theirs[key]
+        assert (rows.needed_result[i], rows.needed_result_alt[i], rows.result_chars[i], rows.call_ids[i]) == \
+            (held.needed_result[j], held.needed_result_alt[j], held.result_chars[j], held.call_ids[j])
+        assert (p_result[i], p_call[i]) == pytest.approx((h_result[j], h_call[j]), abs=1e-4)
+
+
+def _probability(name: str) -> float:
+    """A served judge's answer: fixed per question, spread over [0, 1)."""
+    return (zlib.crc32(name.encode()) % 1000) / 1000
+
+
+@pytest.mark.slow
+def test_the_yardstick_scores_a_remote_judge_from_its_shadow_records(run_folder: Path, tmp_path: Path) -> None:
+    """A judge behind the real `openai` client (the local /v1/decisions server answers) is scored on the
+    yardstick from the rollout's files alone; a refused pair reads as one never let go; bad input is refused
+    by name."""
+    with DecisionsServer(["refuse:result_t2"], probability=_probability) as server:
+        labelled = _rollout(run_folder / "trajectories", tmp_path, "--judge", "openai", "--judge-url",
+                            server.base_url, "--judge-model", "gw-luna", env={"OPENAI_API_KEY": "sk-x"})
+    title, rows, _, p_result, p_call = labelled_cell(str(labelled))
+    assert title.startswith("gw-luna → ")
+    refused = [i for i, s in enumerate(rows.sessions) if s.endswith("django__django-11163") and rows.keys[i] == "t2"]
+    assert len(refused) == 1 and p_result[refused[0]] == 1.0  # the first request's refusal
+    for i, key in enumerate(rows.keys):
+        if i not in refused:
+            assert (p_result[i], p_call[i]) == pytest.approx((_probability(f"result_{key}"),
+                                                              _probability(f"call_{key}")), abs=1e-4)
+    proc = _bench("quality", "--labelled", str(labelled), "--min-chars", "0", "--boot", "20")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("| gw-luna → labelled.jsonl (labelled) |")]
+    assert [line.split(" | ")[1] for line in lines] == ["labels-v1", "labels-v2-reuse"] * 2 and " 5 (5) " in lines[0]
+    records = tmp_path / "records.jsonl"
+    two = tmp_path / "two.jsonl"
+    two.write_text(labelled.read_text() + labelled.read_text().replace('"judge":"gw-luna"', '"judge":"other"'))
+    for args, says in [(["--labelled", str(labelled), "--held-out", str(run_folder)], "--labelled scores recorded"),
+                       (["--labelled", str(tmp_path / "none.jsonl")], "--labelled: no such file"),
+                       (["--labelled", str(records)], "not labelled rows from jev label (no decision_point"),
+                       (["--labelled", str(two)], "labelled rows of several judges (gw-luna, other)")]:
+        refused_run = _bench("quality", *args)
+        assert refused_run.returncode == 2 and says in refused_run.stderr, (args, refused_run.stderr)

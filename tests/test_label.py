@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import msg, text
 
-from calibration.labels import pair_uses
+from calibration.labels import later_reuse, pair_uses
 from jev import CompactionConfig, Compactor, ExecutionOptions, JsonlSink, Mode, ToolResultBlock, ToolUseBlock, formats
 from jev.judges import ReplayJudge
 from jev.transcript import analyze
@@ -76,6 +76,10 @@ def test_jev_label_joins_records_with_transcripts(tmp_path: Path) -> None:
     assert by_key["t1"]["decision_point"] == cut - 1 and by_key["t1"]["keep_result"] == 0.5
     assert rows[0]["label_version"] == "labels-v1" and rows[0]["version"] == "v-test"
     assert b"skipped 1: no session_id" in proc.stderr
+    # the second proxy rides along for the yardstick, as the transcript says at that point
+    reuse = later_reuse(analyze(messages))
+    assert {r["key"]: r["needed_result_reuse"] for r in rows} == {k: reuse[k] > cut - 1 for k in by_key}
+    assert any(r["needed_result_reuse"] for r in rows) and not all(r["needed_result_reuse"] for r in rows)
 
 
 def test_jev_label_missing_records_file_is_a_usage_error(tmp_path: Path) -> None:
