@@ -15,10 +15,13 @@ which is optimistic.
 
     python benchmarks/equal_risk.py [--alpha 0.1] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
     python benchmarks/equal_risk.py --held-out PATH [--held-out PATH ...] [--model FILE]
+    python benchmarks/equal_risk.py --labelled FILE [--labelled FILE ...]
 
 `--held-out PATH` does the same on sessions the weights never saw (the shipped ones, or `--model FILE`),
 calibrating on half of that source's instances and measuring on the other half, as a deployment would
-calibrate on its own shadow logs; nothing is trained and the dev sets are not read.
+calibrate on its own shadow logs; nothing is trained and the dev sets are not read. `--labelled FILE`
+does it for any judge from its labelled SHADOW records (`jev replay`, then `jev label`), as `quality.py
+--labelled` does.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import time
 
 import numpy as np
 from quality import (PROXIES, SETS, calibrated_heads, checked_held_out, held_out_arguments, held_out_cells,
-                     out_of_fold, probabilities)
+                     labelled_cells, out_of_fold, probabilities)
 
 from calibration import select_thresholds
 from calibration.dataset import Rows, build_rows, group_of
@@ -119,7 +122,9 @@ def main() -> None:
     exponents = checked_exponents(parser, args.size_exponents)
     sources = checked_held_out(parser, args)
     started = time.monotonic()
-    if sources:
+    if args.labelled:
+        cells = [(title, r, pr, pc) for title, r, _, pr, pc in labelled_cells(parser, args)]
+    elif sources:
         cells = [(title, r, pr, pc) for title, r, _, pr, pc in held_out_cells(sources, args.model)]
     else:
         rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
@@ -137,6 +142,8 @@ def main() -> None:
             if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
         for proxy, needed in zip(PROXIES, (r.needed_result, r.needed_result_alt), strict=True):
+            if needed is None:  # labelled before the second proxy rode along
+                continue
             results = np.asarray(cell(r, p_result, p_call, needed, args.alpha, args.delta, args.splits, by_run,
                                       exponents))
             ok = results[~np.isnan(results[:, 0])]

@@ -313,13 +313,32 @@ def why_lost(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, source: Path,
 
 
 def held_out_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--held-out PATH` (repeatable) and `--model FILE`: this script's and `equal_risk.py`'s."""
+    """`--held-out PATH` (repeatable), `--model FILE` and `--labelled FILE` (repeatable): this script's and
+    `equal_risk.py`'s."""
     parser.add_argument("--held-out", action="append", metavar="PATH",
                         help="score weights on these trajectories instead of the dev sets (a .tar/.tar.xz or a "
                              "folder of mini-swe-agent trajectories; repeat for several; nothing is trained)")
     parser.add_argument("--model", metavar="FILE",
                         help="with --held-out: weights written by `python -m calibration.train_local` (default: "
                              "the shipped ones)")
+    parser.add_argument("--labelled", action="append", metavar="FILE",
+                        help="score the judge whose records `jev label` labelled here (any judge, remote ones "
+                             "too; repeat for several; nothing is trained, no judge is called)")
+
+
+def labelled_cells(parser: argparse.ArgumentParser, args: argparse.Namespace
+                   ) -> list[tuple[str, Rows, Path, np.ndarray, np.ndarray]]:
+    """A cell per `--labelled` file (`labelled_cell`), or the parser exits naming the flag and what is wrong."""
+    if args.held_out or args.model:
+        parser.error("--labelled scores recorded judgments as they are: --held-out and --model score weights on "
+                     "trajectories, so they do not go with it")
+    try:
+        return [labelled_cell(source) for source in args.labelled]
+    except FileNotFoundError as exc:
+        parser.error(f"--labelled: no such file ({exc})")
+    except (ValueError, KeyError, TypeError) as exc:
+        parser.error(f"--labelled: {exc}")
+    raise AssertionError("parser.error exits")
 
 
 def checked_held_out(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
@@ -358,9 +377,6 @@ def main() -> None:
                         help=f"characters of each result end the judge's features read (default {SCAN_CHARS}, "
                              "the shipped judge's)")
     held_out_arguments(parser)
-    parser.add_argument("--labelled", action="append", metavar="FILE",
-                        help="score the judge whose records `jev label` labelled here (any judge, remote ones "
-                             "too; repeat for several; nothing is trained, no judge is called)")
     args = parser.parse_args()
     checked_scan_chars(parser, args.scan_chars)
     sources = checked_held_out(parser, args)
@@ -368,20 +384,13 @@ def main() -> None:
         parser.error("--held-out scores weights as they are: --in-sample and --scan-chars retrain, so they do not "
                      "go with it (train weights with `python -m calibration.train_local --scan-chars N`, then "
                      "pass them as --model)")
-    if args.labelled and (sources or args.in_sample or args.scan_chars != SCAN_CHARS or args.why_lost
-                          or args.identifiers):
-        parser.error("--labelled scores recorded judgments as they are: --held-out, --model, --in-sample, "
-                     "--scan-chars, --why-lost and --identifiers need trajectories and weights, so they do not go "
-                     "with it")
+    if args.labelled and (args.in_sample or args.scan_chars != SCAN_CHARS or args.why_lost or args.identifiers):
+        parser.error("--labelled scores recorded judgments as they are: --in-sample, --scan-chars, --why-lost and "
+                     "--identifiers need trajectories and weights, so they do not go with it")
     started = time.monotonic()
     cells = []  # (title, test rows, their source, P(result needed), P(call needed))
     if args.labelled:
-        try:
-            cells = [labelled_cell(source) for source in args.labelled]
-        except FileNotFoundError as exc:
-            parser.error(f"--labelled: no such file ({exc})")
-        except (ValueError, KeyError, TypeError) as exc:
-            parser.error(f"--labelled: {exc}")
+        cells = labelled_cells(parser, args)
     elif sources:
         cells = held_out_cells(sources, args.model)
     else:

@@ -147,6 +147,9 @@ def test_the_yardstick_scores_a_remote_judge_from_its_shadow_records(run_folder:
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("| gw-luna → labelled.jsonl (labelled) |")]
     assert [line.split(" | ")[1] for line in lines] == ["labels-v1", "labels-v2-reuse"] * 2 and " 5 (5) " in lines[0]
+    risk = _bench("equal_risk", "--labelled", str(labelled), "--splits", "2")
+    assert risk.returncode == 0, risk.stderr
+    assert risk.stdout.count("| gw-luna → labelled.jsonl (labelled) | labels-") == 2  # both proxies
     records = tmp_path / "records.jsonl"
     two = tmp_path / "two.jsonl"
     two.write_text(labelled.read_text() + labelled.read_text().replace('"judge":"gw-luna"', '"judge":"other"'))
@@ -155,4 +158,6 @@ def test_the_yardstick_scores_a_remote_judge_from_its_shadow_records(run_folder:
                        (["--labelled", str(records)], "not labelled rows from jev label (no decision_point"),
                        (["--labelled", str(two)], "labelled rows of several judges (gw-luna, other)")]:
         refused_run = _bench("quality", *args)
+        assert refused_run.returncode == 2 and says in refused_run.stderr, (args, refused_run.stderr)
+        refused_run = _bench("equal_risk", *args)  # the same flag, the same checks
         assert refused_run.returncode == 2 and says in refused_run.stderr, (args, refused_run.stderr)
