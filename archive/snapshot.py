@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
 from jev.errors import ArchiveError, FormatError
-from jev.transcript import Message, canonical_json, message_problem, messages_from_dicts, non_finite_path
+from jev.transcript import Message, canonical_json, message_problem, messages_from_dicts, unwritable
 
+from . import key_order
 from .scope import Scope
 
 VERSION = 1
@@ -37,16 +38,26 @@ def encode(scope: Scope, messages: Sequence[Message]) -> tuple[str, bytes]:
         raise ArchiveError(f"cannot archive: messages must be a sequence of jev Messages (got "
                            f"{type(messages).__name__})")
     _check_readable(messages)
+    document: dict[str, Any] = {"version": VERSION, "scope": scope.to_dict(), "messages": list(messages)}
+    orders = key_order.record(messages)
+    if orders is not None:  # sorted between "messages" and "scope": `verify`'s fixed head and tail still hold
+        document["orders"] = orders
     try:
-        data = canonical_json({"version": VERSION, "scope": scope.to_dict(), "messages": list(messages)})
-    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError: surrogates, unserializable values
-        raise ArchiveError(f"cannot archive messages: {exc} (JSON has no form for it)") from None
+        data = canonical_json(document)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError: surrogates, unserializable values
+        _refuse(messages)
     # NaN and infinities become `null` in JSON: refuse them rather than archive a different history. Only a
     # document holding a null can hide one, so the walk runs only then.
-    if b"null" in data and (where := non_finite_path(list(messages))) is not None:
-        raise ArchiveError(f"cannot archive messages{where}: NaN and infinities have no JSON form (they would "
-                           "be written as null, a different history)")
+    if b"null" in data and unwritable(list(messages), "messages") is not None:
+        _refuse(messages)
     return hashlib.sha256(data).hexdigest(), data
+
+
+def _refuse(messages: Sequence[Message]) -> NoReturn:
+    """Raise the `ArchiveError` naming where and why the messages have no exact JSON form."""
+    found = unwritable(list(messages), "messages")
+    where, why = found if found is not None else ("messages", "not JSON")
+    raise ArchiveError(f"cannot archive {where}: {why}")
 
 
 def check_scope(scope: Any) -> Scope:
@@ -99,8 +110,11 @@ def decode(scope: Scope, ref: str, data: bytes) -> list[Message]:
         raise ArchiveError("archive snapshot unreadable: not JSON") from None
     if not isinstance(doc, dict) or doc.get("version") != VERSION or doc.get("scope") != scope.to_dict():
         raise ArchiveError("archive scope or version mismatch")
+    raw = doc.get("messages")
+    if "orders" in doc and isinstance(raw, list):
+        key_order.restore(raw, doc["orders"])
     try:
-        return messages_from_dicts(doc.get("messages"), "snapshot.messages")
+        return messages_from_dicts(raw, "snapshot.messages")
     except FormatError as exc:
         raise ArchiveError(f"archive snapshot unreadable: {exc}") from None
 

@@ -13,8 +13,9 @@ from ..transcript import FORMAT_KEY, SOURCE_KEY, Block, Message, OtherBlock, Tex
 
 
 def loaded(name: str, source: Any) -> dict[str, Any]:
-    """The metadata of a message converter `name` loaded: what it kept, and whose it is."""
-    return {SOURCE_KEY: source, FORMAT_KEY: name}
+    """The metadata of a message converter `name` loaded: what it kept, and whose it is (keys in sorted
+    order, so a snapshot need not record their order)."""
+    return {FORMAT_KEY: name, SOURCE_KEY: source}
 
 
 def source_of(message: Message, name: str) -> Any:
