@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ._common import (dump_arguments, each_message, hollow, hollow_block, loaded, parse_arguments, refill, refill_block,
                       reproducible_arguments, source_of)
 from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
@@ -56,7 +56,7 @@ def _block(raw: Any, where: str) -> Block:
             raise FormatError(f"{where}: tool_result needs string 'id' and 'name'")
         state = _STATES.get(str(raw.get("state", "success")).lower())
         if state is None:
-            raise FormatError(f"{where}.state: unknown tool result state {raw.get('state')!r}")
+            raise FormatError(f"{where}.state: unknown tool result state {shown(raw.get('state'))}")
         metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else None
         return ToolResultBlock(raw["id"], raw["name"], _output(raw.get("output"), where), state, metadata)
     return OtherBlock(raw)
@@ -153,7 +153,8 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
         written = ([_written_back(source, list(message.content) + parts.get(message.id, []))] if source
                    else _fresh_msgs(message, holders))
         for msg in written:
-            holders.update((b.get("id"), msg) for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_call")
+            holders.update((b["id"], msg) for b in msg["content"]
+                           if isinstance(b, dict) and b.get("type") == "tool_call" and isinstance(b.get("id"), str))
         out.extend(written)
     return out
 
@@ -197,8 +198,16 @@ def _fresh_msgs(message: Message, holders: dict[str, dict[str, Any]]) -> list[di
 _STATE_NAMES = {v: k for k, v in _STATES.items()}
 
 
+_OWN_TYPES = frozenset({"tool_call", "tool_result"})  # an unknown block of these types would read back as a call
+
+
 def _fresh(block: Block) -> dict[str, Any]:
-    """An AgentScope block for one added in Python; text, thinking and others have jev's own shape."""
+    """An AgentScope block for one added in Python; text, thinking and others have jev's own shape. An
+    unknown block (another form's part) typed as AgentScope's calls and results is refused: AgentScope
+    would read it as one."""
+    if isinstance(block, OtherBlock) and block.type in _OWN_TYPES:
+        raise FormatError(f"agentscope: a {block.type!r} part that is not a jev {block.type.replace('_call', ' call')}"
+                          " cannot be written (AgentScope would read it as one)")
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_call", "id": block.id, "name": block.name, "input": dump_arguments(block.input)}
     if isinstance(block, ToolResultBlock):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ._common import loaded, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
@@ -78,7 +78,7 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
             raise FormatError(f"{where}: must be a LangChain message (type human, ai, system or tool)")
         if len(item) != 2:
             extra = sorted(str(k) for k in item if k not in ("type", "data"))[0]
-            raise FormatError(f"{where}: unknown field {extra!r} (a LangChain message dict holds type and data)")
+            raise FormatError(f"{where}: unknown field {shown(extra)} (a LangChain message dict holds type and data)")
         body = item["data"]
         if "content" not in body:
             raise FormatError(f"{where}.data.content: required (LangChain messages always have content)")
@@ -103,17 +103,19 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
         lc_id = body.get("id")
         mid = lc_id if isinstance(lc_id, str) and lc_id and lc_id not in seen else f"m{i}"
         seen.add(mid)
-        item = {**item, "data": _kept(body)}  # the blocks hold the text, the calls' args, other parts
+        item = {**item, "data": _kept(body, role == "assistant")}  # the blocks hold the text, calls' args, parts
         out.append(Message(mid, role, blocks, body.get("name") if isinstance(body.get("name"), str) else None,
                            loaded(NAME, {"item": item, "objects": objects})))
     return out
 
 
-def _kept(body: dict[str, Any]) -> dict[str, Any]:
+def _kept(body: dict[str, Any], calls: bool) -> dict[str, Any]:
     """A message's data as kept for the round trip, without what its blocks hold: text (see `hollow`), other
-    parts (but reasoning, written back as it was) down to their type, and the calls' `args`."""
+    parts (but reasoning, written back as it was) down to their type, and an AI message's calls' `args`.
+    `tool_calls` on any other message (LangChain lets a human message carry them) are not calls: kept as
+    they are."""
     kept = {**body, "content": _hollow_content(body["content"])}
-    if isinstance(body.get("tool_calls"), list):
+    if calls and isinstance(body.get("tool_calls"), list):
         kept["tool_calls"] = [{**c, "args": None} if "args" in c else c for c in body["tool_calls"]]
     return kept
 
@@ -152,7 +154,7 @@ def dump(messages: Sequence[Message]) -> Any:
             original = body.get("content", "")
             body["content"] = "\n".join(b.text for b in rest if isinstance(b, TextBlock)) \
                 if isinstance(original, str) else _parts(rest, original)
-            if "tool_calls" in body or calls:
+            if item["type"] in ("ai", "AIMessageChunk") and ("tool_calls" in body or calls):
                 before = {c.get("id"): c for c in body.get("tool_calls") or []}
                 body["tool_calls"] = [_dump_call(before.get(c.id), c) for c in calls]
         items.append({"type": item["type"], "data": body})

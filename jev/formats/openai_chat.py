@@ -12,13 +12,16 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ._common import dump_arguments, in_order, loaded, parse_arguments, reproducible_arguments, shared_order, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
 NAME = "openai-chat"
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
-_CORE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id"}
+# the fields the jev model holds, by kind of message; any other (a `tool_call_id` on a user message, `name:
+# null`, as a provider's model_dump() writes every field) rides in the source and is written back as it was
+_CORE_KEYS = {False: frozenset({"role", "content", "name", "tool_calls"}),
+              True: frozenset({"role", "content", "name", "tool_call_id"})}
 
 
 def _parts_to_blocks(content: Any, where: str) -> tuple[tuple[Block, ...], str]:
@@ -70,8 +73,10 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
         raise FormatError(f"{where}: must be a JSON object")
     role = raw.get("role")
     if not isinstance(role, str) or role not in _ROLES:
-        raise FormatError(f"{where}.role: unsupported chat role {role!r}")
-    source: dict[str, Any] = {k: v for k, v in raw.items() if k not in _CORE_KEYS}
+        raise FormatError(f"{where}.role: unsupported chat role {shown(role)}")
+    tool = role == "tool"
+    core = _CORE_KEYS[tool]
+    source: dict[str, Any] = {k: v for k, v in raw.items() if k not in core or (k == "name" and v is None)}
     if role != _ROLES[role]:
         source["role"] = role
     if "content" not in raw:
@@ -82,8 +87,8 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
         source["content_form"] = form
     name = raw.get("name")
     if name is not None and not isinstance(name, str):
-        raise FormatError(f"{where}.name: must be a string")
-    if role == "tool":
+        raise FormatError(f"{where}.name: must be a string or null")
+    if tool:
         if "content" not in raw:
             raise FormatError(f"{where}.content: required for a tool message")
         call_id = raw.get("tool_call_id")
@@ -96,7 +101,7 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
     elif "tool_calls" in raw:
         source["tool_calls_null"] = True  # `tool_calls: null`, as a provider's model_dump() writes it
     keys = tuple(raw)
-    if not _own_order(keys, role == "tool", name is not None):  # e.g. a model_dump(): content first
+    if not _own_order(keys, tool, name is not None):  # e.g. a model_dump(): content first
         source["order"] = shared_order(keys)
     return _ROLES[role], blocks, name, source
 
@@ -106,7 +111,8 @@ def _own_order(keys: tuple[str, ...], tool: bool, named: bool) -> bool:
     """Whether a message with `keys` is written back in that order by `write_message` without help."""
     own = (("role", "tool_call_id", "content") if tool else ("role", *(k for k in ("content", "tool_calls")
                                                                         if k in keys)))
-    return keys == own + (("name",) if named else ()) + tuple(k for k in keys if k not in _CORE_KEYS)
+    return keys == own + (("name",) if named else ()) + tuple(k for k in keys if k not in _CORE_KEYS[tool]
+                                                                   or (k == "name" and not named))
 
 
 def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict[str, Any]) -> tuple[Block, ...]:
