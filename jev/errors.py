@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import reprlib
+
 
 class JevError(Exception):
     """Base of every error this library raises on purpose."""
@@ -62,3 +64,16 @@ class JudgeProtocolError(JudgeError):
 
 class ArchiveError(JevError):
     """An archive refused to save or restore a snapshot."""
+
+
+_SHOWN = reprlib.Repr()  # Python 3.11 takes no settings in the constructor
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict = 3, 60, 60, 4, 4
+
+
+def shown(value: object) -> str:
+    """A value as an error message shows it: a short repr, bounded in length and depth, that never fails
+    (a value nested past the recursion limit, or one whose repr raises, reads as its type)."""
+    try:
+        return _SHOWN.repr(value)
+    except Exception:  # RecursionError, or a repr that raises
+        return f"<{type(value).__name__}>"

@@ -28,7 +28,7 @@ import orjson
 
 from .errors import TranscriptError
 from .transcript import (BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message, Transcript, analyze,
-                         canonical_json, json_default, visible_chars)
+                         canonical_json, json_default, not_json, visible_chars)
 
 
 _BOOKKEEPING = frozenset(BOOKKEEPING_KEYS)
@@ -43,8 +43,8 @@ def size(message: Any) -> int:
 def _encode(value: Any) -> bytes:
     try:
         return canonical_json(value)
-    except TypeError as exc:
-        raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
+    except TypeError:
+        not_json(value, "message", TranscriptError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +62,14 @@ class Judged:
         return self.transcript.chars
 
 
-def _serialized(parts: list[Any]) -> bytes:
+def _serialized(parts: list[Any], messages: Sequence[Message] = ()) -> bytes:
     """The parts' JSON as orjson writes them (keys in their order: the same objects give the same bytes,
-    and a reordering reads as a change, which only makes the guard more cautious)."""
+    and a reordering reads as a change, which only makes the guard more cautious). A part with no JSON
+    form is refused naming its place in `messages`."""
     try:
         return orjson.dumps(parts, default=json_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
-    except TypeError as exc:
-        raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
+    except TypeError:
+        not_json(list(messages), "messages", TranscriptError)
 
 
 def take(messages: Sequence[Message], max_chars: int | None = None) -> Judged:
@@ -100,7 +101,7 @@ def take(messages: Sequence[Message], max_chars: int | None = None) -> Judged:
             else:
                 part(metadata)
     parts.extend(transcript.mutable)
-    return Judged(transcript, parts, _serialized(parts), kept)
+    return Judged(transcript, parts, _serialized(parts, transcript.messages), kept)
 
 
 def _check_limit(measured: int, max_chars: int | None) -> None:

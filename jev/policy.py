@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, shown
 from .quick import quick_init
 from .transcript import Pair, Transcript
 from .validate import require_in, require_integer, require_text
@@ -42,14 +42,14 @@ PINNED_SCORES = Scores(1.0, 1.0, "PINNED")
 
 def _names(name: str, values: Iterable[str]) -> frozenset[str]:
     if isinstance(values, str):
-        raise ConfigError(f"{name} must be a collection of strings, not one string (got {values!r})")
+        raise ConfigError(f"{name} must be a collection of strings, not one string (got {shown(values)})")
     try:
         out = frozenset(values)
     except TypeError:  # not iterable, or holds unhashable values
         raise ConfigError(f"{name} must be a collection of strings (got {type(values).__name__})") from None
     for v in out:
         if not isinstance(v, str) or not v.strip():
-            raise ConfigError(f"{name} must contain non-blank strings (got {v!r})")
+            raise ConfigError(f"{name} must contain non-blank strings (got {shown(v)})")
     return out
 
 
@@ -102,9 +102,9 @@ class CompactionConfig:
             t = require_in("target_reduction", self.target_reduction, 0, 1, open_low=True, open_high=True)
             object.__setattr__(self, "target_reduction", t)
         if not isinstance(self.tombstones, bool):
-            raise ConfigError(f"tombstones must be true or false (got {self.tombstones!r})")
+            raise ConfigError(f"tombstones must be true or false (got {shown(self.tombstones)})")
         if require_text("restore_tool", self.restore_tool, optional=True) and not self.restore_tool.isprintable():
-            raise ConfigError(f"restore_tool must be a printable tool name (got {self.restore_tool!r})")
+            raise ConfigError(f"restore_tool must be a printable tool name (got {shown(self.restore_tool)})")
         require_text("calibrated_for", self.calibrated_for, optional=True)
 
     def thresholds(self, tool: str) -> tuple[float, float]:
@@ -122,13 +122,13 @@ class CompactionConfig:
         known = set(cls.__dataclass_fields__)
         for key in values:
             if key not in known:
-                raise ConfigError(f"{where}: unknown CompactionConfig field {key!r}")
+                raise ConfigError(f"{where}: unknown CompactionConfig field {shown(key)}")
         values = dict(values)
         stamp = values.get("calibrated_for")
         if isinstance(stamp, dict):  # `jev calibrate` stamps thresholds.json with what it certified for
             judge = stamp.get("judge")
             if judge is not None and not isinstance(judge, str):
-                raise ConfigError(f"{where}: calibrated_for.judge must be a judge name (got {judge!r})")
+                raise ConfigError(f"{where}: calibrated_for.judge must be a judge name (got {shown(judge)})")
             values["calibrated_for"] = judge or None
         for key in ("eligible_tools", "pinned_message_ids"):
             if isinstance(values.get(key), list):
@@ -142,7 +142,7 @@ def _tool_thresholds(value: Any) -> tuple[tuple[str, float, float], ...]:
     out = []
     for tool, pair in items:
         if not isinstance(tool, str) or not tool.strip():
-            raise ConfigError(f"tool_thresholds keys must be non-blank tool names (got {tool!r})")
+            raise ConfigError(f"tool_thresholds keys must be non-blank tool names (got {shown(tool)})")
         pair = tuple(pair)
         if len(pair) != 2:
             raise ConfigError(f"tool_thresholds[{tool!r}] must be [discard_threshold, keep_threshold]")

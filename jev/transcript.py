@@ -15,7 +15,7 @@ from typing import Any, ClassVar, NoReturn, TypeAlias
 
 import orjson
 
-from .errors import FormatError, TranscriptError
+from .errors import FormatError, TranscriptError, shown
 from .quick import quick_init
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -83,7 +83,7 @@ class ToolResultBlock:
         if isinstance(self.output, list):
             object.__setattr__(self, "output", tuple(self.output))
         if self.state not in RESULT_STATES:
-            raise FormatError(f"tool_result state must be one of {', '.join(RESULT_STATES)} (got {self.state!r})")
+            raise FormatError(f"tool_result state must be one of {', '.join(RESULT_STATES)} (got {shown(self.state)})")
 
     @property
     def text(self) -> str:
@@ -117,7 +117,7 @@ class Message:
         if isinstance(self.content, list):
             object.__setattr__(self, "content", tuple(self.content))
         if self.role not in ROLES:
-            raise FormatError(f"message role must be one of {', '.join(ROLES)} (got {self.role!r})")
+            raise FormatError(f"message role must be one of {', '.join(ROLES)} (got {shown(self.role)})")
         if not isinstance(self.id, str):
             raise FormatError(f"message id must be a string (got {type(self.id).__name__})")
 
@@ -231,7 +231,7 @@ def block_from_dict(obj: Any, where: str) -> Block:
         raise FormatError(f"{where}.output: must be a string or a list of blocks (got {type(output).__name__})")
     state = obj.get("state", "success")
     if state not in RESULT_STATES:
-        raise FormatError(f"{where}.state: must be one of {', '.join(RESULT_STATES)} (got {state!r})")
+        raise FormatError(f"{where}.state: must be one of {', '.join(RESULT_STATES)} (got {shown(state)})")
     metadata = obj.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise FormatError(f"{where}.metadata: must be a JSON object")
@@ -244,7 +244,7 @@ def message_from_dict(obj: Any, where: str) -> Message:
     _check_fields(obj, where, required, allowed, "a message")
     role = _str_field(obj, "role", where)
     if role not in ROLES:
-        raise FormatError(f"{where}.role: must be one of {', '.join(ROLES)} (got {role!r})")
+        raise FormatError(f"{where}.role: must be one of {', '.join(ROLES)} (got {shown(role)})")
     content = obj["content"]
     if not isinstance(content, list):
         raise FormatError(f"{where}.content: must be a list of blocks (got {type(content).__name__})")
@@ -268,23 +268,34 @@ def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
     return [message_from_dict(m, f"{where}[{i}]") for i, m in enumerate(data)]
 
 
+def _string_problem(value: Any, where: str) -> str | None:
+    """Why a field that must be a string is not one the reader takes back: not a string, or one with a lone
+    surrogate (as `errors="surrogateescape"` makes), which has no UTF-8 form. Free for ASCII strings."""
+    if type(value) is not str:
+        return f"{where}: must be a string (got {type(value).__name__})"
+    if value.isascii():
+        return None
+    found = unwritable(value, where)
+    return None if found is None else f"{found[0]}: {found[1]}"
+
+
 def block_problem(block: Any, where: str) -> str | None:
-    """Why the `jev` reader would refuse this block once written (a field of the wrong type, an `OtherBlock`
-    the reader would not take back), or None. Cheap for the typed blocks; an `OtherBlock` is read back."""
+    """Why the `jev` reader would refuse this block once written (a field of the wrong type, a string with
+    no UTF-8 form, an `OtherBlock` the reader would not take back), or None. Cheap for the typed blocks; an
+    `OtherBlock` is read back."""
     kind = type(block)
     if kind is TextBlock:
-        return None if type(block.text) is str else f"{where}.text: must be a string (got {type(block.text).__name__})"
+        return _string_problem(block.text, f"{where}.text")
     if kind is ThinkingBlock:
-        return None if type(block.thinking) is str else f"{where}.thinking: must be a string"
+        return _string_problem(block.thinking, f"{where}.thinking")
     if kind is ToolUseBlock or kind is ToolResultBlock:
         for name in ("id", "name"):
-            value = getattr(block, name)
-            if type(value) is not str:
-                return f"{where}.{name}: must be a string (got {type(value).__name__})"
+            if (problem := _string_problem(getattr(block, name), f"{where}.{name}")) is not None:
+                return problem
         if kind is ToolUseBlock:
             return None
         if type(block.output) is str:
-            return _metadata_problem(block.metadata, where)
+            return _string_problem(block.output, f"{where}.output") or _metadata_problem(block.metadata, where)
         return _metadata_problem(block.metadata, where) or _blocks_problem(block.output, f"{where}.output",
                                                                           "a string or a list of blocks")
     if kind is OtherBlock:
@@ -301,40 +312,43 @@ def block_problem(block: Any, where: str) -> str | None:
 
 def message_problem(message: Any, where: str) -> str | None:
     """Why the `jev` reader would refuse this message once written, or None (see `block_problem`). Runs on
-    every plan, so the common case — typed blocks with string fields — is checked inline."""
+    every plan, so the common case — typed blocks with ASCII string fields — is checked inline."""
     if not isinstance(message, Message):
         return f"{where}: not a jev Message (got {type(message).__name__})"
     if _plain_message(message):
         return None
-    for name in ("name", "timestamp"):
+    for name in ("id", "name", "timestamp"):
         value = getattr(message, name)
-        if value is not None and type(value) is not str:
-            return f"{where}.{name}: must be a string (got {type(value).__name__})"
+        if (value is not None or name == "id") and (problem := _string_problem(value, f"{where}.{name}")) is not None:
+            return problem
     return _metadata_problem(message.metadata, where) or _blocks_problem(message.content, f"{where}.content",
                                                                          "a list of blocks")
 
 
 def _plain_message(message: Message) -> bool:
     """The fast path of `message_problem`: optional fields of the right type, typed blocks whose fields are
-    too. Runs for every message of every plan, so it is written inline (no call per block)."""
-    if not ((message.name is None or type(message.name) is str)
-            and (message.timestamp is None or type(message.timestamp) is str)
+    too, every string ASCII (so none can hold a lone surrogate: `isascii` reads a flag). Runs for every
+    message of every plan, so it is written inline (no call per block)."""
+    if not ((message.name is None or (type(message.name) is str and message.name.isascii()))
+            and (message.timestamp is None or (type(message.timestamp) is str and message.timestamp.isascii()))
             and (message.metadata is None or type(message.metadata) is dict or isinstance(message.metadata, Mapping))
-            and type(message.content) is tuple):
+            and type(message.content) is tuple and type(message.id) is str and message.id.isascii()):
         return False
     for block in message.content:
         kind = type(block)
         if kind is TextBlock:
-            if type(block.text) is not str:
+            if type(block.text) is not str or not block.text.isascii():
                 return False
         elif kind is ToolUseBlock:
-            if type(block.id) is not str or type(block.name) is not str:
+            if type(block.id) is not str or type(block.name) is not str or not block.id.isascii() \
+                    or not block.name.isascii():
                 return False
         elif kind is ToolResultBlock:
             if type(block.id) is not str or type(block.name) is not str or type(block.output) is not str \
-                    or block.metadata is not None:
+                    or block.metadata is not None or not block.output.isascii() or not block.id.isascii() \
+                    or not block.name.isascii():
                 return False
-        elif kind is not ThinkingBlock or type(block.thinking) is not str:
+        elif kind is not ThinkingBlock or type(block.thinking) is not str or not block.thinking.isascii():
             return False
     return True
 
@@ -378,24 +392,66 @@ def canonical_json(value: Any) -> bytes:
     return orjson.dumps(value, default=json_default, option=CANONICAL_OPTIONS)
 
 
-def non_finite_path(value: Any, path: str = "") -> str | None:
-    """Where a NaN or an infinity sits in a JSON-like value (messages and blocks in their `jev` form), or
-    None. JSON cannot carry them — orjson writes `null` — so two different histories would encode alike."""
-    if isinstance(value, float):
-        return path or "value" if not math.isfinite(value) else None
-    if isinstance(value, (str, int, bool)) or value is None:
-        return None
-    if isinstance(value, Mapping):
-        items = ((str(k), v) for k, v in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"[{i}]", v) for i, v in enumerate(value))
-    else:  # a message or a block (its fields), a set (sorted)
-        return non_finite_path(json_default(value), path)
-    for key, item in items:
-        where = non_finite_path(item, f"{path}{key}" if key.startswith("[") else f"{path}.{key}" if path else key)
-        if where is not None:
-            return where
+_MAX_DEPTH = 254  # orjson refuses values nested deeper than 255 levels (the outermost array included)
+
+
+def unwritable(value: Any, path: str = "") -> tuple[str, str] | None:
+    """Where and why a JSON-like value (messages and blocks in their `jev` form) has no exact JSON form, or
+    None: a NaN or an infinity (orjson would write `null`, so two different histories would encode alike),
+    a string with a lone surrogate (no UTF-8 form), a key that is not a string, an integer past 64 bits,
+    nesting past JSON's 255 levels, or a value that is not JSON at all. Iterative: any depth is reported."""
+    stack: list[tuple[str, Any, int]] = [(path, value, 0)]
+    while stack:
+        at, item, depth = stack.pop()
+        where = at or "value"
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode()
+                except UnicodeEncodeError as exc:
+                    return where, f"a lone surrogate (U+{ord(item[exc.start]):04X} at character {exc.start}) has no UTF-8 form"
+            continue
+        if kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -(2 ** 63) <= item < 2 ** 64:
+                return where, "integers past 64 bits have no JSON form here"
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return where, "NaN and infinities have no JSON form (they would be written as null, a different history)"
+            continue
+        if depth > _MAX_DEPTH:
+            return where, "nested deeper than JSON's 255 levels"
+        if isinstance(item, Mapping):
+            children = []
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return where, f"keys must be strings (got {type(key).__name__})"
+                if not key.isascii() and unwritable(key) is not None:
+                    return where, "a key holds a lone surrogate, which has no UTF-8 form"
+                children.append((f"{at}.{key}" if at else key, child, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            children = [(f"{at}[{i}]", child, depth + 1) for i, child in enumerate(item)]
+        elif isinstance(item, (Message, TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, OtherBlock,
+                               frozenset, set)):
+            try:
+                children = [(at, json_default(item), depth)]
+            except TypeError:  # a set of values that do not sort
+                return where, f"not a JSON value (got {type(item).__name__})"
+        elif isinstance(item, (int, float, str)):  # subclasses: orjson writes some, not others
+            continue
+        else:
+            return where, f"not a JSON value (got {type(item).__name__})"
+        stack.extend(reversed(children))
     return None
+
+
+def not_json(value: Any, where: str, error: type[Exception]) -> NoReturn:
+    """Raise `error` saying where and why `value` (which failed to serialize) has no JSON form."""
+    found = unwritable(value, where)
+    raise error(f"{found[0]}: {found[1]}" if found else f"{where}: has no JSON form") from None
 
 
 def canonical_chars(value: Any) -> int:
@@ -408,14 +464,16 @@ def chars(data: bytes) -> int:
     return len(data) if data.isascii() else len(data.decode())
 
 
-def visible_chars(blocks: Any, parts: list[Any] | None = None) -> int:
+def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "content", first: int = 0) -> int:
     """Characters of what the model sees of `blocks`: text, thinking, each call's tool name and canonical
     input, each result's text, other blocks as their canonical JSON — never envelopes, ids or metadata, so
     a history's size does not depend on the form it was loaded from. With `parts`, every mutable value
     inside the blocks (call inputs, result metadata, other blocks' JSON objects) is appended to it.
-    `analyze` applies the same rules inline (it runs on every plan); a unit test keeps the two equal."""
+    `analyze` applies the same rules inline (it runs on every plan); a unit test keeps the two equal. A
+    value with no JSON form is refused naming its place (`where`: the blocks' path, `first`: the index of
+    `blocks[0]` there)."""
     total = 0
-    for block in blocks:
+    for k, block in enumerate(blocks, first):
         kind = type(block)
         if kind is TextBlock:
             total += len(block.text)
@@ -423,7 +481,7 @@ def visible_chars(blocks: Any, parts: list[Any] | None = None) -> int:
             output = block.output
             if parts is not None and block.metadata is not None:
                 parts.append(block.metadata)
-            total += len(output) if type(output) is str else visible_chars(output, parts)
+            total += len(output) if type(output) is str else visible_chars(output, parts, f"{where}[{k}].output")
         elif kind is ToolUseBlock:
             value = block.input
             if type(value) is str:
@@ -431,8 +489,8 @@ def visible_chars(blocks: Any, parts: list[Any] | None = None) -> int:
             else:
                 try:
                     total += len(block.name) + len(canonical_json(value).decode())
-                except TypeError as exc:
-                    raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
+                except TypeError:
+                    not_json(value, f"{where}[{k}].input", TranscriptError)
                 if parts is not None:
                     parts.append(value)
         elif kind is ThinkingBlock:
@@ -441,8 +499,8 @@ def visible_chars(blocks: Any, parts: list[Any] | None = None) -> int:
             data = getattr(block, "data", block)
             try:
                 total += chars(canonical_json(data))
-            except TypeError as exc:
-                raise TranscriptError(f"messages are not serializable transcript content ({exc})") from None
+            except TypeError:
+                not_json(data, f"{where}[{k}]", TranscriptError)
             if parts is not None:
                 parts.append(data)
     return total
@@ -496,11 +554,11 @@ class Transcript:
         return sum(self.sizes)
 
 
-def _input_json(call: ToolUseBlock, i: int) -> str:
+def _input_json(call: ToolUseBlock, where: str) -> str:
     try:
         return orjson.dumps(call.input, default=json_default, option=CANONICAL_OPTIONS).decode()
-    except orjson.JSONEncodeError as exc:
-        raise TranscriptError(f"the input of call {call.id!r} at messages[{i}] is not JSON ({exc})") from None
+    except orjson.JSONEncodeError:
+        not_json(call.input, f"{where}.input", TranscriptError)
 
 
 def _check_message(message: Any, i: int) -> None:
@@ -561,7 +619,7 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                             + (" (blank)" if not block.id.strip() else
                                f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
                 value = block.input
-                json = _input_json(block, i)
+                json = _input_json(block, f"messages[{i}].content[{j}]")
                 total += len(block.name) + (len(value) if type(value) is str else len(json))
                 if type(value) is not str:
                     part(value)
@@ -581,15 +639,15 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                     total += result_chars
                 else:
                     result_chars = len(block.text)
-                    total += visible_chars(output, parts)
+                    total += visible_chars(output, parts, f"messages[{i}].content[{j}].output")
                 pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
                             result_chars)
                 pairs.append(pair)
                 places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
             elif block.type not in _VERBATIM_KINDS:
-                _refuse(messages, i, f"unsupported transcript content {block.type!r} at messages[{i}].content[{j}]")
+                _refuse(messages, i, f"unsupported transcript content {shown(block.type)} at messages[{i}].content[{j}]")
             else:
-                total += visible_chars((block,), parts)
+                total += visible_chars((block,), parts, f"messages[{i}].content", j)
         size_of(total)
     return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
                       tuple(sizes), tuple(parts))

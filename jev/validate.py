@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 T = TypeVar("T")
 
@@ -48,14 +48,14 @@ def integer_rule(low: int | None = None, high: int | None = None) -> str:
 def require_number(name: str, value: Any) -> float:
     """A finite number, as a float."""
     if not is_finite_number(value):
-        raise ConfigError(f"{name} must be a finite number (got {value!r})")
+        raise ConfigError(f"{name} must be a finite number (got {shown(value)})")
     return float(value)
 
 
 def require_positive(name: str, value: Any) -> float:
     """A finite number above 0, as a float."""
     if not is_positive(value):
-        raise ConfigError(f"{name} must be positive (got {value!r})")
+        raise ConfigError(f"{name} must be positive (got {shown(value)})")
     return float(value)
 
 
@@ -65,7 +65,7 @@ def require_integer(name: str, value: Any, low: int | None = None, high: int | N
     if value is None and optional:
         return None
     if not is_integer(value, low, high):
-        raise ConfigError(f"{name} must be {integer_rule(low, high)}{' or None' if optional else ''} (got {value!r})")
+        raise ConfigError(f"{name} must be {integer_rule(low, high)}{' or None' if optional else ''} (got {shown(value)})")
     return value
 
 
@@ -81,7 +81,7 @@ def require_in(name: str, value: Any, low: float, high: float | None, *, open_lo
             rule = f"a number {'>' if open_low else '>='} {low:g}"
         else:
             rule = f"a number in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-        raise ConfigError(f"{name} must be {rule} (got {value!r})")
+        raise ConfigError(f"{name} must be {rule} (got {shown(value)})")
     return number
 
 
@@ -90,7 +90,7 @@ def require_text(name: str, value: Any, *, optional: bool = False) -> str | None
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{name} must be a non-blank string{' or None' if optional else ''} (got {value!r})")
+        raise ConfigError(f"{name} must be a non-blank string{' or None' if optional else ''} (got {shown(value)})")
     return value
 
 

@@ -64,7 +64,7 @@ def test_text_blocks_with_other_fields_are_read_verbatim_and_archived_exactly(tm
      "unknown field 'y' in a tool_result block"),
     (lambda: __import__("jev").OtherBlock({"type": ["image"]}), "type: must be a string (got list)"),
     (lambda: text(5), "text: must be a string (got int)"),  # type: ignore[arg-type]
-    (lambda: text("\ud800"), "surrogates not allowed"),
+    (lambda: text("\ud800"), "output[0].text: a lone surrogate (U+D800 at character 0) has no UTF-8 form"),
 ])
 def test_save_refuses_what_restore_would_refuse_and_writes_nothing(tmp_path: Path, bad, words: str) -> None:
     from archive import StoreArchive

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ..transcript import ROLES, Message, ToolResultBlock, ToolUseBlock
 from . import request
 
@@ -95,6 +95,18 @@ def parse(data: bytes | str) -> Any:
     return out
 
 
+TRANSCRIPT_SUFFIXES = (".traj.json", ".json", ".jsonl")  # what a transcript file's name ends with
+
+
+def session_id(name: str) -> str:
+    """The session a transcript file holds, by its name (or path below a folder): without its suffix.
+    `jev compact`'s records, `jev replay`'s records and `jev label`'s lookup all name sessions this way."""
+    for suffix in TRANSCRIPT_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 WRITTEN_AS = {"claude-code": "anthropic"}  # read-only forms, and the form their messages are written in
 
 
@@ -110,7 +122,7 @@ def _codec(format: str) -> tuple[Callable[[Any], list[Message]], Callable[[Seque
         return module.load, module.dump
     if format in request.FORMS:  # a request body: its messages in the API's form, the rest kept beside them
         return (lambda data: request.load(data, format, _codec)), (lambda messages: request.dump(messages, format, _codec))
-    raise FormatError(f"unknown format {format!r} (available: {', '.join(FORMATS)}, auto)")
+    raise FormatError(f"unknown format {shown(format)} (available: {', '.join(FORMATS)}, auto)")
 
 
 def load(data: Any, format: str = "auto") -> list[Message]:

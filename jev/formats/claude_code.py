@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ..transcript import FORMAT_KEY, Message
 from . import anthropic
 
@@ -57,7 +57,7 @@ def load(data: Any) -> list[Message]:
         seen[uuid] = message
         role, content = message.get("role", entry["type"]), message.get("content")
         if role != entry["type"]:
-            raise FormatError(f"{where}.message.role: {role!r} in a {entry['type']!r} entry")
+            raise FormatError(f"{where}.message.role: {shown(role)} in a {shown(entry['type'])} entry")
         if not isinstance(content, (str, list)):
             raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
         blocks = list(content) if isinstance(content, list) else [{"type": "text", "text": content}] if content else []

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ._common import dump_arguments, hollow, loaded, parse_arguments, refill, reproducible_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
@@ -63,7 +63,7 @@ def read_item(item: Any, where: str, names: dict[str, str]) -> tuple[str, tuple[
     if kind == "message":
         role = item.get("role")
         if not isinstance(role, str) or role not in _ROLES:
-            raise FormatError(f"{where}.role: unsupported role {role!r}")
+            raise FormatError(f"{where}.role: unsupported role {shown(role)}")
         # the blocks hold the text: the item keeps its parts' shape only
         kept = {**item, "content": hollow(item["content"], _is_text)} if "content" in item else item
         return _ROLES[role], _content(item.get("content", ""), where), kept
