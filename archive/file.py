@@ -29,6 +29,12 @@ class FileArchive(ArchiveBase):
         return f"FileArchive({str(self.root)!r}, max_bytes={self.max_bytes})"
 
     def _scope_dir(self, scope: Scope, create: bool) -> Path | None:
+        try:
+            return self._checked_dir(scope, create)
+        except OSError as exc:
+            raise ArchiveError(f"archive folder {self.root / scope.digest()} cannot be used ({_why(exc)})") from None
+
+    def _checked_dir(self, scope: Scope, create: bool) -> Path | None:
         """The scope's folder, checked (never a symlink, always a directory, 0700 once written to); None
         when it does not exist and `create` is false. A missing root is an error of its own."""
         if create:
@@ -47,9 +53,9 @@ class FileArchive(ArchiveBase):
                     raise ArchiveError(f"archive root {self.root} does not exist") from None
                 return None
             if stat.S_ISLNK(st.st_mode):
-                raise ArchiveError(f"archive {what} is a symlink")
+                raise ArchiveError(f"archive {what} is a symlink: {path}")
             if not stat.S_ISDIR(st.st_mode):
-                raise ArchiveError(f"archive {what} is not a directory")
+                raise ArchiveError(f"archive {what} is not a directory: {path}")
         if create and stat.S_IMODE(os.lstat(directory).st_mode) != 0o700:
             os.chmod(directory, 0o700)
         return directory
@@ -60,18 +66,26 @@ class FileArchive(ArchiveBase):
         directory = self._scope_dir(scope, create=False)
         if directory is None:
             return None
-        try:
-            fd = os.open(directory / f"{ref}.json", os.O_RDONLY | os.O_NOFOLLOW)
+        path = directory / f"{ref}.json"
+        try:  # O_NONBLOCK: a FIFO in a snapshot's place must not block the open (it is refused below)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as exc:
             if exc.errno == errno.ENOENT:
                 return None
             if exc.errno == errno.ELOOP:
-                raise ArchiveError("archive snapshot is a symlink (refused)") from None
-            raise ArchiveError(f"archive read failed ({errno.errorcode.get(exc.errno or 0, 'OSError')})") from None
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise ArchiveError("archive snapshot is not a regular file (refused)")
-            return f.read(limit + 1)
+                raise ArchiveError(f"archive snapshot is a symlink (refused): {path}") from None
+            raise ArchiveError(f"archive read of {path} failed ({_why(exc)})") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder, a FIFO, a device: never read
+                raise ArchiveError(f"archive snapshot is not a regular file (refused): {path}")
+            with os.fdopen(fd, "rb") as f:
+                fd = -1
+                return f.read(limit + 1)
+        except OSError as exc:
+            raise ArchiveError(f"archive read of {path} failed ({_why(exc)})") from None
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def _create(self, scope: Scope, ref: str, data: bytes) -> bool:
         directory = self._scope_dir(scope, create=True)
@@ -79,13 +93,16 @@ class FileArchive(ArchiveBase):
         target = directory / f"{ref}.json"
         if os.path.lexists(target):
             return False
-        tmp = write_pending(directory, data)
-        try:  # content-addressed: a writer racing on this reference publishes the same bytes
-            os.replace(tmp, target)
-            _fsync_dir(directory)
-        finally:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
+        try:
+            tmp = write_pending(directory, data)
+            try:  # content-addressed: a writer racing on this reference publishes the same bytes
+                os.replace(tmp, target)
+                _fsync_dir(directory)
+            finally:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+        except OSError as exc:
+            raise ArchiveError(f"archive write of {target} failed ({_why(exc)})") from None
         return True
 
     def _existing(self, scope: Scope) -> Path | None:
@@ -112,10 +129,16 @@ class FileArchive(ArchiveBase):
         except FileNotFoundError:
             return False
         if not stat.S_ISREG(st.st_mode):  # a symlink in its place is refused, not followed
-            raise ArchiveError("archive snapshot is a symlink or not a regular file (refused)")
+            raise ArchiveError(f"archive snapshot is a symlink or not a regular file (refused): {target}")
         os.unlink(target)
         _fsync_dir(directory)
         return True
+
+
+def _why(exc: OSError) -> str:
+    """An OS error in a message: its errno name and words (`EACCES: Permission denied`)."""
+    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    return f"{name}: {exc.strerror}" if exc.strerror else name
 
 
 def write_pending(directory: str | os.PathLike[str], data: bytes) -> str:

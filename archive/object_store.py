@@ -52,6 +52,12 @@ def _already_exists(exc: BaseException) -> bool:
     return False
 
 
+def _why(exc: BaseException) -> str:
+    """A storage error in a message: its kind and its first line (stores' messages can run long)."""
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class ObjectStoreArchive(ArchiveBase):
     """Snapshots under an fsspec URL; `storage_options` go to the filesystem (credentials, endpoint, …)."""
 
@@ -81,12 +87,25 @@ class ObjectStoreArchive(ArchiveBase):
     def _read(self, scope: Scope, ref: str, limit: int) -> bytes | None:
         if self._local is not None:
             return self._local._read(scope, ref, limit)
+        path = self.path(scope, ref)
         try:  # a ranged read: a stored object over the limit is never fetched whole
-            return self.fs.cat_file(self.path(scope, ref), start=0, end=limit + 1)
+            return self.fs.cat_file(path, start=0, end=limit + 1)
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
-            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
+            if self._empty(path):  # a range of an empty object is refused (HTTP 416): it holds no snapshot
+                return b""
+            raise ArchiveError(f"archive read of {self._url(path)} failed ({_why(exc)})") from None
+
+    def _empty(self, path: str) -> bool:
+        try:
+            return self.fs.size(path) == 0
+        except Exception:  # noqa: BLE001 - the read's own error is the one reported
+            return False
+
+    def _url(self, path: str) -> str:
+        """A stored object's URL, as errors name it (never with credentials: those are storage options)."""
+        return self.fs.unstrip_protocol(path)
 
     def _create(self, scope: Scope, ref: str, data: bytes) -> bool:
         if self._local is not None:
@@ -97,7 +116,7 @@ class ObjectStoreArchive(ArchiveBase):
             self.fs.pipe_file(path, data, mode="create")
         except Exception as exc:  # noqa: BLE001 - classified below
             if not _already_exists(exc):
-                raise ArchiveError(f"archive write failed ({type(exc).__name__}: {exc})") from None
+                raise ArchiveError(f"archive write of {self._url(path)} failed ({_why(exc)})") from None
             return False
         return True
 
@@ -109,7 +128,7 @@ class ObjectStoreArchive(ArchiveBase):
             self.fs.invalidate_cache(path)
             return bool(self.fs.exists(path))
         except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
-            raise ArchiveError(f"archive read failed ({type(exc).__name__})") from None
+            raise ArchiveError(f"archive read of {self._url(path)} failed ({_why(exc)})") from None
 
     def _names(self, scope: Scope) -> list[str]:
         if self._local is not None:
@@ -121,15 +140,16 @@ class ObjectStoreArchive(ArchiveBase):
         except FileNotFoundError:
             return []
         except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
-            raise ArchiveError(f"archive listing failed ({type(exc).__name__})") from None
+            raise ArchiveError(f"archive listing of {self._url(folder)} failed ({_why(exc)})") from None
 
     def _remove(self, scope: Scope, ref: str) -> bool:
         if self._local is not None:
             return self._local._remove(scope, ref)
+        path = self.path(scope, ref)
         try:  # S3 answers a delete of a missing key with success: the base asked `_exists` first
-            self.fs.rm_file(self.path(scope, ref))
+            self.fs.rm_file(path)
         except FileNotFoundError:
             return False
         except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
-            raise ArchiveError(f"archive delete failed ({type(exc).__name__})") from None
+            raise ArchiveError(f"archive delete of {self._url(path)} failed ({_why(exc)})") from None
         return True

@@ -271,7 +271,7 @@ class Compactor:
         except JevError:
             raise
         except Exception as exc:
-            raise ArchiveError(f"archive did not acknowledge snapshot ({type(exc).__name__})") from exc
+            raise ArchiveError(f"archive did not acknowledge snapshot ({type(exc).__name__}: {exc})") from exc
         if not isinstance(reference, str) or not reference.strip():
             raise ArchiveError("archive did not acknowledge snapshot")
         return reference
