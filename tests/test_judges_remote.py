@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import socket
 import subprocess
@@ -248,3 +249,75 @@ def test_a_sync_twin_inside_a_sync_twin_called_from_async_code_does_not_wait_on_
         answers = asyncio.run(host())  # a deadlock would hang here until pytest's timeout fails the test
         judge.close()
     assert answers.probabilities == {"call_t1": 0.5, "result_t1": 0.5}
+
+
+SECRET = "sk-echo-SECRET-0123456789"
+
+
+class _EchoDecisions(DecisionsServer):
+    """A Decisions server that puts the caller's Authorization header into its reply (`how`)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def respond(self, action, body):  # type: ignore[override]
+        auth = self.headers[-1].get("authorization", "")
+        if self.how == "error":
+            return 401, json.dumps({"error": {"message": f"bad key {auth}"}}).encode()
+        status, payload = super().respond("answer", body)
+        reply = json.loads(payload)
+        if self.how == "model":
+            reply["model"] = f"echo {auth}"
+        else:  # a probability the client must refuse, naming the value it got
+            reply["answers"][0]["probability"] = auth
+        return status, json.dumps(reply).encode()
+
+
+def _echo_systemone(how: str) -> SystemOneServer:
+    def reply(headers: dict, body: dict) -> tuple[int, bytes]:
+        auth = headers.get("authorization", "")
+        if how == "error":
+            return 401, json.dumps({"error": {"message": f"bad key {auth}"}}).encode()
+        status, payload = noul(0.5)(headers, body)
+        parsed = json.loads(payload)
+        if how == "model":
+            parsed["model"] = f"echo {auth}"
+        else:
+            parsed["answers"][next(iter(parsed["answers"]))] = {"type": "noul", "noul": auth}
+        return status, json.dumps(parsed).encode()
+    return SystemOneServer(reply)
+
+
+@pytest.mark.parametrize("how", ["error", "model", "answer"])
+@pytest.mark.parametrize("wire", ["systemone", "decisions"])
+def test_a_key_a_server_echoes_back_never_leaves_the_judge(monkeypatch, tmp_path, capfd, wire: str, how: str) -> None:
+    """Issue 35 item 5: an endpoint echoing `Authorization` puts the key nowhere — exception text, a plan's
+    detail, a record, the command line's stdout and stderr."""
+    from jev.cli.main import main
+    monkeypatch.setenv("TYPESAFE_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    server = _echo_systemone(how) if wire == "systemone" else _EchoDecisions(how)
+    make = SystemOneJudge if wire == "systemone" else OpenAIDecisionsJudge
+    with server:
+        url = server.url if wire == "systemone" else server.base_url
+        judge = make(url, retry=NO_RETRIES)
+        try:
+            answers = judge.ask_sync(REQUEST)
+            seen = repr(answers)
+        except JudgeError as exc:
+            seen = f"{exc} {exc!r}"
+        judge.close()
+        records: list = []
+        decision = compactor(make(url, retry=NO_RETRIES), mode=Mode.SHADOW, records=records).plan_sync(
+            reference_messages())
+        history = tmp_path / "h.json"
+        history.write_text(json.dumps(__import__("jev").formats.dump(reference_messages(), "openai-chat")))
+        code = main(["compact", str(history), "--judge", wire.replace("decisions", "openai"), "--judge-url", url,
+                     "--eligible-tools", "read", "--preserve-recent", "2", "--records", str(tmp_path / "r.jsonl")])
+    out, err = capfd.readouterr()
+    assert code in (0, 3)
+    assert how != "error" or "[redacted]" in seen  # the server's words stay, the key goes
+    for text in (seen, decision.detail or "", repr(decision), *(r.to_json().decode() for r in records), out, err,
+                 (tmp_path / "r.jsonl").read_text()):
+        assert SECRET not in text

@@ -39,7 +39,7 @@ class OpenAIDecisionsJudge(RemoteJudge):
         key = os.environ.get("OPENAI_API_KEY", "").strip()
         if not key:
             raise ConfigError("OpenAI Decisions judge needs an API key: set OPENAI_API_KEY")
-        super().__init__(model=model, timeout=timeout, retry=retry)
+        super().__init__(model=model, timeout=timeout, retry=retry, secret=key)
         import openai  # noqa: F401 - here, not in the first plan: the SDK takes ~0.5 s to import, which a
         # plan budget of a fraction of a second cannot absorb
         # Our timeout and retries replace the SDK's (600 s, 2 retries), so the plan budget rules.

@@ -14,6 +14,7 @@ loop (sync callers keep theirs: `jev.aio`). A backend supplies only its wire:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any
 import orjson
 
 from ..aio import run_sync
-from ..errors import (ConfigError, JudgeConnectionError, JudgeProtocolError, JudgeStatusError,
+from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeProtocolError, JudgeStatusError,
                       JudgeTimeoutError)
 from ..questions import Question
 from ..validate import require_positive
@@ -71,7 +72,7 @@ class RemoteJudge:
     receives_state = True
     service = "judge"
 
-    def __init__(self, *, model: str, timeout: float, retry: RetryPolicy) -> None:
+    def __init__(self, *, model: str, timeout: float, retry: RetryPolicy, secret: str = "") -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must not be blank")
         require_positive("timeout", timeout)
@@ -80,6 +81,7 @@ class RemoteJudge:
         self.model = model
         self.timeout = float(timeout)
         self.retry = retry
+        self._secret = secret  # the API key: never in a message, even when a server sends it back
         # Neither callable holds the judge (a keeper may close a client after the judge is gone), so a
         # judge let go of is freed at once and its clients closed on their loops' next turn.
         judge = weakref.ref(self)
@@ -110,6 +112,24 @@ class RemoteJudge:
         run_sync(self.aclose())
 
     async def _exchange(self, client: Any, body: bytes, questions: tuple[Question, ...]) -> Part:
+        """One attempt, with the key taken out of whatever the server sent back: an endpoint (or a proxy)
+        that echoes the `Authorization` header must not put the key into an error, a plan's detail, a record
+        or the command line's output."""
+        try:
+            part = await self._attempt(client, body, questions)
+        except JudgeError as exc:
+            exc.args = tuple(self.redact(a) if isinstance(a, str) else a for a in exc.args)
+            raise
+        return dataclasses.replace(part, model=self.redact(part.model)) if self._secret in part.model else part
+
+    def redact(self, text: str) -> str:
+        """`text` with the key (and its JSON-escaped form) replaced by `[redacted]`."""
+        secret = self._secret
+        if not secret or secret not in text and orjson.dumps(secret).decode()[1:-1] not in text:
+            return text
+        return text.replace(secret, "[redacted]").replace(orjson.dumps(secret).decode()[1:-1], "[redacted]")
+
+    async def _attempt(self, client: Any, body: bytes, questions: tuple[Question, ...]) -> Part:
         """One attempt: send, then map whatever went wrong onto its kind; the reply's answers, checked."""
         name = self.service
         try:

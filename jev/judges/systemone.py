@@ -58,9 +58,9 @@ class SystemOneJudge(RemoteJudge):
 
     def __init__(self, base_url: str | None = None, *, model: str = DEFAULT_MODEL, timeout: float = 5.0,
                  retry: RetryPolicy = RetryPolicy(), transport: httpx2.AsyncBaseTransport | None = None) -> None:
-        super().__init__(model=model, timeout=timeout, retry=retry)
-        self.endpoint = endpoint_url(base_url or os.environ.get("JEV_BASE_URL") or DEFAULT_BASE_URL)
         self._key = api_key_from_env()
+        super().__init__(model=model, timeout=timeout, retry=retry, secret=self._key)
+        self.endpoint = endpoint_url(base_url or os.environ.get("JEV_BASE_URL") or DEFAULT_BASE_URL)
         self._transport = transport
 
     def __repr__(self) -> str:  # never show the key
