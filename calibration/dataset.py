@@ -65,11 +65,7 @@ def _session(name: str) -> str:
     parts = Path(name).parts
     if "trajectories" in parts:
         parts = parts[parts.index("trajectories") + 1:]
-    base = "/".join(parts)
-    for suffix in (".traj.json", ".json"):
-        if base.endswith(suffix):
-            return base[: -len(suffix)]
-    return base
+    return formats.session_id("/".join(parts))
 
 
 def group_of(session: str) -> str:

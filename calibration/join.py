@@ -22,8 +22,6 @@ from jev.transcript import analyze
 
 from .labels import LABEL_VERSION, later_reuse, pair_uses
 
-SUFFIXES = (".traj.json", ".json", ".jsonl")
-
 
 def read_records(url: str) -> Iterator[dict[str, Any]]:
     """Decision records from JSON Lines on any fsspec URL, or from every file a glob matches (`s3://logs/
@@ -48,6 +46,7 @@ class LabelReport:
     rows: int = 0
     records: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    missing: dict[str, int] = field(default_factory=dict)  # session -> records skipped for want of its transcript
 
 
 def label(records_url: str, transcripts_url: str, *, format: str = "auto",
@@ -77,7 +76,8 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
             cache[session] = _load(fs, base, session, format)
         uses = cache[session]
         if uses is None:
-            report.skipped[f"no transcript for session {session!r}"] += 1
+            report.skipped["no transcript for its session"] += 1
+            report.missing[session] = report.missing.get(session, 0) + 1
             continue
         s = point - 1
         for pair in pairs:
@@ -109,7 +109,7 @@ def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int)
 
 
 def _load(fs: Any, base: str, session: str, format: str) -> dict[str, Any] | None:
-    for suffix in SUFFIXES:
+    for suffix in formats.TRANSCRIPT_SUFFIXES:
         path = f"{base.rstrip('/')}/{session}{suffix}"
         if fs.exists(path):
             messages = formats.load(formats.parse(fs.cat_file(path)), format)

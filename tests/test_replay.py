@@ -59,7 +59,7 @@ def test_replay_refuses_what_it_cannot_do_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "old.jsonl").write_text("{}\n")
     for args, words in ((("s", "--records", "old.jsonl"), b"exists"),
                         (("empty", "--records", "r.jsonl"), b"no transcript"),
-                        (("s", "--records", "nowhere/r.jsonl"), b"no such directory"),
+                        (("s", "--records", "nowhere/r.jsonl"), b"no such folder"),
                         (("s", "--records", "r.jsonl", "--every", "0"), b"--every must be an integer >= 1 (got 0)"),
                         (("s", "--records", "r.jsonl", "--trigger-tokens", "0"), b"--trigger-tokens must be an integer >= 1 (got 0)"),
                         (("s", "--records", "r.jsonl", "--judge", "nope"), b"--judge must be")):

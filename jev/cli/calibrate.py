@@ -9,7 +9,7 @@ from typing import Any
 from rich.progress import Progress
 
 from ..validate import require_in
-from .common import EXIT_ERROR, EXIT_OK, UsageError, console, flag, write_json
+from .common import EXIT_ERROR, EXIT_OK, UsageError, check_writable, console, flag, write_json
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {args.out!r}: is a file; name a folder for the report")
     if not target.parent.is_dir():
         raise UsageError(f"--out {args.out!r}: no such folder {str(target.parent)!r} (it is never created)")
+    check_writable(target if target.is_dir() else target.parent, "--out", args.out)  # before any work
     flag(require_in, "--alpha", args.alpha, 0, 1, open_low=True, open_high=True)
     flag(require_in, "--delta", args.delta, 0, 1, open_low=True, open_high=True)
     flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)

@@ -6,8 +6,9 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 import orjson
@@ -72,9 +73,11 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def check_file_target(path: str | None, flag: str) -> None:
-    """A local file a command will write: not a folder, in a folder that exists (never created silently).
-    Checked before any work, so a typo costs nothing; URLs are left to their filesystem."""
+def check_file_target(path: str | None, flag: str, *, fresh: bool = False) -> None:
+    """A local file a command will write: not a folder, in a folder that exists (never created silently)
+    and that this process can write in (a file is created there and removed: the one honest test, as root
+    or not, on a read-only mount too); with `fresh`, not there yet. Checked before any work, so a typo or a
+    locked folder costs nothing; URLs are left to their filesystem."""
     if path is None or ("://" in path and not path.startswith("file://")):
         return
     target = Path(path.removeprefix("file://")).resolve()
@@ -82,6 +85,54 @@ def check_file_target(path: str | None, flag: str) -> None:
         raise UsageError(f"{flag} {path!r}: is a folder; name a file")
     if not target.parent.is_dir():
         raise UsageError(f"{flag} {path!r}: no such folder {str(target.parent)!r} (it is never created)")
+    if fresh and target.exists():
+        raise UsageError(f"{flag} {path!r} exists: this command writes a fresh file (remove it or name another)")
+    check_writable(target.parent, flag, path)
+
+
+def check_writable(folder: Path, flag: str, path: str) -> None:
+    """`folder` takes a new file, or a usage error naming the flag, the folder and why."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{flag} {path!r}: cannot write in {str(folder)!r} ({exc.strerror or exc})") from None
+
+
+def new_file_mode() -> int:
+    """The mode of every file the command line writes (`--out`, `--records`, the calibration report): what
+    a new file gets under the process's umask, as with any Unix tool (0644 under the usual 022). Archive
+    snapshots are the exception: 0600 from creation, in 0700 scope folders (they hold whole histories)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextmanager
+def staged(path: str, flag: str, *, keep_partial: bool = False) -> Iterator[BinaryIO]:
+    """A file written whole or not at all: a temporary file beside `path`, renamed onto it on success and
+    removed on failure — or, with `keep_partial`, renamed anyway (for output written in whole units, such
+    as a replay's sessions). Failing to create or publish it is a usage error naming the flag."""
+    target = Path(path.removeprefix("file://")).resolve()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        os.fchmod(fd, new_file_mode())
+    except OSError as exc:
+        raise UsageError(f"{flag} {path!r}: cannot write ({exc.strerror or exc})") from None
+    done = False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        done = True
+    finally:
+        if done or keep_partial:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                os.unlink(tmp)
+                raise UsageError(f"{flag} {path!r}: cannot write ({exc.strerror or exc})") from None
+        elif os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def write_json(value: Any, out: str | None) -> None:
@@ -91,16 +142,8 @@ def write_json(value: Any, out: str | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    check_file_target(out, "--out")
-    target = Path(out).resolve()
-    fd, tmp = tempfile.mkstemp(prefix=".jev-out-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with staged(out, "--out") as f:
+        f.write(data)
 
 
 def console(quiet: bool) -> Console:

@@ -12,7 +12,7 @@ from typing import Any
 from ..compactor import Compactor
 from ..decision import Decision, ExecutionOptions, Mode, Plan, Status
 from ..errors import ConfigError, FormatError
-from ..formats import FORMATS, dump, writable
+from ..formats import FORMATS, dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
@@ -147,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
     messages, fmt = read_transcript(args.input, args.format)
     fmt = writable(fmt)  # a read-only form (Claude Code) is written back as the Anthropic messages it holds
+    try:  # what cannot be written back in its form is refused before any judging or archiving
+        dump(messages, fmt)
+    except FormatError as exc:
+        raise UsageError(f"INPUT {args.input!r}: cannot be written back as {fmt} ({exc})") from None
     config = config_from_args(args)
     mode = Mode(args.mode.upper())
     scope = scope_from_args(args)
@@ -168,13 +172,19 @@ def run(args: argparse.Namespace) -> int:
     with out.status(f"judging {len(messages)} messages…") if out.is_terminal else nullcontext():
         # a record names its session so that `jev label` can join it; stdin names none, so records of a plan
         # read from stdin carry no session unless --session gives one (label reports them, never mis-joins)
-        session = args.session or (None if args.input == "-" else _session_name(args.input))
+        session = args.session or (None if args.input == "-" else session_id(os.path.basename(args.input)))
         decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session} if session else None)
     if observer is not None and observer.error is not None:  # records are SHADOW's whole output: exit 3
         print(f"jev: error: --records {args.records!r}: the decision record could not be written "
               f"({type(observer.error).__name__}: {observer.error})", file=sys.stderr)
         return EXIT_ERROR
-    result = result_json(decision, mode, messages, fmt)
+    try:
+        result = result_json(decision, mode, messages, fmt)
+    except FormatError as exc:  # the compacted history has no form in `fmt`: the input is the answer
+        print(f"jev: error: the compacted history cannot be written as {fmt} ({exc}); the history is unchanged"
+              + (f" (its snapshot {decision.plan.archive_reference} is an orphan)" if decision.plan
+                 and decision.plan.archive_reference else ""), file=sys.stderr)
+        return EXIT_ERROR
     if args.show:
         result["table"] = [v.as_dict() for v in decision.plan.pairs_table()] if decision.plan else []
     write_json(result, args.out)
@@ -206,15 +216,6 @@ class _Recorder:
             self.sink(context, record)
         except Exception as exc:  # noqa: BLE001 - reported by the command, not logged as a library warning
             self.error = exc
-
-
-def _session_name(path: str) -> str:
-    """A session id for records when none is given: the input file's name without its JSON suffix."""
-    name = os.path.basename(path)
-    for suffix in (".traj.json", ".json", ".jsonl"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def _summary(out: Any, result: dict[str, Any], source: str) -> None:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
+from contextlib import nullcontext
 from typing import Any
 
 import orjson
 from rich.progress import Progress
 
 from ..errors import FormatError, TranscriptError
-from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console
+from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, staged
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -55,33 +54,25 @@ def run(args: argparse.Namespace) -> int:
     _check_records(args.records)
     _check_transcripts(args.transcripts)
     report = LabelReport()
-    # --out is written whole or not at all: a temporary file beside it, renamed on success
-    tmp = Path(args.out).resolve().with_name(f".{Path(args.out).name}.partial") if args.out else None
-    target = open(tmp, "wb") if tmp else sys.stdout.buffer  # noqa: SIM115 - closed below
-    done = False
-    try:
-        with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+    try:  # --out is written whole or not at all
+        with (staged(args.out, "--out") if args.out else nullcontext(sys.stdout.buffer)) as target, \
+                Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
             task = progress.add_task("labelling records", total=None)
             for row in label(args.records, args.transcripts, format=args.format, report=report,
                              progress=lambda: progress.advance(task)):
                 target.write(orjson.dumps(row) + b"\n")
-        done = True
+            target.flush()
     except FileNotFoundError as exc:
         raise UsageError(f"cannot read {exc.filename!r}: no such file" if exc.filename else str(exc)) from None
     except (ValueError, FormatError, TranscriptError) as exc:
         raise UsageError(str(exc)) from None
-    finally:
-        if tmp:
-            target.close()
-            if done:
-                os.replace(tmp, Path(args.out).resolve())
-            elif tmp.exists():
-                tmp.unlink()
-        else:
-            target.flush()
     out.print(f"labelled {report.rows} pairs from {report.records} records")
     for why, count in report.skipped.most_common():
         out.print(f"  skipped {count}: {why}")
+    if report.missing:  # said once, however many sessions: their names, the first few
+        names = ", ".join(repr(s) for s in list(report.missing)[:3])
+        out.print(f"  no transcript for {len(report.missing)} session(s) in {args.transcripts} (looked for "
+                  f"<session>.traj.json, .json, .jsonl; {names}{', …' if len(report.missing) > 3 else ''})")
     if not report.rows:
         out.print("[bold red]nothing labelled[/]: no record joined a transcript (see the reasons above)")
         return EXIT_ERROR

@@ -21,16 +21,13 @@ from rich.progress import Progress
 from ..compactor import Compactor
 from ..decision import ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError, JevError
-from ..formats import FORMATS, detect, load, parse
+from ..formats import FORMATS, TRANSCRIPT_SUFFIXES, detect, load, parse, session_id
 from ..policy import Action
 from ..state import estimate_tokens
 from ..transcript import Message, analyze, canonical_json, message_to_dict
 from ..validate import require_integer
-from .common import EXIT_ERROR, EXIT_OK, UsageError, console, flag, write_json
+from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, staged, write_json
 from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, config_from_args, judge_from
-
-SUFFIXES = (".traj.json", ".json", ".jsonl")
-
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("replay", parents=[parent],
@@ -68,18 +65,11 @@ def sources(url: str) -> list[tuple[str, Any]]:
         found = paths
     out = []
     for path in sorted(found):
-        if not path.endswith(SUFFIXES) or not fs.isfile(path):
+        if not path.endswith(TRANSCRIPT_SUFFIXES) or not fs.isfile(path):
             continue
         rel = path[len(base):].lstrip("/") if base and path.startswith(base) else Path(path).name
-        out.append((_session_id(rel), (fs, path)))
+        out.append((session_id(rel), (fs, path)))
     return out
-
-
-def _session_id(rel: str) -> str:
-    for suffix in SUFFIXES:
-        if rel.endswith(suffix):
-            return rel[: -len(suffix)]
-    return rel
 
 
 def decision_points(messages: list[Message], every: int | None, trigger_tokens: int | None) -> list[int]:
@@ -112,6 +102,8 @@ class Summary:
     let_go: Counter[tuple[str, str]] = field(default_factory=Counter)  # (tool, action) -> pairs
     let_go_chars: Counter[str] = field(default_factory=Counter)  # tool -> result characters
     skipped: Counter[str] = field(default_factory=Counter)
+    unreadable: dict[str, str] = field(default_factory=dict)  # path -> why it could not be read
+    outcomes: Counter[str] = field(default_factory=Counter)  # "STATUS / REASON: detail" of plans that proposed nothing
 
     def as_dict(self) -> dict[str, Any]:
         tools = sorted({t for t, _a in self.let_go})
@@ -120,7 +112,8 @@ class Summary:
                 "let_go_by_tool": {t: {"truncated": self.let_go[(t, "TRUNCATE_RESULT")],
                                        "dropped": self.let_go[(t, "DROP_PAIR")],
                                        "result_chars": self.let_go_chars[t]} for t in tools},
-                "skipped": dict(self.skipped)}
+                "skipped": dict(self.skipped), "unreadable": self.unreadable,
+                "not_decided": dict(self.outcomes)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,11 +121,7 @@ def run(args: argparse.Namespace) -> int:
     for name, value in (("--every", args.every), ("--trigger-tokens", args.trigger_tokens)):
         if value is not None:
             flag(require_integer, name, value, 1)
-    records_path = Path(args.records)
-    if records_path.exists():
-        raise UsageError(f"--records {args.records!r} exists: a replay writes a fresh file (remove it or name another)")
-    if not records_path.resolve().parent.is_dir():
-        raise UsageError(f"--records {args.records!r}: no such directory {str(records_path.resolve().parent)!r}")
+    check_file_target(args.records, "--records", fresh=True)  # a replay never mixes with older records
     try:
         found = sources(args.source)
     except (OSError, ValueError) as exc:
@@ -149,22 +138,17 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     summary = Summary()
-    partial = records_path.with_name(f".{records_path.name}.partial")
-    with open(partial, "wb") as sink, Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+    # an interrupted replay keeps what it recorded: whole sessions
+    with staged(args.records, "--records", keep_partial=True) as sink, \
+            Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("replaying sessions", total=len(found))
-        try:
-            for session, (fs, path) in found:
-                progress.update(task, description=f"replaying {session}")
-                _replay(compactor, session, fs, path, args, summary, batch)
-                sink.write(b"".join(batch))  # whole sessions only
-                sink.flush()
-                batch.clear()
-                progress.advance(task)
-        except BaseException:
-            sink.close()
-            partial.replace(records_path)  # keep what was recorded: whole sessions
-            raise
-    partial.replace(records_path)
+        for session, (fs, path) in found:
+            progress.update(task, description=f"replaying {session}")
+            _replay(compactor, session, fs, path, args, summary, batch)
+            sink.write(b"".join(batch))  # whole sessions only
+            sink.flush()
+            batch.clear()
+            progress.advance(task)
     result = summary.as_dict()
     write_json(result, None)
     reduction = result["mean_proposed_reduction"]
@@ -174,8 +158,15 @@ def run(args: argparse.Namespace) -> int:
     for tool, facts in result["let_go_by_tool"].items():
         out.print(f"  {tool}: would truncate {facts['truncated']}, drop {facts['dropped']} "
                   f"({facts['result_chars']:,} result characters)")
+    for what, count in summary.outcomes.most_common(5):
+        out.print(f"  {count} plan(s) {what}")
     for why, count in summary.skipped.most_common():
         out.print(f"  skipped {count}: {why}")
+    for n, (path, why) in enumerate(summary.unreadable.items()):
+        if n == 5:
+            out.print(f"  … and {len(summary.unreadable) - 5} more unreadable (the JSON lists them all)")
+            break
+        out.print(f"  unreadable: {path}: {why}")
     return EXIT_OK if summary.plans else EXIT_ERROR
 
 
@@ -185,7 +176,8 @@ def _replay(compactor: Compactor, session: str, fs: Any, path: str, args: argpar
         data = parse(fs.cat_file(path))
         messages = load(data, detect(data) if args.format == "auto" else args.format)
     except (FormatError, OSError) as exc:
-        summary.skipped[f"unreadable transcript ({type(exc).__name__})"] += 1
+        summary.skipped["unreadable transcript"] += 1
+        summary.unreadable[path] = str(exc) or type(exc).__name__
         return
     summary.sessions += 1
     for end in decision_points(messages, args.every, args.trigger_tokens):
@@ -196,6 +188,9 @@ def _replay(compactor: Compactor, session: str, fs: Any, path: str, args: argpar
         summary.plans += 1
         summary.statuses[decision.status.value] += 1
         plan = decision.plan
+        if decision.status is not Status.DECIDED:
+            summary.outcomes[f"{decision.status.value} / {decision.reason.value}"
+                             + (f": {decision.detail}" if decision.detail else "")] += 1
         if plan is None or decision.status is not Status.DECIDED:
             continue
         summary.reductions.append(plan.reduction)
