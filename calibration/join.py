@@ -39,6 +39,9 @@ def read_records(url: str) -> Iterator[dict[str, Any]]:
                         raise ValueError(f"{file.path}:{number}: not a JSON record ({exc})") from None
 
 
+MISSING = "no transcript for its session"  # a skip reason: `LabelReport.missing` says which sessions
+
+
 @dataclass
 class LabelReport:
     """What `label` did: rows written and why records were skipped."""
@@ -76,7 +79,7 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
             cache[session] = _load(fs, base, session, format)
         uses = cache[session]
         if uses is None:
-            report.skipped["no transcript for its session"] += 1
+            report.skipped[MISSING] += 1
             report.missing[session] = report.missing.get(session, 0) + 1
             continue
         s = point - 1

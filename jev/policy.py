@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import ConfigError, shown
 from .quick import quick_init
-from .transcript import Pair, Transcript
+from .transcript import CARRIED_OVER, Pair, Transcript
 from .validate import require_in, require_integer, require_text
 
 SUSPENDED_METADATA_KEYS = ("suspended", "pending", "jev.suspended")
@@ -162,13 +162,13 @@ def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> 
     for i, message in enumerate(transcript.messages):
         if message.role == "system" or message.id in config.pinned_message_ids or message.pinned_by_metadata:
             pinned.add(i)
-    return pinned | transcript.thinking
+    return pinned | transcript.thinking | transcript.opaque
 
 
 def _pair_rule_pins(pair: Pair, config: CompactionConfig) -> bool:
     result = pair.result
     meta = result.metadata
-    return (pair.tool not in config.eligible_tools or result.state != "success"
+    return (pair.call_message == CARRIED_OVER or pair.tool not in config.eligible_tools or result.state != "success"
             or (bool(meta) and any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)) or not result.text_only)
 
 
@@ -179,7 +179,9 @@ def why_pinned(transcript: Transcript, config: CompactionConfig, pinned: set[int
     pinned = pinned_message_indices(transcript, config) if pinned is None else pinned
     out: dict[str, str] = {}
     for pair in transcript.pairs:
-        if pair.call_message in pinned or pair.result_message in pinned:
+        if pair.call_message == CARRIED_OVER:  # first: no other rule speaks of a call that is not here
+            out[pair.key] = "its call is not in this history (carried over from an earlier session)"
+        elif pair.call_message in pinned or pair.result_message in pinned:
             i = pair.call_message if pair.call_message in pinned else pair.result_message
             message = transcript.messages[i]
             out[pair.key] = ("the first message" if i == 0
@@ -187,7 +189,8 @@ def why_pinned(transcript: Transcript, config: CompactionConfig, pinned: set[int
                              else "a system message" if message.role == "system"
                              else "a pinned message id" if message.id in config.pinned_message_ids
                              else "pinned by its metadata" if message.pinned_by_metadata
-                             else "its message holds thinking")
+                             else "its message holds thinking" if i in transcript.thinking
+                             else "its message holds content other than text (an image, a file)")
         elif _pair_rule_pins(pair, config):
             result, meta = pair.result, pair.result.metadata or {}
             suspended = any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)

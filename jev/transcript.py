@@ -509,6 +509,9 @@ def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "con
 # --- validation and pairing (SPEC §2) --------------------------------------------------------------
 
 
+CARRIED_OVER = -1  # the `call_message` of a result whose call is not in the history (see `analyze`)
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Pair:
@@ -537,6 +540,7 @@ class Transcript:
     pending: frozenset[str] = field(default_factory=frozenset)
     places: Mapping[tuple[bool, int, str], Pair] = field(default_factory=dict)  # (is result, message, id)
     thinking: frozenset[int] = frozenset()  # indices of the messages with a thinking block (they pin themselves)
+    opaque: frozenset[int] = frozenset()  # indices of the messages with content jev does not read (pinned too)
     sizes: tuple[int, ...] = ()  # model-visible characters of each message (`visible_chars`)
     mutable: tuple[Any, ...] = ()  # the mutable values inside the blocks, in order (what a change guard re-reads)
 
@@ -588,8 +592,12 @@ def analyze(messages: Sequence[Message]) -> Transcript:
     message, and the mutable values a change guard re-reads), or raise `TranscriptError` naming the culprit.
 
     Pairing is by order: a result answers the open call with its id; an id used again after its pair
-    completed starts a new pair; only two calls open at once with one id are ambiguous. One pass over the
-    blocks does all of it: this runs at the start of every plan."""
+    completed starts a new pair; only two calls open at once with one id are ambiguous. A history that
+    continues an earlier one (a Claude Code session resumed in a new file) may begin with results whose
+    calls are not in it: a result before the history's first call, answering an id not seen before, is
+    such a *carried-over* result — a pair of its own whose `call_message` is -1 (its call block a stand-in
+    with no input, in no message), which policy pins. One pass over the blocks does all of it: this runs
+    at the start of every plan."""
     seen_messages: set[str] = set()
     open_calls: dict[str, tuple[int, ToolUseBlock, str]] = {}
     completed: set[str] = set()
@@ -599,6 +607,8 @@ def analyze(messages: Sequence[Message]) -> Transcript:
     sizes: list[int] = []
     parts: list[Any] = []
     part, size_of = parts.append, sizes.append
+    opaque: set[int] = set()
+    called = False  # a call seen yet: before the first, a result without one is carried over
     for i, message in enumerate(messages):
         if type(message) is not Message or not _plain_message(message):  # the usual message passes here
             _check_message(message, i)
@@ -624,8 +634,12 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                 if type(value) is not str:
                     part(value)
                 open_calls[block.id] = (i, block, json)
+                called = True
             elif kind is ToolResultBlock:
                 call = open_calls.get(block.id)
+                if call is None and not called and block.id not in completed and block.id.strip():
+                    call = (CARRIED_OVER, ToolUseBlock(block.id, block.name, None), "null")
+                    open_calls[block.id] = call
                 if call is None or call[0] >= i or call[1].name != block.name:
                     _refuse(messages, i, f"unpaired result {block.id!r} ({block.name}) at messages[{i}].content[{j}]"
                             + (": its call already has a result" if call is None and block.id in completed else ""))
@@ -643,11 +657,13 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                 pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
                             result_chars)
                 pairs.append(pair)
-                places[(False, call[0], block.id)] = places[(True, i, block.id)] = pair
-            elif block.type not in _VERBATIM_KINDS:
-                _refuse(messages, i, f"unsupported transcript content {shown(block.type)} at messages[{i}].content[{j}]")
-            else:
+                places[(True, i, block.id)] = pair
+                if call[0] != CARRIED_OVER:
+                    places[(False, call[0], block.id)] = pair
+            else:  # an image a user pasted, a file, an unknown part: sent as it is, never changed by a plan
+                if block.type not in _VERBATIM_KINDS:
+                    opaque.add(i)
                 total += visible_chars((block,), parts, f"messages[{i}].content", j)
         size_of(total)
     return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
-                      tuple(sizes), tuple(parts))
+                      frozenset(opaque), tuple(sizes), tuple(parts))

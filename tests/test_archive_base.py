@@ -135,32 +135,42 @@ def test_restore_pair_returns_exactly_its_two_blocks(kind) -> None:
         archive.restore_pair(SCOPE, ref, "nope")
 
 
-def _tamper(name: str, archive: ArchiveBase, ref: str) -> None:
+def _edit(text: bytes | str) -> bytes | str:
+    return text.replace(b"evidence" if isinstance(text, bytes) else "evidence",
+                        b"EVIDENCE" if isinstance(text, bytes) else "EVIDENCE", 1)
+
+
+def _tamper(name: str, archive: ArchiveBase, ref: str, change=_edit) -> None:
+    """Change the stored snapshot's bytes behind the archive's back (`change`: its bytes or text -> new)."""
     if name == "sqlite":
         import sqlite3
         db = sqlite3.connect(archive.store.path)
         value = json.loads(db.execute("SELECT value FROM jev_store WHERE key = ?", (ref,)).fetchone()[0])
-        value["snapshot"] = value["snapshot"].replace("evidence", "EVIDENCE", 1)
+        value["snapshot"] = change(value["snapshot"])
         db.execute("UPDATE jev_store SET value = ? WHERE key = ?", (json.dumps(value).encode(), ref))
         db.commit()
         db.close()
     elif name == "memorystore":
         key = next(k for k in archive.store._data if k[1] == ref)
-        archive.store._data[key]["snapshot"] = archive.store._data[key]["snapshot"].replace("evidence", "EVIDENCE", 1)
+        archive.store._data[key]["snapshot"] = change(archive.store._data[key]["snapshot"])
     elif name == "bare":
         key = next(k for k in archive.data if k[1] == ref)
-        archive.data[key] = archive.data[key].replace(b"evidence", b"EVIDENCE", 1)
+        archive.data[key] = change(archive.data[key])
     else:
         path = archive.path(SCOPE, ref)
         data = archive.fs.cat_file(path)
-        archive.fs.pipe_file(path, data.replace(b"evidence", b"EVIDENCE", 1))
+        archive.fs.rm_file(path)
+        archive.fs.pipe_file(path, change(data))
 
 
-def test_tampered_snapshot_is_a_checksum_mismatch(kind) -> None:
+@pytest.mark.parametrize("change", [_edit, lambda data: data[:0]], ids=["edited", "emptied"])
+def test_tampered_snapshot_is_a_checksum_mismatch(kind, change) -> None:
+    """An edited or emptied snapshot (a zero-length S3 object read as "read failed (OSError)") is a checksum
+    mismatch on every backend, and never "already saved"."""
     name, build, _ = kind
     archive = build()
     ref = archive.save(SCOPE, reference_messages())
-    _tamper(name, archive, ref)
+    _tamper(name, archive, ref, change)
     with pytest.raises(ArchiveError, match="archive checksum mismatch"):
         build().restore(SCOPE, ref)
     with pytest.raises(ArchiveError, match="archive checksum mismatch"):

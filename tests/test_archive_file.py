@@ -3,6 +3,7 @@ for a `file://` URL handed to `ObjectStoreArchive`)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import stat
 import subprocess
@@ -96,3 +97,32 @@ def test_killed_writers_never_leave_a_visible_partial_snapshot(tmp_path: Path) -
     assert visible, "the writers should have published some snapshots"
     for path in visible:  # every published snapshot restores, verified
         assert archive.restore(SCOPE, path.stem)[0].id == "m"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("make", [os.mkfifo, os.mkdir], ids=["fifo", "folder"])
+def test_a_fifo_or_folder_in_a_snapshots_place_is_refused_at_once(tmp_path: Path, make) -> None:
+    """Issue 35 item 4: a FIFO there blocked restore and every save of that history forever (an O_RDONLY
+    open waits for a writer); a folder escaped as IsADirectoryError. Both are refused, naming the path, and
+    an ENFORCE plan ends as ERROR within its budget, the history unchanged."""
+    from conftest import ScriptedJudge, compactor
+    from jev import Status
+    archive = FileArchive(tmp_path)
+    history = reference_messages()
+    ref = archive.save(SCOPE, history)
+    path = tmp_path / SCOPE.digest() / f"{ref}.json"
+    path.unlink()
+    make(path)
+    for attempt in (lambda: archive.restore(SCOPE, ref), lambda: archive.save(SCOPE, history)):
+        with pytest.raises(ArchiveError, match=f"archive snapshot is not a regular file \\(refused\\): {path}"):
+            attempt()
+    decision = compactor(ScriptedJudge(0.01), archive=archive).plan_sync(history, scope=SCOPE)
+    assert decision.status is Status.ERROR and str(path) in decision.detail
+
+
+def test_archive_errors_name_the_folder_they_could_not_use(tmp_path: Path) -> None:
+    root = tmp_path / "ro"
+    root.mkdir()
+    (root / SCOPE.digest()).write_text("a file where the scope folder goes")
+    with pytest.raises(ArchiveError, match=f"archive scope is not a directory: {root / SCOPE.digest()}"):
+        FileArchive(root).save(SCOPE, reference_messages())

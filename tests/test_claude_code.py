@@ -145,3 +145,46 @@ def test_shadow_replay_and_label_on_a_folder_of_sessions(tmp_path: Path) -> None
     assert labelled.returncode == 0, labelled.stderr
     rows = [json.loads(line) for line in (tmp_path / "labelled.jsonl").read_text().splitlines()]
     assert rows and {r["session_id"] for r in rows} == {f"-home-dev-app/{SESSION}"}
+
+
+def continued_session() -> list[dict]:
+    """A session resumed in a new file, in the shape public Claude Code 2.1 checkpoints show: hook
+    `progress` entries and a snapshot first, the first user entry answering a call made in the earlier
+    file, `caller` on tool_use blocks (2.1.6x), an image the user pasted, one turn's parallel calls on two
+    lines under one message.id."""
+    return [
+        {"type": "file-history-snapshot", "messageId": "u0", "snapshot": {"trackedFileBackups": {}}},
+        {"parentUuid": None, "isSidechain": False, "type": "progress", "sessionId": SESSION, "uuid": "p0",
+         "data": {"type": "hook_progress", "hookEvent": "SessionStart"}, "timestamp": "2026-03-25T02:06:20.974Z"},
+        tool_result("u0", None, "toolu_EARLIER", READ, {"stdout": READ, "stderr": ""}),
+        entry("user", "u1", "u0", {"role": "user", "content": [
+            {"type": "text", "text": "this screenshot shows the failure"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}),
+        assistant("a1", "u1", "msg_2", {"type": "tool_use", "id": "toolu_C", "name": "Bash", "caller": {"type": "direct"},
+                                        "input": {"command": "pytest -q", "description": "Run the tests"}}),
+        assistant("a2", "u1", "msg_2", {"type": "tool_use", "id": "toolu_D", "name": "Read", "caller": {"type": "direct"},
+                                        "input": {"file_path": "/home/dev/app/count.py"}}),
+        tool_result("u2", "a1", "toolu_C", "1 failed", {"stdout": "1 failed"}, is_error=False),
+        tool_result("u3", "a1", "toolu_D", READ, {"type": "text"}),
+        *[entry("user" if k % 2 == 0 else "assistant", f"z{k}", f"u{k}", {"role": "user", "content": f"step {k}"}
+                if k % 2 == 0 else {"id": f"msg_z{k}", "role": "assistant", "content": [{"type": "text", "text": "ok"}]})
+          for k in range(8)],
+    ]
+
+
+def test_a_continued_session_with_an_image_plans_and_says_why_it_kept_what_it_kept() -> None:
+    """Issue 35 item 6: no ERROR for a session that starts with results of an earlier file, or that holds a
+    pasted image; the carried-over result is a pinned pair with its reason; the calls' `caller` survives."""
+    from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Status
+    from jev.judges import ReplayJudge
+    messages = formats.load(continued_session())
+    assert formats.detect(continued_session()) == "claude-code"
+    decision = Compactor(ReplayJudge({}, default=0.01), CompactionConfig(eligible_tools=frozenset({"Read", "Bash"})),
+                         ExecutionOptions(Mode.SHADOW, 5.0)).plan_sync(messages)
+    assert decision.status is Status.DECIDED, decision.detail
+    rows = {r.call_id: r for r in decision.plan.pairs_table()}
+    assert rows["toolu_EARLIER"].pinned == "its call is not in this history (carried over from an earlier session)"
+    assert rows["toolu_D"].action.value != "KEEP" and not rows["toolu_D"].pinned
+    written = formats.dump(messages, "anthropic")
+    assert written[2]["content"][0]["caller"] == {"type": "direct"}
+    assert written[1]["content"][1]["type"] == "image"

@@ -404,3 +404,74 @@ def test_cli_lists_and_deletes_snapshots(tmp_path: Path) -> None:
                               *where[2:]], cwd=ROOT, capture_output=True, timeout=60)
     assert missing.returncode == 2 and b"no such archive folder" in missing.stderr
     assert not (tmp_path / "typo").exists()
+
+
+def _as_user(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`jev ARGS` as a user who is not root (root writes anywhere, which hid the missing check): as
+    `nobody` through setpriv when the tests run as root."""
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    return subprocess.run([*prefix, sys.executable, "-m", "jev.cli.main", *args], capture_output=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(cwd)}, timeout=120)
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not Path("/usr/bin/setpriv").exists(), reason="needs setpriv to drop root")
+def test_an_unwritable_output_folder_is_a_usage_error_before_any_work() -> None:
+    """Issue 35 item 7: five commands tracebacked with PermissionError (`compact` after all its work, the
+    ENFORCE snapshot written); each now says so in one line, exit 2, before anything is done or written."""
+    import shutil
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="jev-nobody-"))
+    try:
+        base.chmod(0o755)
+        locked = base / "locked"
+        locked.mkdir(mode=0o555)
+        locked.chmod(0o555)
+        archive = base / "archive"
+        archive.mkdir()
+        sessions = base / "sessions"
+        sessions.mkdir()
+        doc = json.dumps(formats.dump(reference_messages(), "openai-chat"))
+        (sessions / "s1.json").write_text(doc)
+        (base / "records.jsonl").write_text("")
+        (base / "labelled.jsonl").write_text("")
+        if os.geteuid() == 0:
+            for path in (base, archive, sessions, sessions / "s1.json", base / "records.jsonl", base / "labelled.jsonl"):
+                os.chown(path, 65534, 65534)
+        ref = "0" * 64
+        scope = ["--user", "u", "--agent", "a", "--session", "s"]
+        commands = {
+            "compact": ["compact", "sessions/s1.json", "--mode", "enforce", "--eligible-tools", "read",
+                        "--preserve-recent", "2", "--archive", "archive", *scope, "--out", "locked/plan.json"],
+            "inspect": ["inspect", "sessions/s1.json", "--out", "locked/facts.json"],
+            "restore": ["restore", ref, "--archive", "archive", *scope, "--out", "locked/restored.json"],
+            "replay": ["replay", "sessions", "--records", "locked/records.jsonl", "--eligible-tools", "read"],
+            "label": ["label", "records.jsonl", "--transcripts", "sessions", "--out", "locked/labelled.jsonl"],
+            "calibrate": ["calibrate", "labelled.jsonl", "--alpha", "0.1", "--delta", "0.1", "--out", "locked/calib"],
+        }
+        for name, args in commands.items():
+            proc = _as_user(*args, cwd=base)
+            err = proc.stderr.decode()
+            assert proc.returncode == 2, (name, err)
+            assert err.startswith("jev: error: ") and err.count("\n") == 1 and "cannot write in" in err, (name, err)
+            assert "Permission denied" in err and proc.stdout == b"", (name, err)
+        assert not any(archive.rglob("*.json")) and not any(locked.iterdir())  # nothing archived, nothing written
+    finally:
+        locked.chmod(0o755)
+        shutil.rmtree(base)
+
+
+def test_compact_writes_back_a_langchain_system_message_with_odd_tool_calls(tmp_path: Path, capsys) -> None:
+    """Issue 35 item 3: LangChain's dump raised AttributeError on `tool_calls: "s"` of a system message —
+    in the CLI after the ENFORCE snapshot was written (exit 1, a traceback, an orphan snapshot)."""
+    from jev.cli.main import main
+    doc = [{"type": "system", "data": {"content": "s", "tool_calls": "s"}}, *formats.dump(reference_messages(),
+                                                                                          "langchain")]
+    path = tmp_path / "lc.json"
+    path.write_text(json.dumps(doc))
+    (tmp_path / "answers.json").write_text(json.dumps({"model": "replay", "answers": {}, "default": 0.01}))
+    code = main(["compact", str(path), "--format", "langchain", "--mode", "enforce", "--eligible-tools", "read",
+                 "--preserve-recent", "2", "--judge", f"replay:{tmp_path / 'answers.json'}",
+                 "--archive", str(tmp_path / "archive"), "--user", "u", "--agent", "a", "--session", "s", "-q"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["status"] == "DECIDED"
+    assert out["messages"][0] == doc[0]

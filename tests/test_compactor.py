@@ -478,3 +478,16 @@ def test_the_test_doubles_satisfy_the_protocols_they_stand_in_for(tmp_path) -> N
     from archive import Archive
     from jev.judges import Judge
     assert isinstance(ScriptedJudge(), Judge) and isinstance(CountingArchive(tmp_path), Archive)
+
+
+@pytest.mark.parametrize("mode", [Mode.SHADOW, Mode.ENFORCE])
+def test_a_lone_surrogate_is_refused_before_judging_naming_message_and_field(archive, mode) -> None:
+    """Issue 35 item 3: "ok \\udcff" (what errors="surrogateescape" makes) in visible text ended a plan as
+    INTERNAL_ERROR/TypeError with a judge sent the state, and as an unnamed ArchiveError in ENFORCE."""
+    history = reference_messages()
+    history[3] = msg(history[3].id, "user", text("ok \udcff"))
+    judge = ScriptedJudge(0.01)
+    decision = compactor(judge, mode=mode, archive=archive).plan_sync(history, scope=SCOPE)
+    assert (decision.status, decision.error_kind) == (Status.ERROR, "TranscriptError")
+    assert decision.detail == "messages[3].content[0].text: a lone surrogate (U+DCFF at character 3) has no UTF-8 form"
+    assert judge.requests == [] and archive.saves == 0

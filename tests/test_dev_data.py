@@ -15,6 +15,7 @@ from jev.transcript import ToolResultBlock, analyze
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SETS = {"swebench": DATA / "mini-swe-agent-swebench-dev.tar.xz", "deepseek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}
+CLAUDE_CODE = DATA / "claude-code-sessions-dev.tar.xz"
 needs_data = pytest.mark.skipif(not all(p.exists() for p in SETS.values()), reason=f"dev trajectories not found in {DATA}")
 DEFAULT = CompactionConfig(eligible_tools=frozenset({"bash"}))  # the defaults, with the one tool these agents have
 
@@ -111,3 +112,49 @@ def test_the_same_plan_reports_the_same_reduction_from_every_form_and_keeps_no_p
                         if len(text) >= 40:
                             assert canonical_json(text)[1:-1] not in kept, (form, message.id)
         assert max(reductions.values()) - min(reductions.values()) <= 0.01 * max(reductions.values()), reductions
+
+
+def _claude_code_sessions() -> list[tuple[str, bytes]]:
+    import tarfile
+    with tarfile.open(CLAUDE_CODE, "r|*") as tar:
+        return sorted((m.name, tar.extractfile(m).read()) for m in tar if m.isfile() and m.name.endswith(".jsonl"))
+
+
+@needs_data
+def test_every_trajectory_comes_back_byte_for_byte_through_the_archive(raw, tmp_path) -> None:
+    """Issue 35 item 1: archive -> restore -> dump is the trajectory as mini-swe-agent wrote it, key order
+    inside `extra`, the raw responses and the envelope included (the snapshot sorts; it records the order)."""
+    from archive import FileArchive, Scope
+    archive, scope = FileArchive(tmp_path), Scope("u", "a", "s")
+    for _name, items in raw.items():
+        for session, data in items:
+            doc = orjson.loads(data)
+            back = archive.restore(scope, archive.save(scope, formats.load(doc)))
+            assert orjson.dumps(formats.dump(back, "mini-swe-agent")) == orjson.dumps(doc), session
+
+
+@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found in {DATA}")
+def test_every_claude_code_session_plans_and_writes_back_what_it_holds(tmp_path) -> None:
+    """Issue 35 item 6: all 110 dev sessions plan (none ends in ERROR: pasted images pin their message,
+    carried-over results are pinned pairs) and their Anthropic messages come back exactly from the archive."""
+    from archive import FileArchive, Scope
+    compactor = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset(
+        {"Read", "Bash", "Grep", "Glob"})), ExecutionOptions(Mode.SHADOW, budget=30))
+    archive, scope = FileArchive(tmp_path), Scope("u", "a", "s")
+    sessions = _claude_code_sessions()
+    outcomes = Counter()
+    for name, data in sessions:
+        entries = formats.parse(data)
+        assert formats.detect(entries) == "claude-code", name
+        messages = formats.load(entries)
+        decision = compactor.plan_sync(messages)
+        assert decision.status is not Status.ERROR, (name, decision.detail)
+        outcomes[decision.status] += 1
+        written = orjson.dumps(formats.dump(messages, "anthropic"))
+        back = archive.restore(scope, archive.save(scope, messages))
+        assert orjson.dumps(formats.dump(back, "anthropic")) == written, name
+        for line in entries:  # what Claude Code sent is what is written: every main-thread block, in order
+            if line.get("type") == "assistant" and not line.get("isSidechain"):
+                for block in line["message"]["content"]:
+                    assert orjson.dumps(block) in written, name
+    assert len(sessions) == 110 and outcomes[Status.DECIDED] > 0

@@ -526,3 +526,75 @@ def test_chat_messages_write_back_in_the_key_order_they_were_read_in() -> None:
     messages = formats.load(tidy, "openai-chat")
     assert all("order" not in (m.metadata or {}).get("jev.source", {}) for m in messages)  # chat's own order: kept as is
     assert json.dumps(formats.dump(messages, "openai-chat")) == json.dumps(tidy)
+
+
+def _archived(messages: list) -> list:
+    """The messages as a restore gives them back: through a real snapshot's bytes."""
+    from archive import Scope
+    from archive.snapshot import decode, encode
+    scope = Scope("u", "a", "s")
+    ref, data = encode(scope, messages)
+    return decode(scope, ref, data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ALL_FORMATS)
+def test_archive_restore_dump_gives_back_the_hosts_bytes(case) -> None:
+    """Issue 35 item 1: a restore written back in the host's form is the host's document byte for byte,
+    key order inside inputs, arguments strings and provider fields included (the canonical snapshot sorts)."""
+    fmt, doc = case
+    assert orjson.dumps(formats.dump(_archived(formats.load(doc, fmt)), fmt)) == orjson.dumps(doc)
+
+
+GPT4O_AIRLINE = [  # the shape of tau-bench's GPT-4o airline sessions: arguments keys as the model wrote them
+    {"role": "system", "content": "You are an airline agent."},
+    {"role": "user", "content": "Book BOS to CLT on May 21."},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "call_a", "type": "function", "function": {
+        "name": "search_direct_flight", "arguments": '{"origin":"BOS","destination":"CLT","date":"2024-05-21"}'}}]},
+    {"role": "tool", "tool_call_id": "call_a", "name": "search_direct_flight", "content": "[]"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "call_a", "type": "function", "function": {
+        "name": "search_onestop_flight", "arguments": '{"origin": "BOS", "destination": "CLT", "date": "2024-05-21"}'}}]},
+    {"role": "tool", "tool_call_id": "call_a", "name": "search_onestop_flight", "content": "[[1, 2]]"},
+]
+
+
+def test_a_restored_chat_history_keeps_every_arguments_string() -> None:
+    messages = formats.load(GPT4O_AIRLINE, "openai-chat")
+    assert orjson.dumps(formats.dump(_archived(messages), "openai-chat")) == orjson.dumps(GPT4O_AIRLINE)
+
+
+@pytest.mark.parametrize("fmt, doc", [
+    ("openai-chat", [{"role": "user", "content": "hi", "tool_call_id": "x"}]),  # an id on a non-tool message
+    ("openai-chat", [{"content": "hi", "role": "user", "name": None, "tool_calls": None, "tool_call_id": None}]),
+    ("openai-chat", [{"content": None, "role": "assistant", "name": None, "function_call": None, "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "r", "arguments": "{}"}}]},
+                     {"content": "ok", "role": "tool", "name": None, "tool_call_id": "c"}]),  # model_dump()
+    ("openai-chat-request", {"model": "m", "messages": [{"role": "user", "content": "hi", "name": None,
+                                                        "tool_calls": None}]}),
+    ("langchain", [{"type": "human", "data": {"content": "x", "tool_calls": [
+        {"name": "a", "args": {"q": 1}, "id": "1", "type": "tool_call"}]}}]),  # constructible: kept, not []
+    ("langchain", [{"type": "system", "data": {"content": "s", "tool_calls": "s"}}]),
+    ("langchain", [{"type": "ai", "data": {"content": "", "tool_calls": [{"name": "a", "args": {"q": 1}, "id": "1",
+                                                                          "type": "tool_call"}]}},
+                   {"type": "tool", "data": {"content": "r", "tool_call_id": "1", "tool_calls": [
+                       {"name": "b", "args": {"z": 1}, "id": "2"}]}}]),  # a tool message's own args stay
+])
+def test_what_hosts_send_round_trips_exactly(fmt: str, doc) -> None:
+    """Issue 35 item 2: fields a tidy reading would drop are kept, in memory and through the archive."""
+    messages = formats.load(doc, fmt)
+    assert orjson.dumps(formats.dump(messages, fmt)) == orjson.dumps(doc)
+    assert orjson.dumps(formats.dump(_archived(messages), fmt)) == orjson.dumps(doc)
+
+
+def test_langchain_objects_keep_tool_calls_on_a_human_message() -> None:
+    from langchain_core.messages import HumanMessage
+    human = HumanMessage(content="x", tool_calls=[{"name": "a", "args": {"q": 1}, "id": "1", "type": "tool_call"}])
+    back = formats.dump(formats.load([human], "langchain"), "langchain")
+    assert back[0].tool_calls == human.tool_calls and back == [human]
+
+
+def test_a_foreign_part_typed_as_an_agentscope_call_is_refused_by_name() -> None:
+    """Issue 35 item 3: a chat part {"type": "tool_call", "id": []} written as AgentScope raised TypeError."""
+    messages = formats.load([{"role": "user", "content": [{"type": "tool_call", "id": []}]}], "openai-chat")
+    with pytest.raises(FormatError, match="agentscope: a 'tool_call' part that is not a jev tool call"):
+        formats.dump(messages, "agentscope")

@@ -220,3 +220,20 @@ def test_jev_calibrate_blames_the_flag_not_the_file(tmp_path: Path, flags: list,
     proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(labelled), *flags, "--out",
                            str(tmp_path / "o")], cwd=ROOT, capture_output=True, timeout=60)
     assert proc.returncode == 2 and message.encode() in proc.stderr and b"LABELLED" not in proc.stderr
+
+
+def test_jev_label_says_once_that_transcripts_are_missing(tmp_path: Path, capsys) -> None:
+    """Issue 35 item 7: a folder without the sessions' transcripts printed a line per session (40), then
+    exit 3; now one line with the count and the first names."""
+    from jev.cli.main import main
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"session_id": f"s{k}", "history_messages": 4, "pairs": [
+        {"key": "t1", "call_id": "c", "tool": "read"}]}) + "\n" for k in range(40)))
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "other.json").write_text("[]")
+    code = main(["label", str(records), "--transcripts", str(tmp_path / "t")])
+    _, err = capsys.readouterr()
+    assert code == 3
+    said = " ".join(err.split())
+    assert f"skipped 40: no transcript for 40 session(s) in {tmp_path / 't'}" in said and "'s0', 's1', 's2', …" in said
+    assert said.count("no transcript") == 1  # one line for the 40 sessions

@@ -68,3 +68,21 @@ def test_replay_refuses_what_it_cannot_do_with_one_line(tmp_path: Path) -> None:
         assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count(b"\n") == 1, (args, proc.stderr)
         assert not (tmp_path / "r.jsonl").exists()
     assert (tmp_path / "old.jsonl").read_text() == "{}\n"
+
+
+def test_replay_names_what_it_could_not_read_and_why_plans_proposed_nothing(tmp_path: Path, capsys) -> None:
+    """Issue 35 item 7/8: "skipped 1: unreadable transcript (FormatError)" named no file; without
+    --eligible-tools "SKIPPED 137" gave no reason. Both are said, with the file and the plan's own words."""
+    from jev.cli.main import main
+    write_sessions(tmp_path / "s")
+    (tmp_path / "s" / "broken.json").write_text('[{"role": "function", "content": "x"}]')
+    code = main(["replay", str(tmp_path / "s"), "--records", str(tmp_path / "r.jsonl")])
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert code == 0
+    broken = str(tmp_path / "s" / "broken.json")
+    assert summary["unreadable"] == {broken: "messages[0].role: unsupported chat role 'function'"}
+    assert f"unreadable: {broken}: messages[0].role: unsupported chat role 'function'" in " ".join(err.split())
+    (reason, count), = summary["not_decided"].items()
+    assert reason.startswith("SKIPPED / NO_CANDIDATES: no tool is eligible (eligible_tools is empty)") and count >= 4
+    assert "no tool is eligible" in err

@@ -48,13 +48,16 @@ def test_pairs_are_keyed_in_result_order_and_pending_calls_are_found() -> None:
     ([msg("a", "user", text("x")), msg("a", "user", text("y"))], "duplicate message id 'a'"),
     ([msg("a", "assistant", call(" "))], "ambiguous call id"),
     ([msg("a", "assistant", call("x")), msg("b", "assistant", call("x"))], "ambiguous call id 'x'"),
-    ([msg("a", "tool", result("x"))], "unpaired result 'x'"),
+    ([msg("a", "assistant", call("y")), msg("b", "tool", result("y")), msg("c", "tool", result("x"))],
+     "unpaired result 'x'"),  # no call, after the history's first call: not carried over
     ([msg("a", "assistant", call("x"), result("x"))], "unpaired result 'x'"),  # same message
-    ([msg("a", "tool", result("x")), msg("b", "assistant", call("x"))], "unpaired result"),  # before its call
     ([msg("a", "assistant", call("x")), msg("b", "tool", result("x", name="write"))], "unpaired result"),
     ([msg("a", "assistant", call("x")), msg("b", "tool", result("x")), msg("c", "tool", result("x"))],
      "unpaired result"),
-    ([msg("a", "user", OtherBlock({"type": "image", "url": "u"}))], "unsupported transcript content 'image'"),
+    ([msg("a", "user", text("ok \udcff"))], r"messages\[0\]\.content\[0\]\.text: a lone surrogate \(U\+DCFF"),
+    ([msg("a", "user", text("x")), msg("b", "tool", result("x", output="bad \ud800 output"))],
+     r"messages\[1\]\.content\[0\]\.output: a lone surrogate"),
+    ([msg("a", "assistant", call("x", "read", {"path": "\udcff"}))], r"messages\[0\]\.content\[0\]\.input\.path"),
     # a malformed or repeated message is named before a pairing problem earlier in the list
     ([msg("a", "tool", result("x")), msg("b", "user", text("y")), "not a message"], r"messages\[2\] is a str"),
     ([msg("a", "tool", result("x")), msg("b", "user", text("y")), msg("b", "user", text("z"))],
@@ -63,6 +66,33 @@ def test_pairs_are_keyed_in_result_order_and_pending_calls_are_found() -> None:
 def test_validation_names_the_culprit(messages: list[Message], message: str) -> None:
     with pytest.raises(TranscriptError, match=message):
         analyze(messages)
+
+
+def test_a_continued_session_starts_with_results_whose_calls_are_elsewhere() -> None:
+    """Issue 35 item 6: results before the history's first call, answering ids not seen, are carried over
+    from an earlier session: pairs of their own, pinned with the reason, never an error."""
+    from jev.policy import why_pinned
+    messages = [msg("a", "user", result("old1"), result("old2")), msg("b", "assistant", call("x")),
+                msg("c", "tool", result("x")), msg("d", "assistant", call("old1")), msg("e", "tool", result("old1"))]
+    t = analyze(messages)
+    assert [(p.key, p.call_id, p.call_message) for p in t.pairs] == [
+        ("t1", "old1", -1), ("t2", "old2", -1), ("t3", "x", 1), ("t4", "old1", 3)]  # an id reused after its pair
+    config = reference_config(preserve_recent_messages=0)
+    assert why_pinned(t, config)["t1"] == why_pinned(t, config)["t2"] == (
+        "its call is not in this history (carried over from an earlier session)")
+    assert [p.key for p in candidates(t, config)] == ["t3", "t4"]
+
+
+def test_content_jev_does_not_read_pins_its_message_instead_of_abandoning() -> None:
+    """An image a user pasted beside their text (21 of the 110 dev Claude Code sessions) pins its message:
+    it is sent as it is and nothing in that message is judged."""
+    from jev.policy import why_pinned
+    messages = reference_messages()
+    messages[1] = msg("c-old", "assistant", text("see"), OtherBlock({"type": "image", "url": "u"}),
+                      *messages[1].content)
+    t = analyze(messages)
+    assert t.opaque == {1}
+    assert why_pinned(t, reference_config())["t1"] == "its message holds content other than text (an image, a file)"
 
 
 def test_non_text_inside_a_result_is_allowed_but_pins_the_pair() -> None:

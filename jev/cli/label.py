@@ -46,7 +46,7 @@ def _check_transcripts(url: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_file_target(args.out, "--out")  # before any work: a typo costs nothing
-    from calibration.join import LabelReport, label  # pulls scikit-learn only when labelling
+    from calibration.join import MISSING, LabelReport, label  # pulls scikit-learn only when labelling
 
     out = console(args.quiet)
     if args.records == "-":
@@ -68,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     out.print(f"labelled {report.rows} pairs from {report.records} records")
     for why, count in report.skipped.most_common():
+        if why == MISSING:  # said once, however many sessions: how many, and the first few names
+            names = ", ".join(repr(s) for s in list(report.missing)[:3])
+            why = (f"no transcript for {len(report.missing)} session(s) in {args.transcripts} (looked for "
+                   f"<session>.traj.json, .json, .jsonl: {names}{', …' if len(report.missing) > 3 else ''})")
         out.print(f"  skipped {count}: {why}")
-    if report.missing:  # said once, however many sessions: their names, the first few
-        names = ", ".join(repr(s) for s in list(report.missing)[:3])
-        out.print(f"  no transcript for {len(report.missing)} session(s) in {args.transcripts} (looked for "
-                  f"<session>.traj.json, .json, .jsonl; {names}{', …' if len(report.missing) > 3 else ''})")
     if not report.rows:
         out.print("[bold red]nothing labelled[/]: no record joined a transcript (see the reasons above)")
         return EXIT_ERROR

@@ -66,9 +66,15 @@ def load(data: Any) -> list[Message]:
     names: dict[str, str] = {}
     out: list[Message] = []
     for i, where, raw in each_message(data, "messages", ("user", "assistant", "system")):
-        blocks = content_blocks(raw.get("content"), where, names)
-        out.append(Message(f"m{i}", raw["role"], blocks, None, loaded(NAME, _kept(raw, blocks))))
+        out.append(read_message(raw, f"m{i}", where, names))
     return out
+
+
+def read_message(raw: dict[str, Any], id: str, where: str, names: dict[str, str], timestamp: str | None = None
+                 ) -> Message:
+    """One Anthropic message (`raw`, with a `role`) as a jev message that `dump` writes back exactly."""
+    blocks = content_blocks(raw.get("content"), where, names)
+    return Message(id, raw["role"], blocks, None, loaded(NAME, _kept(raw, blocks)), timestamp)
 
 
 def content_blocks(content: Any, where: str, names: dict[str, str]) -> tuple[Block, ...]:

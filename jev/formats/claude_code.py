@@ -8,7 +8,9 @@ joined into one message at the turn's first line. Everything else — `summary`,
 `file-history-snapshot`, `queue-operation` entries, and the entry-level `toolUseResult` (the tool's
 structured output, which the model never saw) — is left out. Message ids are the entries' `uuid`s,
 timestamps their `timestamp`; a line written twice (same `uuid`, same content, as resumed sessions do)
-is read once.
+is read once. Each turn loads as the Anthropic message it is (`{"role", "content"}`), so written as
+`anthropic` every block comes back exactly as Claude Code sent it — thinking signatures, `caller`,
+`cache_control` and all.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ..transcript import FORMAT_KEY, Message
+from ..transcript import Message
 from . import anthropic
 
 NAME = "claude-code"
@@ -60,19 +62,21 @@ def load(data: Any) -> list[Message]:
             raise FormatError(f"{where}.message.role: {shown(role)} in a {shown(entry['type'])} entry")
         if not isinstance(content, (str, list)):
             raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
-        blocks = list(content) if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
         turn_id = message.get("id") if role == "assistant" else None
         if isinstance(turn_id, str) and turn_id in at:  # the next block of a turn already begun
-            turns[at[turn_id]]["content"].extend(blocks)
+            turn = turns[at[turn_id]]
+            if isinstance(turn["message"]["content"], str):
+                turn["message"]["content"] = [{"type": "text", "text": turn["message"]["content"]}]
+            turn["message"]["content"].extend(content if isinstance(content, list) else
+                                              [{"type": "text", "text": content}] if content else [])
             continue
         if isinstance(turn_id, str):
             at[turn_id] = len(turns)
         timestamp = entry.get("timestamp")
-        turns.append({"role": role, "content": blocks, "uuid": uuid,
-                      "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
+        turns.append({"message": {"role": role, "content": list(content) if isinstance(content, list) else content},
+                      "uuid": uuid, "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
     names: dict[str, str] = {}  # call id -> tool, so each result is named after its call
-    return [Message(t["uuid"], t["role"], anthropic.content_blocks(t["content"], f"the turn at line {t['line']}",
-                                                                   names), None, {FORMAT_KEY: NAME}, t["timestamp"])
+    return [anthropic.read_message(t["message"], t["uuid"], f"the turn at line {t['line']}", names, t["timestamp"])
             for t in turns]
 
 
