@@ -10,7 +10,9 @@
 Caveat printed at the end: the shipped local judge was trained on these same dev sessions, so the numbers
 here are optimistic — a walkthrough of the method, not an evaluation. Calibrate on your own sessions.
 
-Run: python examples/calibrate_thresholds.py [--sessions 120] [--out DIR]
+Run: python examples/calibrate_thresholds.py [--data PATH] [--sessions 120] [--out DIR]
+--data is a .tar/.tar.xz or a folder of mini-swe-agent trajectories; by default the 61 real SWE-bench
+sessions shipped in examples/data/swebench-sample.tar.xz (see examples/data/README.md).
 """
 
 from __future__ import annotations
@@ -32,17 +34,23 @@ from calibration.join import label  # noqa: E402
 from jev.judges import LocalJudge  # noqa: E402
 from jev.transcript import analyze  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
+SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=int, default=120, help="dev sessions to shadow (the last is held out)")
+    parser.add_argument("--data", type=Path, default=SAMPLE, help="trajectories: a .tar/.tar.xz or a folder "
+                        "(default: the sample shipped in examples/data)")
+    parser.add_argument("--sessions", type=int, default=120, help="sessions to shadow, at most (one more is held "
+                        "out for ENFORCE)")
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--out", default=None, help="folder for records, report and archive, kept (default: a "
                         "temporary folder, removed at the end)")
     args = parser.parse_args()
+    if not args.data.exists():
+        parser.error(f"--data {str(args.data)!r}: no such file or folder")
+    print(f"sessions from {args.data}")
     if args.out:
         return run(args, Path(args.out))
     with tempfile.TemporaryDirectory(prefix="jev-calibrate-") as out:  # nothing left behind in /tmp
@@ -55,7 +63,7 @@ def run(args: argparse.Namespace, out: Path) -> None:
     records.unlink(missing_ok=True)
 
     sessions = []
-    for session, data in raw_trajectories(DATA):
+    for session, data in raw_trajectories(args.data):
         sessions.append((session, data))
         if len(sessions) > args.sessions:
             break
@@ -97,8 +105,8 @@ def run(args: argparse.Namespace, out: Path) -> None:
     plan = decision.plan
     print(f"4. ENFORCE on held-out {session}: {decision.status.value}/{decision.reason.value}"
           + (f", {plan.count(jev.Action.DROP_PAIR)} pairs dropped, {plan.count(jev.Action.TRUNCATE_RESULT)} "
-             f"results truncated, reduction {plan.reduction:.1%}, archived as {plan.archive_reference[:12]}…"
-             if plan else ""))
+             f"results truncated, reduction {plan.reduction:.1%}" if plan else "")
+          + (f", archived as {plan.archive_reference}" if plan and plan.archive_reference else ""))
     print(f"report: {out / 'report.md'}" + ("" if args.out else " (temporary: --out DIR keeps it)") + "\nnote: the shipped local judge was trained on these dev sessions, so these "
           "numbers are optimistic; calibrate on your own sessions.")
 

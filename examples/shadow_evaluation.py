@@ -1,8 +1,10 @@
-"""SHADOW over the dev trajectories: the compactor judges each session at a decision point every 8 pairs
+"""SHADOW over real trajectories: the compactor judges each session at a decision point every 8 pairs
 with the embedded local judge, changes nothing, and writes decision records (JSON Lines); then a summary
 of what it would have done.
 
-Run: python examples/shadow_evaluation.py [--sessions 40] [--records records.jsonl]
+Run: python examples/shadow_evaluation.py [--data PATH] [--sessions 40] [--records records.jsonl]
+--data is a .tar/.tar.xz or a folder of mini-swe-agent trajectories; by default the 61 real SWE-bench
+sessions shipped in examples/data/swebench-sample.tar.xz (see examples/data/README.md).
 """
 
 from __future__ import annotations
@@ -22,15 +24,20 @@ from calibration.dataset import trajectories  # noqa: E402
 from jev.judges import LocalJudge  # noqa: E402
 from jev.transcript import analyze  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
+SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=SAMPLE, help="trajectories: a .tar/.tar.xz or a folder "
+                        "(default: the sample shipped in examples/data)")
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--records", help="decision records file, kept (default: in a temporary folder, removed "
                         "at the end)")
     args = parser.parse_args()
+    if not args.data.exists():
+        parser.error(f"--data {str(args.data)!r}: no such file or folder")
+    print(f"sessions from {args.data}")
     if args.records:
         return run(args)
     with tempfile.TemporaryDirectory(prefix="jev-shadow-") as folder:  # nothing left behind in /tmp
@@ -44,7 +51,7 @@ def run(args: argparse.Namespace) -> None:
         jev.CompactionConfig(eligible_tools={"bash"}, preserve_recent_messages=6),
         jev.ExecutionOptions(jev.Mode.SHADOW, budget=10.0, version="local-1", observer=jev.JsonlSink(args.records)),
     )
-    for n, (session, messages) in enumerate(trajectories(DATA)):
+    for n, (session, messages) in enumerate(trajectories(args.data)):
         if n == args.sessions:
             break
         pairs = analyze(messages).pairs

@@ -20,7 +20,7 @@ from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, 
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
 from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, decide, no_candidates_detail,
-                     pinned_message_indices, why_pinned)
+                     pinned_message_indices, value_score, why_pinned)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
 from .history import Judged as Taken, chars_after, take, unchanged
@@ -191,14 +191,17 @@ class Compactor:
                 action, score = _PINNED
             else:
                 action, score = chosen[key] if chosen is not None else decide(
-                    probabilities[f"call_{key}"], probabilities[f"result_{key}"], config, p.tool, p.result_chars)
+                    probabilities[f"call_{key}"], probabilities[f"result_{key}"], config, p.tool, p.result_chars,
+                    let.truncate_saves)
                 if action is not Action.KEEP:
                     removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
                 record(PairRecord(key, p.call_id, p.tool, score.keep_call, score.keep_result, action.value,
                                   score.reason, p.result_chars, let.truncate_saves, let.drop_saves))
             decisions[key], scores[key], pair_table[key] = action, score, (p.call_id, p.tool)
             view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
-                          score.keep_result, action, score.reason, pinned(key, "")))
+                          score.keep_result, action, score.reason, pinned(key, ""),
+                          None if let is None or score.keep_result is None
+                          else value_score(score.keep_result, p.result_chars, config)))
         compacted = apply_actions(transcript, decisions, config)
         before = transcript.chars
         after = chars_after(compacted, judged_history)

@@ -94,11 +94,13 @@ class PairView:
     action: Action
     reason: str
     pinned: str = ""  # why the pair was never judged ("" for a judged one)
+    scaled_result: float | None = None  # the result score the threshold table compared (size-aware: per 1000 chars)
 
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "call_id": self.call_id, "tool": self.tool, "input_head": self.input_head,
                 "result_chars": self.result_chars, "keep_call": self.keep_call, "keep_result": self.keep_result,
-                "action": self.action.value, "reason": self.reason, "pinned": self.pinned}
+                "scaled_result": self.scaled_result, "action": self.action.value, "reason": self.reason,
+                "pinned": self.pinned}
 
 
 @dataclass(frozen=True, slots=True)

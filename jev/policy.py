@@ -294,14 +294,16 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
 
 
 def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
-           result_chars: int = 0) -> tuple[Action, Scores]:
+           result_chars: int = 0, truncate_saves: int | None = None) -> tuple[Action, Scores]:
     """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED.
 
     With `size_exponent` > 0 (the default, 1.0) the result score is first scaled by
     `(size_reference_chars / result_chars) ** size_exponent` (expected loss per character saved: big
     results become cheaper to let go, small ones are kept), except that a raw score ≥ `keep_threshold`
     always keeps the result; the scores reported stay the judge's own.
-    `size_exponent=0` applies the plain table. Per-tool thresholds apply when the tool has some."""
+    `size_exponent=0` applies the plain table. Per-tool thresholds apply when the tool has some. A
+    TRUNCATE_RESULT that would remove nothing (`truncate_saves` ≤ 0: the result is no longer than its
+    kept head and marker) is no truncation: KEEP, reason SHORT_RESULT (SPEC §6 counted it as one)."""
     if keep_call is None or keep_result is None:
         return Action.KEEP, Scores(keep_call, keep_result, "REFUSED")
     d, k = config.thresholds(tool)
@@ -311,6 +313,8 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
     if r <= d and keep_call <= d:
         return Action.DROP_PAIR, Scores(keep_call, keep_result, "DROP_PAIR")
     if r <= d and keep_call >= k:
+        if truncate_saves is not None and truncate_saves <= 0:
+            return Action.KEEP, Scores(keep_call, keep_result, "SHORT_RESULT")
         return Action.TRUNCATE_RESULT, Scores(keep_call, keep_result, "TRUNCATE_RESULT")
     if r >= k:
         return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -199,3 +200,50 @@ def s3_archive(seaweed: SeaweedFS) -> tuple[Callable[[], ObjectStoreArchive], di
     s3fs.S3FileSystem(skip_instance_cache=True, **seaweed.storage_options).mkdir(bucket)
     spec = {"kind": "url", "url": f"s3://{bucket}/archive", "options": seaweed.storage_options}
     return (lambda: ObjectStoreArchive(spec["url"], skip_instance_cache=True, **spec["options"])), spec
+
+
+@dataclasses.dataclass
+class Ran:
+    """What a command run in process returned: its exit code and what it wrote."""
+
+    returncode: int
+    stdout: Any
+    stderr: Any
+
+
+def cli(argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, input: bytes | None = None,
+        text: bool = False, capture_output: bool = True, timeout: float | None = None) -> Ran:
+    """`jev ARGV` in this process, through `jev.cli.main.main` (what the `jev` entry point runs), with its
+    streams captured: as `subprocess.run` would give them, without starting an interpreter (0.5 s each).
+    `env` replaces the environment and `cwd` the working folder for the call; a few tests keep the real
+    entry point (`python -m jev.cli.main`) in a subprocess."""
+    import io
+    import os
+    import sys
+
+    from jev.cli.main import main
+    out, err = io.BytesIO(), io.BytesIO()
+    saved = (sys.stdin, sys.stdout, sys.stderr, dict(os.environ), os.getcwd())
+    sys.stdin = io.TextIOWrapper(io.BytesIO(input or b""))
+    sys.stdout = io.TextIOWrapper(out, write_through=True)
+    sys.stderr = io.TextIOWrapper(err, write_through=True)
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd or Path(__file__).resolve().parents[1])
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:  # --help and --version exit through argparse
+            code = exc.code if isinstance(exc.code, int) else 0
+    finally:
+        for stream in (sys.stdin, sys.stdout, sys.stderr):
+            stream.flush()
+            stream.detach()  # the buffers stay open for reading below
+        sys.stdin, sys.stdout, sys.stderr = saved[:3]
+        os.environ.clear()
+        os.environ.update(saved[3])
+        os.chdir(saved[4])
+    if text:
+        return Ran(code, out.getvalue().decode(), err.getvalue().decode())
+    return Ran(code, out.getvalue(), err.getvalue())

@@ -207,6 +207,7 @@ def _objects(name: str, archive: ArchiveBase) -> int:
     return len([p for p in archive.fs.find(archive.root) if p.endswith(".json") and "/.pending-" not in p])
 
 
+@pytest.mark.slow
 def test_eight_writers_of_one_snapshot_agree_on_one_object(kind) -> None:
     name, build, spec = kind
     payload = "same snapshot " * 5000
@@ -226,6 +227,7 @@ def test_eight_writers_of_one_snapshot_agree_on_one_object(kind) -> None:
     assert archive.restore(SCOPE, refs.pop())[0].content[0].text == payload
 
 
+@pytest.mark.slow
 def test_different_snapshots_in_parallel(kind) -> None:
     name, build, _ = kind
     archive = build()

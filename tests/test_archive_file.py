@@ -83,6 +83,7 @@ _WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_killed_writers_never_leave_a_visible_partial_snapshot(tmp_path: Path) -> None:
     root = tmp_path / "archive"
     for attempt in range(12):

@@ -66,6 +66,7 @@ def test_sqlite_store_errors_are_archive_errors_with_the_right_words(tmp_path: P
         SqliteStore(tmp_path / "junk.db")
 
 
+@pytest.mark.slow
 def test_sqlite_first_opens_in_parallel_never_see_a_lock(tmp_path: Path) -> None:
     """Switching a new file to WAL takes a lock SQLite's busy handler does not wait for: the store retries.
     8 processes open the same 40 fresh files in step (each file at an agreed instant), 320 first opens

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
+from conftest import Ran, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -97,7 +98,7 @@ def _rollout(sessions: Path, out: Path, *judge: str, env: dict[str, str] | None 
     records, labelled = out / "records.jsonl", out / "labelled.jsonl"
     for args in (("replay", str(sessions), "--records", str(records), "--eligible-tools", "bash", *judge, "-q"),
                  ("label", str(records), "--transcripts", str(sessions), "--out", str(labelled), "-q")):
-        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", *args], capture_output=True, timeout=120,
+        proc = cli([*args], capture_output=True, timeout=120,
                               cwd=ROOT, env={**os.environ, **(env or {})})
         assert proc.returncode == 0, proc.stderr.decode()
     return labelled

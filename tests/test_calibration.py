@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import Ran, cli
 
 from calibration import Rows, ScoreCalibrator, report, rows_from, select_thresholds
 from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_pvalue
@@ -162,7 +163,7 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
                                 "needed_result": bool(rows.needed_result[i]),
                                 "needed_call": bool(rows.needed_call[i])}) + "\n")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(labelled), "--alpha", "0.1",
+    proc = cli(["calibrate", str(labelled), "--alpha", "0.1",
                            "--delta", "0.1", "--per-tool", "--size-aware", "--out", str(out)], cwd=ROOT,
                           capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
@@ -175,7 +176,7 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
     assert config.thresholds("bash")[0] == thresholds["tool_thresholds"]["bash"][0]
 
     chosen = tmp_path / "chosen"  # the size exponent chosen among three, each at delta / 3
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(labelled), "--alpha", "0.1",
+    proc = cli(["calibrate", str(labelled), "--alpha", "0.1",
                            "--delta", "0.1", "--size-exponents", "0.5,1,2", "--out", str(chosen)], cwd=ROOT,
                           capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
@@ -187,7 +188,7 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
 
     few = tmp_path / "few.jsonl"
     few.write_text("".join(line + "\n" for line in labelled.read_text().splitlines()[:150]))
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(few), "--alpha", "0.02",
+    proc = cli(["calibrate", str(few), "--alpha", "0.02",
                            "--delta", "0.05", "--out", str(out)], cwd=ROOT, capture_output=True, timeout=120)
     assert proc.returncode == 3 and b"sessions with no observed loss are needed" in b" ".join(proc.stderr.split())
     assert not (out / "thresholds.json").exists()  # never a silent (or stale) threshold
@@ -314,6 +315,7 @@ def test_choosing_among_size_exponents_certifies_each_at_a_share_of_delta_and_ke
     CompactionConfig.from_mapping({k: v for k, v in config.items()})  # the compactor takes what it wrote
 
 
+@pytest.mark.slow
 def test_the_guarantee_holds_for_the_size_exponent_chosen() -> None:
     from calibration.thresholds import result_score
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import Ran, cli
 
 from jev import FormatError, TextBlock, ThinkingBlock, ToolUseBlock, formats
 from jev.transcript import analyze
@@ -122,8 +123,8 @@ def test_shadow_replay_and_label_on_a_folder_of_sessions(tmp_path: Path) -> None
     sessions.mkdir(parents=True)
     (sessions / f"{SESSION}.jsonl").write_text("\n".join(json.dumps(e) for e in session()) + "\n")
 
-    def jev(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "jev.cli.main", *args], cwd=ROOT, capture_output=True,
+    def jev(*args: str) -> Ran:
+        return cli([*args], cwd=ROOT, capture_output=True,
                               timeout=120)
 
     inspected = jev("inspect", str(sessions / f"{SESSION}.jsonl"))

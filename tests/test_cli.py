@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SCOPE, reference_messages, s3_archive
+from conftest import Ran, cli, SCOPE, reference_messages, s3_archive
 
 from archive import FileArchive
 
@@ -19,9 +19,16 @@ from jev import formats
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def jev(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jev.cli.main", *args], capture_output=True, input=stdin,
-                          cwd=ROOT, env={**os.environ, **(env or {})}, timeout=60)
+def jev(*args: str, stdin: bytes | None = None, env: dict | None = None) -> Ran:
+    """`jev ARGS` in process (see `conftest.cli`)."""
+    return cli([*args], input=stdin, cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+def entry_point(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m jev.cli.main ARGS` in a process of its own: for what depends on a fresh interpreter (the
+    temporary folder a new process picks from TMPDIR, what importing the command loads)."""
+    return subprocess.run([sys.executable, "-m", "jev.cli.main", *args], capture_output=True, cwd=ROOT,
+                          env={**os.environ, **(env or {})}, timeout=60)
 
 
 @pytest.fixture
@@ -56,7 +63,7 @@ def test_demo_without_workdir_leaves_nothing_behind_and_its_table_does_not_wrap(
     item 10); the temporary archive is removed at the end."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    proc = jev("demo", env={"TMPDIR": str(temp), "COLUMNS": ""})
+    proc = entry_point("demo", env={"TMPDIR": str(temp), "COLUMNS": ""})
     assert proc.returncode == 0, proc.stderr.decode()
     assert list(temp.iterdir()) == []
     rows = [line for line in proc.stderr.decode().splitlines() if line.startswith("│ t")]
@@ -260,7 +267,7 @@ def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -
                {"id": "c3", "type": "function", "function": {"name": "shell", "arguments": "{}"}}]}]
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join(json.dumps(m) for m in doc))
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "inspect", str(path)], capture_output=True,
+    proc = cli(["inspect", str(path)], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -269,7 +276,7 @@ def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -
     # the shell pair sits among the newest messages, which are never judged: shell could not be eligible yet
     assert out["tools"]["shell"]["judgeable"] == 0 and out["could_be_eligible"] == ["read_file"]
     assert "--eligible-tools read_file" in proc.stderr
-    bad = subprocess.run([sys.executable, "-m", "jev.cli.main", "inspect", str(tmp_path / "none.json")],
+    bad = cli(["inspect", str(tmp_path / "none.json")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read INPUT" in bad.stderr
 
@@ -277,7 +284,7 @@ def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -
 def test_compact_show_lists_every_pair_as_json_and_a_table() -> None:
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact",
+    proc = cli(["compact",
                            "examples/data/django__django-11163.traj.json", "--eligible-tools", "bash", "--show"],
                           capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1],
                           env={**__import__("os").environ, "COLUMNS": "160"})
@@ -293,7 +300,7 @@ def test_compact_show_lists_every_pair_as_json_and_a_table() -> None:
 def test_help_states_defaults_and_version_and_benchmarks_only_print_help() -> None:
     version = subprocess.run([sys.executable, "-m", "jev.cli.main", "--version"], capture_output=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith(b"jev-compaction ")
-    compact_help = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", "--help"], capture_output=True,
+    compact_help = cli(["compact", "--help"], capture_output=True,
                                   timeout=60).stdout.decode()
     flat = " ".join(compact_help.split())
     assert "(default: shadow)" in flat and "(default: local)" in flat and "archive scope: the user" in flat
@@ -310,12 +317,12 @@ def test_records_go_only_where_they_can_and_a_lost_record_is_an_error(tmp_path: 
     history = tmp_path / "h.json"
     history.write_bytes(json.dumps(formats.dump(reference_messages(), "openai-chat")).encode())
     for target, words in ((tmp_path / "missing" / "r.jsonl", b"no such folder"), (tmp_path, b"is a folder")):
-        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(history), "--records", str(target)],
+        proc = cli(["compact", str(history), "--records", str(target)],
                               capture_output=True, timeout=60)
         assert proc.returncode == 2 and words in proc.stderr and proc.stdout == b""
     assert not (tmp_path / "missing").exists()  # never created silently
     if Path("/dev/full").exists():  # every write fails with ENOSPC: SHADOW's whole output lost
-        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(history), "--records", "/dev/full",
+        proc = cli(["compact", str(history), "--records", "/dev/full",
                                "--eligible-tools", "read"], capture_output=True, timeout=60)
         assert proc.returncode == 3 and b"could not be written" in proc.stderr and b"Traceback" not in proc.stderr
 
@@ -324,7 +331,7 @@ def test_restore_is_read_only_and_names_a_missing_archive(tmp_path: Path) -> Non
     ref = "a" * 64
     for archive, words in ((f"sqlite:///{tmp_path}/nope.db", b"no such SQLite archive"),
                            (str(tmp_path / "noarch"), b"no such archive folder")):
-        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "restore", ref, "--archive", archive, "--user", "u",
+        proc = cli(["restore", ref, "--archive", archive, "--user", "u",
                                "--agent", "a", "--session", "s"], capture_output=True, timeout=60)
         assert proc.returncode == 2 and words in proc.stderr
     assert list(tmp_path.iterdir()) == []  # nothing created
@@ -355,7 +362,7 @@ def test_output_mistakes_are_usage_errors_before_any_work(tmp_path: Path) -> Non
         (["compact", str(history), "--records", "s3://jev-no-such-bucket/r.jsonl"], b"cannot be opened"),
     ]
     for args, words in cases:
-        proc = subprocess.run([sys.executable, "-m", "jev.cli.main", *args], capture_output=True, timeout=60, env=env)
+        proc = cli([*args], capture_output=True, timeout=60, env=env)
         assert proc.returncode == 2 and words in proc.stderr and b"Traceback" not in proc.stderr, (args, proc.stderr)
         assert proc.stdout == b""
     assert not (tmp_path / "missing").exists()
@@ -371,12 +378,12 @@ def test_cli_compact_and_restore_on_s3(seaweed, tmp_path: Path) -> None:
            "AWS_DEFAULT_REGION": "us-west-2"}
     where = ["--archive", spec["url"], "--archive-endpoint", seaweed.endpoint, "--user", "u", "--agent", "a",
              "--session", "s"]
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(transcript), "--mode", "enforce",
+    proc = cli(["compact", str(transcript), "--mode", "enforce",
                            "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1", *where,
                            "-q"], cwd=ROOT, capture_output=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
     ref = json.loads(proc.stdout)["archive_reference"]
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "restore", ref, *where, "--call-id", "old", "-q"],
+    proc = cli(["restore", ref, *where, "--call-id", "old", "-q"],
                           cwd=ROOT, capture_output=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
     assert [m["id"] for m in json.loads(proc.stdout)["messages"]] == ["c-old", "r-old"]
@@ -389,8 +396,8 @@ def test_cli_lists_and_deletes_snapshots(tmp_path: Path) -> None:
     where = ["--archive", str(tmp_path / "a"), "--user", SCOPE.user_id, "--agent", SCOPE.agent_id,
              "--session", SCOPE.session_id]
 
-    def jev(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "jev.cli.main", "snapshots", *args, *where], cwd=ROOT,
+    def jev(*args: str) -> Ran:
+        return cli(["snapshots", *args, *where], cwd=ROOT,
                               capture_output=True, timeout=60)
 
     listed = jev()
@@ -400,13 +407,13 @@ def test_cli_lists_and_deletes_snapshots(tmp_path: Path) -> None:
     assert json.loads(deleted.stdout) == {"status": "ERROR", "deleted": [refs[0]], "missing": ["f" * 64]}
     assert json.loads(jev().stdout)["snapshots"] == refs[1:]
     assert jev("--delete", "nope").returncode == 2
-    missing = subprocess.run([sys.executable, "-m", "jev.cli.main", "snapshots", "--archive", str(tmp_path / "typo"),
+    missing = cli(["snapshots", "--archive", str(tmp_path / "typo"),
                               *where[2:]], cwd=ROOT, capture_output=True, timeout=60)
     assert missing.returncode == 2 and b"no such archive folder" in missing.stderr
     assert not (tmp_path / "typo").exists()
 
 
-def _as_user(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def _as_user(*args: str, cwd: Path) -> Ran:
     """`jev ARGS` as a user who is not root (root writes anywhere, which hid the missing check): as
     `nobody` through setpriv when the tests run as root."""
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []

@@ -471,6 +471,7 @@ def test_the_pairs_table_joins_every_fact_and_says_why_a_pair_was_pinned() -> No
     last = next(v for v in table.values() if v.call_id == "needed")
     assert last.pinned == "in the recent window"
     assert set(old.as_dict()) == {"key", "call_id", "tool", "input_head", "result_chars", "keep_call", "keep_result",
+                                  "scaled_result",
                                   "action", "reason", "pinned"}
 
 

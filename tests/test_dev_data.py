@@ -16,6 +16,7 @@ from jev.transcript import ToolResultBlock, analyze
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SETS = {"swebench": DATA / "mini-swe-agent-swebench-dev.tar.xz", "deepseek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}
 CLAUDE_CODE = DATA / "claude-code-sessions-dev.tar.xz"
+pytestmark = pytest.mark.slow  # whole dev sets: out of the fast subset
 needs_data = pytest.mark.skipif(not all(p.exists() for p in SETS.values()), reason=f"dev trajectories not found in {DATA}")
 DEFAULT = CompactionConfig(eligible_tools=frozenset({"bash"}))  # the defaults, with the one tool these agents have
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import msg, text
+from conftest import Ran, cli, msg, text
 
 from calibration.labels import later_reuse, pair_uses
 from jev import CompactionConfig, Compactor, ExecutionOptions, JsonlSink, Mode, ToolResultBlock, ToolUseBlock, formats
@@ -66,7 +66,7 @@ def test_jev_label_joins_records_with_transcripts(tmp_path: Path) -> None:
     assert record["session_id"] == "s1" and record["history_messages"] == cut
 
     out = tmp_path / "labels.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "label", str(records), "--transcripts",
+    proc = cli(["label", str(records), "--transcripts",
                            str(transcripts), "--out", str(out)], cwd=ROOT, capture_output=True, timeout=60,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr.decode()
@@ -83,10 +83,10 @@ def test_jev_label_joins_records_with_transcripts(tmp_path: Path) -> None:
 
 
 def test_jev_label_missing_records_file_is_a_usage_error(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "label", str(tmp_path / "nope.jsonl"),
+    proc = cli(["label", str(tmp_path / "nope.jsonl"),
                            "--transcripts", str(tmp_path)], cwd=ROOT, capture_output=True, timeout=60)
     assert proc.returncode == 2 and b"cannot read" in proc.stderr and proc.stdout == b""
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "label", str(tmp_path / "records-*.jsonl"),
+    proc = cli(["label", str(tmp_path / "records-*.jsonl"),
                            "--transcripts", str(tmp_path)], cwd=ROOT, capture_output=True, timeout=60)
     assert proc.returncode == 2 and b"no decision records match" in proc.stderr and proc.stdout == b""
 
@@ -176,8 +176,8 @@ def test_labels_ignore_tombstones_the_library_wrote() -> None:
     assert pair_uses(analyze(compacted))["t1"].result_used == -1  # ... but is not the agent using t1's words
 
 
-def _label(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jev.cli.main", "label", *args], cwd=ROOT, capture_output=True,
+def _label(*args: str) -> Ran:
+    return cli(["label", *args], cwd=ROOT, capture_output=True,
                           timeout=60)
 
 
@@ -217,7 +217,7 @@ def test_jev_label_refuses_what_it_cannot_join_and_never_leaves_a_partial_out(tm
 def test_jev_calibrate_blames_the_flag_not_the_file(tmp_path: Path, flags: list, message: str) -> None:
     labelled = tmp_path / "l.jsonl"
     labelled.write_text("")
-    proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "calibrate", str(labelled), *flags, "--out",
+    proc = cli(["calibrate", str(labelled), *flags, "--out",
                            str(tmp_path / "o")], cwd=ROOT, capture_output=True, timeout=60)
     assert proc.returncode == 2 and message.encode() in proc.stderr and b"LABELLED" not in proc.stderr
 

@@ -282,6 +282,7 @@ def test_features_use_nothing_after_the_decision_point(sessions) -> None:
         assert judge.scores(analyze(messages[: s + 1])) == before
 
 
+@pytest.mark.slow
 @needs_data
 def test_mini_swe_agent_round_trip_on_every_dev_trajectory() -> None:
     from calibration.dataset import raw_trajectories
@@ -290,6 +291,7 @@ def test_mini_swe_agent_round_trip_on_every_dev_trajectory() -> None:
         assert formats.dump(formats.load(doc, "auto"), "mini-swe-agent") == doc
 
 
+@pytest.mark.slow
 @needs_data
 def test_auroc_bar_on_held_out_instances(rows) -> None:
     from calibration.dataset import group_of
@@ -358,6 +360,7 @@ def test_a_version_1_model_still_runs(tmp_path: Path) -> None:
     assert scores == pytest.approx(_ask(LocalJudge(str(tmp_path / "v2.json")), messages), abs=1e-4)
 
 
+@pytest.mark.slow
 @needs_data
 def test_example_rollout_runs(tmp_path) -> None:
     import subprocess
@@ -370,6 +373,7 @@ def test_example_rollout_runs(tmp_path) -> None:
     assert (tmp_path / "report.md").exists()
 
 
+@pytest.mark.slow
 @needs_data
 def test_example_shadow_evaluation_runs(tmp_path) -> None:
     import subprocess

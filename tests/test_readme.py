@@ -1,5 +1,7 @@
-"""The README's snippets run as written (issue 16, item 9): every Python block, in a fresh folder, and the
-first look at a real session, whose quoted summary must be what the command prints."""
+"""The README's snippets run as written (issue 16, item 9; issue 35, item 8): every Python block, in a fresh
+folder; every shell block, in order, from a folder laid out as the repository root (the shipped sample
+data, the virtual environment the two commands made); and the first look at a real session, whose quoted
+summary must be what the command prints."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
+SHELL_BLOCKS = re.findall(r"^```bash\n(.*?)^```$", README, flags=re.S | re.M)
+# the two commands' installs, and the test commands (this suite is one of them), are what CI itself runs
+RUN_HERE = [block for block in SHELL_BLOCKS if "pip install" not in block and "pytest" not in block]
 
 
 def test_the_readme_has_python_snippets() -> None:
@@ -41,3 +46,25 @@ def test_first_look_prints_what_the_readme_quotes() -> None:
     printed = " ".join(proc.stderr.split())
     for line in quoted:
         assert " ".join(line.lstrip("# ").split()) in printed
+
+
+@pytest.mark.slow
+def test_every_shell_snippet_runs_as_written_in_order(tmp_path: Path) -> None:
+    """From a folder laid out as a fresh clone's root after the two commands (`examples/`, `.venv/`), the
+    README's shell blocks run one after another in one shell — later ones use what earlier ones wrote."""
+    assert len(RUN_HERE) >= 3, "the README's command-line, first-look and rollout blocks"
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "jev").exists():
+        pytest.skip(f"the jev command is not installed beside {sys.executable}")
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    venv = tmp_path / ".venv" / "bin"
+    venv.mkdir(parents=True)  # activates the environment running these tests, as the two commands' .venv
+    (venv / "activate").write_text(f'export PATH="{bin_dir}:$PATH"\n')
+    (venv / "jev").symlink_to(bin_dir / "jev")
+    script = "set -euo pipefail\n" + "\n".join(RUN_HERE)
+    env = {**os.environ, "COLUMNS": "200"}
+    for key in ("TYPESAFE_API_KEY", "JEV_API_KEY", "OPENAI_API_KEY"):
+        env.pop(key, None)
+    proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "restored.json").exists() and (tmp_path / "calib" / "thresholds.json").exists()

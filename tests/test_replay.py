@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import orjson
-from conftest import long_history
+from conftest import Ran, cli, long_history
 
 from jev import formats
 from jev.cli.replay import decision_points
@@ -17,8 +17,8 @@ from jev.cli.replay import decision_points
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def jev(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "jev.cli.main", *args], cwd=cwd, capture_output=True, timeout=120)
+def jev(*args: str, cwd: Path) -> Ran:
+    return cli([*args], cwd=cwd, capture_output=True, timeout=120)
 
 
 def write_sessions(folder: Path) -> None:

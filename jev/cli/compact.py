@@ -131,15 +131,18 @@ def show_table(out: Any, plan: Plan) -> None:
     """The plan's pairs as a table for a reader."""
     from rich.table import Table
     table = Table(title="pairs", show_lines=False)
-    for column in ("key", "tool", "input", "result chars", "keep_call", "keep_result", "action", "reason"):
-        table.add_column(column, justify="right" if column in ("result chars", "keep_call", "keep_result") else "left",
+    numbers = ("result chars", "keep_call", "keep_result", "scaled")
+    for column in ("key", "tool", "input", *numbers, "action", "reason"):
+        table.add_column(column, justify="right" if column in numbers else "left",
                          no_wrap=True, overflow="ellipsis", max_width=36 if column == "input" else None)
     for v in plan.pairs_table():
         score = lambda p: "—" if p is None else f"{p:.3f}"  # noqa: E731
         table.add_row(v.key, v.tool, v.input_head, f"{v.result_chars:,}", score(v.keep_call) if not v.pinned else "",
-                      score(v.keep_result) if not v.pinned else "", v.action.value,
-                      f"PINNED: {v.pinned}" if v.pinned else v.reason)
+                      score(v.keep_result) if not v.pinned else "", score(v.scaled_result) if not v.pinned else "",
+                      v.action.value, f"PINNED: {v.pinned}" if v.pinned else v.reason)
     out.print(table)
+    out.print("scaled: keep_result per 1000 result characters (size-aware), the score the thresholds compare; a "
+              "raw keep_result at or above keep_threshold keeps the result whatever its size")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -232,7 +235,7 @@ def _summary(out: Any, result: dict[str, Any], source: str) -> None:
             line += (f"; stopped short of the target at {result['result_share']:.1%} of candidate result characters "
                      "(the rest is confidently needed or refused)")
     if result["archive_reference"]:
-        line += f"; archived {result['archive_reference'][:12]}…"
+        line += f"; archived as {result['archive_reference']} (jev restore takes it whole)"
     if result.get("detail"):
         line += f" — {result['detail']}"
     out.print(line)

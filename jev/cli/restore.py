@@ -51,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     write_json({"status": "RESTORED", "reference": args.ref, "call_id": args.call_id,
                 "occurrence": args.occurrence, "messages": rendered}, args.out)
     what = f"pair {args.call_id}" if args.call_id else "snapshot"
-    out.print(f"[bold]restored[/] {what}: {len(messages)} message(s), verified against {args.ref[:12]}…")
+    out.print(f"[bold]restored[/] {what}: {len(messages)} message(s), verified against {args.ref}")
     return EXIT_OK

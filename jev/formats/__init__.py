@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError, shown
-from ..transcript import ROLES, Message, ToolResultBlock, ToolUseBlock
+from ..transcript import ENVELOPE_KEY, FORMAT_KEY, ROLES, SOURCE_KEY, Message, ToolResultBlock, ToolUseBlock
 from . import request
 
 # each form's converter module, imported when the form is first read or written (not by `import jev`)
@@ -146,5 +146,21 @@ def load(data: Any, format: str = "auto") -> list[Message]:
 
 
 def dump(messages: Sequence[Message], format: str = "jev") -> Any:
-    """The messages as parsed JSON in `format`."""
-    return _codec(format)[1](messages)
+    """The messages as parsed JSON in `format`. Messages carry what their reader kept for the round trip
+    (`metadata["jev.source"]`); a `jev` document is free to carry any, so a source that is not what this
+    form's reader wrote (edited, or made up) is refused with a `FormatError` rather than written wrong."""
+    codec = _codec(format)[1]
+    try:
+        return codec(messages)
+    except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        reader = request.FORMS[format][0] if format in request.FORMS else format  # whose bookkeeping is read
+        kept = [i for i, m in enumerate(messages) if isinstance(m, Message) and m.metadata and (
+            (m.metadata.get(SOURCE_KEY) is not None and m.metadata.get(FORMAT_KEY, reader) == reader)
+            or (reader != format and m.metadata.get(ENVELOPE_KEY) is not None))]
+        if not kept:
+            raise  # no bookkeeping to blame: a bug, never dressed up as bad input
+        raise FormatError(f"{format}: the bookkeeping of messages{kept[:3]} (metadata['jev.source']) is not what "
+                          f"the {format} reader keeps ({type(exc).__name__}: {shown(str(exc))}); remove it to write "
+                          "those messages afresh") from None
