@@ -2,8 +2,10 @@
 standing in for the LLM, the judged compaction middleware, a file archive, and the restore tool.
 
 The agent reads four files; once the history reaches 8 messages the middleware judges it (recorded
-answers here: the first read is obsolete), archives the full history, and replaces the graph state with
-the compacted one. The next model call sees the compacted history; the restore tool brings the archived
+answers here: the first read, a large obsolete file, is not needed), checks that dropping it pays under
+prompt caching within the calls the host expects (`horizon=10`: it re-bills the rest of the history
+once and saves the file's tokens on every later call), archives the full history, and replaces the graph
+state with the compacted one. The next model call sees the compacted history; the restore tool brings the archived
 read back without re-running it.
 
 Run: python examples/enforce_in_agent_loop.py
@@ -29,7 +31,7 @@ from archive import FileArchive, Scope  # noqa: E402
 from jev.integrations.langchain import JevCompactionMiddleware  # noqa: E402
 from jev.judges import ReplayJudge  # noqa: E402
 
-FILES = {"old_config.py": "DEBUG = True\n" * 150, "settings.py": "TIMEOUT = 30\n" * 150,
+FILES = {"old_config.py": "DEBUG = True\n" * 3000, "settings.py": "TIMEOUT = 30\n" * 150,
          "app.py": "def main(): ...\n" * 150, "test_app.py": "def test_main(): assert main()\n" * 150}
 
 
@@ -67,14 +69,17 @@ def run(workdir: Path) -> None:
         jev.ExecutionOptions(jev.Mode.ENFORCE, budget=5.0, version="example"),
         archive,
     )
+    # the host expects about 10 more model calls: the cost gate (jev.cost) adopts a plan only if it pays by then
     middleware = JevCompactionMiddleware(compactor, trigger=("messages", 8), scope=Scope("demo", "coder", "s1"),
-                                         keep_decisions=10)  # the last 10 plans (1 by default)
+                                         keep_decisions=10, horizon=10)  # the last 10 plans (1 by default)
     agent = create_agent(model, tools=[read_file, middleware.restore_tool()], middleware=[middleware])
     state = agent.invoke({"messages": [{"role": "user", "content": "Check app.py against its test."}]})
     print("final state holds results of:", [m.tool_call_id for m in state["messages"] if isinstance(m, ToolMessage)])
     for decision in middleware.recent_decisions:
-        print("decision:", decision.status.value, decision.reason.value,
-              decision.plan.archive_reference[:12] if decision.plan and decision.plan.archive_reference else "")
+        cost = decision.plan.cost if decision.plan else None
+        print("decision:", decision.status.value, decision.reason.value, decision.detail,
+              f"pays after {cost.break_even:.1f} later calls (net {cost.net:,.0f} tokens over {cost.horizon})"
+              if cost else "")
     restored = asyncio.run(middleware.restore_tool().ainvoke({"call_id": "read_0"}))
     print("restore tool, read_0:", restored.splitlines()[0], "…")
 

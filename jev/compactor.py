@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from .aio import run_sync
+from .cost import check_horizon, estimate, horizon_from_history, unprofitable
 from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
 from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, decide, no_candidates_detail,
-                     pinned_message_indices, value_score, why_pinned)
+                     pins, value_score)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
 from .history import Judged as Taken, chars_after, take, unchanged
@@ -65,17 +66,21 @@ class Compactor:
 
     # --- public API -----------------------------------------------------------------------------
 
-    async def plan(self, messages: Sequence[Message], *, scope: Scope | None = None,
-                   context: Any = None) -> Decision:
-        """Judge the history and return a `Decision`; emits one record (a CANCELLED one if the task is cancelled)."""
+    async def plan(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
+                   horizon: int | None = None, idle_seconds: float | None = None) -> Decision:
+        """Judge the history and return a `Decision`; emits one record (a CANCELLED one if the task is cancelled).
+        `horizon`: the model calls the host expects after this one's (else `jev.cost.horizon_from_history`);
+        `idle_seconds`: time since the host's last model call (past the pricing's cache lifetime the cache is
+        cold, and a compaction re-bills nothing) — both feed the cost gate."""
         started = time.monotonic()
         record_pairs: tuple[PairRecord, ...] = ()
         if self.options.mode is Mode.OFF:
             decision = Decision(Status.SKIPPED, Reason.DISABLED)
         else:
             try:
+                check_horizon(horizon, idle_seconds)
                 async with asyncio.timeout(self.options.budget):
-                    decision, record_pairs = await self._plan(messages, scope)
+                    decision, record_pairs = await self._plan(messages, scope, horizon, idle_seconds)
             except TimeoutError:
                 decision = Decision(Status.ERROR, Reason.TIMEOUT,
                                     detail=f"plan exceeded its budget of {self.options.budget}s",
@@ -86,24 +91,26 @@ class Compactor:
         self._emit(context, decision, started, record_pairs, scope, messages)
         return decision
 
-    async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None,
-                      context: Any = None) -> list[Message] | None:
+    async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
+                      horizon: int | None = None, idle_seconds: float | None = None) -> list[Message] | None:
         """The history the host should use, or None = "run your standard compaction" (OFF and SHADOW)."""
-        decision = await self.plan(messages, scope=scope, context=context)
+        decision = await self.plan(messages, scope=scope, context=context, horizon=horizon, idle_seconds=idle_seconds)
         if self.options.mode is not Mode.ENFORCE:
             return None
         if decision.status is Status.DECIDED and decision.plan is not None:
             return list(decision.plan.messages)
         return list(messages)
 
-    def plan_sync(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None) -> Decision:
+    def plan_sync(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
+                  horizon: int | None = None, idle_seconds: float | None = None) -> Decision:
         """`plan` for non-async hosts."""
-        return run_sync(self.plan(messages, scope=scope, context=context))
+        return run_sync(self.plan(messages, scope=scope, context=context, horizon=horizon, idle_seconds=idle_seconds))
 
-    def compact_sync(self, messages: Sequence[Message], *, scope: Scope | None = None,
-                     context: Any = None) -> list[Message] | None:
+    def compact_sync(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
+                     horizon: int | None = None, idle_seconds: float | None = None) -> list[Message] | None:
         """`compact` for non-async hosts."""
-        return run_sync(self.compact(messages, scope=scope, context=context))
+        return run_sync(self.compact(messages, scope=scope, context=context, horizon=horizon,
+                                     idle_seconds=idle_seconds))
 
     def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None) -> Compactor:
         """This compactor, or a copy of it in budget mode whose `target_reduction` should bring `messages`
@@ -135,13 +142,13 @@ class Compactor:
 
     # --- the plan, step by step ---------------------------------------------------------------
 
-    async def _plan(self, messages: Sequence[Message], scope: Scope | None
-                    ) -> tuple[Decision, tuple[PairRecord, ...]]:
+    async def _plan(self, messages: Sequence[Message], scope: Scope | None, horizon: int | None,
+                    idle_seconds: float | None) -> tuple[Decision, tuple[PairRecord, ...]]:
         """The plan's decision and its judged pairs' records (kept when only the archive write fails: the
         judgments stand). Any failure is an ERROR decision."""
         pairs: tuple[PairRecord, ...] = ()
         try:
-            decision, pairs, judged = await self._steps(messages, scope)
+            decision, pairs, judged = await self._steps(messages, scope, horizon, idle_seconds)
             if decision.status is Status.DECIDED and decision.plan is not None and self.options.mode is Mode.ENFORCE:
                 plan = dataclasses.replace(decision.plan, archive_reference=await self._archive(scope, judged))
                 decision = Decision(Status.DECIDED, Reason.ARCHIVED_PROPOSAL, plan, recommendation(plan, True))
@@ -156,8 +163,8 @@ class Compactor:
             return Decision(Status.ERROR, Reason.INTERNAL_ERROR, detail=f"unexpected {type(exc).__name__}: {exc}",
                             error_kind=type(exc).__name__), pairs
 
-    async def _steps(self, messages: Sequence[Message], scope: Scope | None
-                     ) -> tuple[Decision, tuple[PairRecord, ...], tuple[Message, ...]]:
+    async def _steps(self, messages: Sequence[Message], scope: Scope | None, horizon: int | None,
+                     idle_seconds: float | None) -> tuple[Decision, tuple[PairRecord, ...], tuple[Message, ...]]:
         """Everything but the archive write: the decision, the judged pairs' records, and the history as
         judged (what ENFORCE archives)."""
         config = self.config
@@ -165,8 +172,9 @@ class Compactor:
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
         judged_history = self._take(messages)
         transcript = judged_history.transcript
-        why = why_pinned(transcript, config, pinned_message_indices(transcript, config))  # every non-candidate
-        judged = [p for p in transcript.pairs if p.key not in why]  # = candidates(), without the rules again
+        pinned = pins(transcript, config)
+        why, truncate_only = pinned.why, pinned.truncate_only  # every non-candidate; calls in thinking messages
+        judged = pinned.candidates(transcript)
         if not judged:
             detail = no_candidates_detail(transcript, config)
             return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=detail), (), ()
@@ -178,7 +186,7 @@ class Compactor:
                             detail="the history changed while it was being judged"), (), ()
 
         gone = let_go(judged, config)
-        chosen, target = self._budget(judged, probabilities, gone)
+        chosen, target = self._budget(judged, probabilities, gone, truncate_only)
         decisions: dict[str, Action] = {}
         scores: dict[str, Scores] = {}
         pair_table: dict[str, tuple[str, str]] = {}
@@ -192,7 +200,7 @@ class Compactor:
             else:
                 action, score = chosen[key] if chosen is not None else decide(
                     probabilities[f"call_{key}"], probabilities[f"result_{key}"], config, p.tool, p.result_chars,
-                    let.truncate_saves)
+                    let.truncate_saves, key in truncate_only)
                 if action is not Action.KEEP:
                     removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
                 record(PairRecord(key, p.call_id, p.tool, score.keep_call, score.keep_result, action.value,
@@ -216,7 +224,13 @@ class Compactor:
             plan = Plan(tuple(messages), **common)
             return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
                     tuple(records), transcript.messages)
-        plan = Plan(tuple(compacted), **common)  # ENFORCE adopts it only once `_plan` has archived the history
+        cost = estimate(transcript.messages, compacted, horizon or horizon_from_history(transcript.messages),
+                        config.pricing, cold=idle_seconds is not None and idle_seconds > config.pricing.lifetime)
+        if config.cost_gate and config.target_reduction is None and not cost.pays:  # budget mode is a host's need
+            plan = Plan(tuple(messages), **common, cost=cost)
+            return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
+                             detail=unprofitable(cost)), tuple(records), transcript.messages)
+        plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True)), tuple(records),
                 transcript.messages)
 
@@ -256,15 +270,17 @@ class Compactor:
             merged.update(checked)
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
-    def _budget(self, judged: Sequence[Pair], probabilities: dict[str, float | None], gone: dict[str, LetGo]
-                ) -> tuple[dict[str, tuple[Action, Scores]] | None, int | None]:
+    def _budget(self, judged: Sequence[Pair], probabilities: dict[str, float | None], gone: dict[str, LetGo],
+                truncate_only: frozenset[str]) -> tuple[dict[str, tuple[Action, Scores]] | None, int | None]:
         """Budget mode's action and scores per judged pair, and the characters it must remove; (None, None)
-        on the threshold table, which decides pair by pair. `gone`: what letting go of each pair removes."""
+        on the threshold table, which decides pair by pair. `gone`: what letting go of each pair removes;
+        `truncate_only`: the pairs whose call stays (its message carries thinking)."""
         if self.config.target_reduction is None:
             return None, None
         chosen, _removed, target = budget(
             [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
-                    p.result_chars, gone[p.key].truncate_saves, gone[p.key].drop_saves) for p in judged], self.config)
+                    p.result_chars, gone[p.key].truncate_saves, gone[p.key].drop_saves, p.key in truncate_only)
+             for p in judged], self.config)
         return chosen, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:

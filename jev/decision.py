@@ -8,6 +8,7 @@ from enum import Enum
 from typing import Any
 
 from .errors import ConfigError
+from .cost import CostEstimate
 from .policy import Action, Scores
 from .quick import quick_init
 from .transcript import Message
@@ -38,6 +39,7 @@ class Reason(str, Enum):
     STATE_BUDGET_EXCEEDED = "STATE_BUDGET_EXCEEDED"
     TRANSCRIPT_CHANGED = "TRANSCRIPT_CHANGED"
     INSUFFICIENT_REDUCTION = "INSUFFICIENT_REDUCTION"
+    UNPROFITABLE = "UNPROFITABLE"  # adopting it would raise the bill under prompt caching (jev.cost)
     ARCHIVED_PROPOSAL = "ARCHIVED_PROPOSAL"
     SHADOW_PROPOSAL = "SHADOW_PROPOSAL"
     CANCELLED = "CANCELLED"
@@ -52,7 +54,8 @@ class Plan:
     `request_tokens` the estimated tokens sent to the judge over all requests. `result_share` is the share
     of the candidates' result characters the plan lets go of (net of kept heads and markers); in budget
     mode `target_met` says whether it reached `target_reduction` (False: pinned, refused or confidently
-    needed results stopped it short), else None."""
+    needed results stopped it short), else None. `cost` is what adopting it does to the bill under prompt
+    caching (`jev.cost`), over the horizon the plan assumed."""
 
     messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody
     decisions: Mapping[str, Action]
@@ -69,6 +72,7 @@ class Plan:
     result_share: float = 0.0
     target_met: bool | None = None
     views: tuple[PairView, ...] = field(default=(), repr=False)
+    cost: CostEstimate | None = None
 
     def count(self, action: Action) -> int:
         return sum(1 for a in self.decisions.values() if a is action)

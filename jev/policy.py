@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from .cost import DEFAULT_PROFILE, PricingProfile, pricing
 from .errors import ConfigError, shown
 from .quick import quick_init
 from .transcript import CARRIED_OVER, Pair, Transcript
@@ -76,6 +77,8 @@ class CompactionConfig:
     tombstones: bool = True  # a dropped pair leaves one short line naming it and how to bring it back
     restore_tool: str | None = None  # the restore tool's name, when the host installed it: markers name it
     calibrated_for: str | None = None  # the judge these thresholds were certified for: another is refused
+    pricing: str | PricingProfile = DEFAULT_PROFILE  # the prompt-cache pricing the cost gate bills under
+    cost_gate: bool = True  # adopt only plans whose billed change over the horizon is negative (jev.cost)
 
     def __post_init__(self) -> None:
         d = require_in("discard_threshold", self.discard_threshold, 0, 1)
@@ -106,6 +109,9 @@ class CompactionConfig:
         if require_text("restore_tool", self.restore_tool, optional=True) and not self.restore_tool.isprintable():
             raise ConfigError(f"restore_tool must be a printable tool name (got {shown(self.restore_tool)})")
         require_text("calibrated_for", self.calibrated_for, optional=True)
+        object.__setattr__(self, "pricing", pricing(self.pricing))
+        if not isinstance(self.cost_gate, bool):
+            raise ConfigError(f"cost_gate must be true or false (got {shown(self.cost_gate)})")
 
     def thresholds(self, tool: str) -> tuple[float, float]:
         """(discard, keep) for a tool: its own pair from `tool_thresholds`, else the global ones."""
@@ -154,59 +160,94 @@ def _tool_thresholds(value: Any) -> tuple[tuple[str, float, float], ...]:
     return tuple(sorted(out))
 
 
-def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> set[int]:
-    """Indices of the messages no judgment may touch (SPEC §3)."""
+@dataclass(frozen=True, slots=True)
+class Pins:
+    """Which pairs a plan may judge (SPEC §3): the reason each other pair is pinned, and the candidates
+    that may only be truncated — their call's message carries thinking, which pins that message (and so
+    the call in it) but not the result's own message (issue 36: a result is not the message that carries
+    the thinking; DROP_PAIR stays forbidden)."""
+
+    why: dict[str, str]  # key -> the first rule that pins the pair, in words
+    truncate_only: frozenset[str]  # candidate keys whose call sits in a message that carries thinking
+
+    def candidates(self, transcript: Transcript) -> list[Pair]:
+        """The pairs that may be judged, in key order."""
+        return [p for p in transcript.pairs if p.key not in self.why]
+
+
+def _rule_pinned(transcript: Transcript, config: CompactionConfig) -> set[int]:
+    """Indices of the messages pinned by a rule other than thinking: first, recent window, system, by id
+    or metadata, holding content jev does not read."""
     n = len(transcript.messages)
     pinned = {0} if n else set()
     pinned.update(range(max(0, n - config.preserve_recent_messages), n))
     for i, message in enumerate(transcript.messages):
         if message.role == "system" or message.id in config.pinned_message_ids or message.pinned_by_metadata:
             pinned.add(i)
-    return pinned | transcript.thinking | transcript.opaque
+    return pinned | transcript.opaque
 
 
-def _pair_rule_pins(pair: Pair, config: CompactionConfig) -> bool:
-    result = pair.result
-    meta = result.metadata
-    return (pair.call_message == CARRIED_OVER or pair.tool not in config.eligible_tools or result.state != "success"
-            or (bool(meta) and any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)) or not result.text_only)
+def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> set[int]:
+    """Indices of the messages no judgment may change (SPEC §3): the rules', and those carrying thinking."""
+    return _rule_pinned(transcript, config) | transcript.thinking
 
 
-def why_pinned(transcript: Transcript, config: CompactionConfig, pinned: set[int] | None = None) -> dict[str, str]:
-    """For every pair that is not a candidate, the first rule that pins it (SPEC §3), in words. `pinned`:
-    the pinned message indices when the caller has them already."""
+def _pair_rule(pair: Pair, config: CompactionConfig) -> str | None:
+    """The rule on the pair itself that pins it, in words, or None."""
+    result, meta = pair.result, pair.result.metadata
+    if pair.call_message == CARRIED_OVER:  # first: no other rule speaks of a call that is not here
+        return "its call is not in this history (carried over from an earlier session)"
+    if pair.tool not in config.eligible_tools:
+        return "its tool is not eligible"
+    if result.state != "success":
+        return f"its result state is {result.state}"
+    if meta and any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS):
+        return "its result is suspended or pending"
+    if not result.text_only:
+        return "its result holds a non-text block"
+    return None
+
+
+def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
+    """The one place pinning is decided (SPEC §3, amended: a call in a message carrying thinking leaves its
+    result truncatable)."""
     n = len(transcript.messages)
-    pinned = pinned_message_indices(transcript, config) if pinned is None else pinned
-    out: dict[str, str] = {}
+    ruled = _rule_pinned(transcript, config)
+    thinking = transcript.thinking
+    why: dict[str, str] = {}
+    truncate_only: set[str] = set()
     for pair in transcript.pairs:
-        if pair.call_message == CARRIED_OVER:  # first: no other rule speaks of a call that is not here
-            out[pair.key] = "its call is not in this history (carried over from an earlier session)"
-        elif pair.call_message in pinned or pair.result_message in pinned:
-            i = pair.call_message if pair.call_message in pinned else pair.result_message
-            message = transcript.messages[i]
-            out[pair.key] = ("the first message" if i == 0
-                             else "in the recent window" if i >= n - config.preserve_recent_messages
-                             else "a system message" if message.role == "system"
-                             else "a pinned message id" if message.id in config.pinned_message_ids
-                             else "pinned by its metadata" if message.pinned_by_metadata
-                             else "its message holds thinking" if i in transcript.thinking
-                             else "its message holds content other than text (an image, a file)")
-        elif _pair_rule_pins(pair, config):
-            result, meta = pair.result, pair.result.metadata or {}
-            suspended = any(meta.get(k) is True for k in SUSPENDED_METADATA_KEYS)
-            out[pair.key] = ("its tool is not eligible" if pair.tool not in config.eligible_tools
-                             else f"its result state is {result.state}" if result.state != "success"
-                             else "its result is suspended or pending" if suspended
-                             else "its result holds a non-text block")
-    return out
+        rule = _pair_rule(pair, config) if pair.call_message == CARRIED_OVER else None
+        if rule is None:
+            pinned_at = next((i for i in (pair.call_message, pair.result_message) if i in ruled), None)
+            if pinned_at is None and pair.result_message in thinking:
+                pinned_at = pair.result_message
+            if pinned_at is not None:
+                message = transcript.messages[pinned_at]
+                rule = ("the first message" if pinned_at == 0
+                        else "in the recent window" if pinned_at >= n - config.preserve_recent_messages
+                        else "a system message" if message.role == "system"
+                        else "a pinned message id" if message.id in config.pinned_message_ids
+                        else "pinned by its metadata" if message.pinned_by_metadata
+                        else "its message holds thinking" if pinned_at in thinking
+                        else "its message holds content other than text (an image, a file)")
+            else:
+                rule = _pair_rule(pair, config)
+        if rule is not None:
+            why[pair.key] = rule
+        elif pair.call_message in thinking:
+            truncate_only.add(pair.key)
+    return Pins(why, frozenset(truncate_only))
 
 
-def candidates(transcript: Transcript, config: CompactionConfig, pinned: set[int] | None = None) -> list[Pair]:
-    """Pairs that may be judged, in key order: neither message pinned and no pair rule holds. `pinned`:
-    the pinned message indices when the caller has them already."""
-    pinned = pinned_message_indices(transcript, config) if pinned is None else pinned
-    return [p for p in transcript.pairs
-            if p.call_message not in pinned and p.result_message not in pinned and not _pair_rule_pins(p, config)]
+def why_pinned(transcript: Transcript, config: CompactionConfig) -> dict[str, str]:
+    """For every pair that is not a candidate, the first rule that pins it (SPEC §3), in words."""
+    return pins(transcript, config).why
+
+
+def candidates(transcript: Transcript, config: CompactionConfig) -> list[Pair]:
+    """Pairs that may be judged, in key order (see `pins`)."""
+    return pins(transcript, config).candidates(transcript)
 
 
 def no_candidates_detail(transcript: Transcript, config: CompactionConfig) -> str:
@@ -248,6 +289,7 @@ class Judged:
     result_chars: int
     truncate_saves: int
     drop_saves: int | None = None
+    truncate_only: bool = False  # its call's message carries thinking: the call stays, the result may be cut
 
 
 def budget_order(judged: Sequence[Judged], config: CompactionConfig
@@ -264,7 +306,7 @@ def budget_order(judged: Sequence[Judged], config: CompactionConfig
         elif j.keep_result >= config.thresholds(j.tool)[1]:
             fixed[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "NEEDED_RESULT")
         else:
-            truncate = j.keep_call >= config.thresholds(j.tool)[1]
+            truncate = j.truncate_only or j.keep_call >= config.thresholds(j.tool)[1]
             action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
             saves = j.truncate_saves if truncate else j.result_chars if j.drop_saves is None else j.drop_saves
             order.append((value_score(j.keep_result, saves, config), position, j, action, saves))
@@ -294,7 +336,8 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
 
 
 def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
-           result_chars: int = 0, truncate_saves: int | None = None) -> tuple[Action, Scores]:
+           result_chars: int = 0, truncate_saves: int | None = None, truncate_only: bool = False
+           ) -> tuple[Action, Scores]:
     """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED.
 
     With `size_exponent` > 0 (the default, 1.0) the result score is first scaled by
@@ -303,16 +346,18 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
     always keeps the result; the scores reported stay the judge's own.
     `size_exponent=0` applies the plain table. Per-tool thresholds apply when the tool has some. A
     TRUNCATE_RESULT that would remove nothing (`truncate_saves` ≤ 0: the result is no longer than its
-    kept head and marker) is no truncation: KEEP, reason SHORT_RESULT (SPEC §6 counted it as one)."""
+    kept head and marker) is no truncation: KEEP, reason SHORT_RESULT (SPEC §6 counted it as one). With
+    `truncate_only` (the call's message carries thinking, so the call stays) a result let go is always
+    TRUNCATE_RESULT, never DROP_PAIR, whatever the call's score."""
     if keep_call is None or keep_result is None:
         return Action.KEEP, Scores(keep_call, keep_result, "REFUSED")
     d, k = config.thresholds(tool)
     if keep_result >= k:  # a result the judge is sure is needed is kept, however large
         return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
     r = value_score(keep_result, result_chars, config)
-    if r <= d and keep_call <= d:
+    if r <= d and keep_call <= d and not truncate_only:
         return Action.DROP_PAIR, Scores(keep_call, keep_result, "DROP_PAIR")
-    if r <= d and keep_call >= k:
+    if r <= d and (keep_call >= k or truncate_only):
         if truncate_saves is not None and truncate_saves <= 0:
             return Action.KEEP, Scores(keep_call, keep_result, "SHORT_RESULT")
         return Action.TRUNCATE_RESULT, Scores(keep_call, keep_result, "TRUNCATE_RESULT")

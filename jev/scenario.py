@@ -22,7 +22,8 @@ NEEDED = "expected count 3 "
 REFERENCE_ANSWERS = {"model": "reference-fixture", "answers": {"call_t1": 0.01, "result_t1": 0.01}, "default": 0.99}
 CONFIG = CompactionConfig(preserve_recent_messages=1, truncate_head_chars=100, minimum_reduction=0.05,
                           max_transcript_chars=1_000_000, eligible_tools=frozenset({"read"}),
-                          size_exponent=0.0, tombstones=False)  # the reference's: plain table, no tombstones
+                          size_exponent=0.0, tombstones=False,
+                          cost_gate=False)  # the reference's: plain table, no tombstones, no cost gate
 USER, AGENT, SESSION = "demo", "compaction-demo", "context-demo"
 
 

@@ -13,14 +13,15 @@ import orjson
 
 from .compactor import Compactor
 from .decision import ExecutionOptions, Mode, Observer
-from .errors import ConfigError
+from .cost import DEFAULT_PROFILE, PROFILES
+from .errors import ConfigError, shown
 from .judges.base import Judge
 from .policy import CompactionConfig
 from .validate import integer_rule, led_by, require_in, require_integer, require_number, require_text
 
 SETTINGS = ("mode", "version", "budgetMillis", "threshold", "rejectionThreshold", "eligibleTools",
             "preserveRecentMessages", "maxStateTokens", "maxRequestTokens", "maxQuestions", "truncateHeadChars",
-            "minimumReduction", "targetReduction")
+            "minimumReduction", "targetReduction", "pricing", "costGate")
 MAX_BUDGET_MILLIS = 30_000
 MAX_STATE_TOKENS = 25_000
 MAX_REQUEST_TOKENS = 30_000
@@ -108,10 +109,17 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     target = compaction.get("targetReduction")
     if target is not None:
         target = require_in("compaction setting targetReduction", target, 0, 1, open_low=True, open_high=True)
+    pricing = compaction.get("pricing", DEFAULT_PROFILE)
+    if pricing not in PROFILES:  # a tenant names a profile; its own prices are the host's to set in Python
+        raise ConfigError(f"compaction setting pricing must be one of {', '.join(PROFILES)} (got {shown(pricing)})")
+    gate = compaction.get("costGate", True)
+    if not isinstance(gate, bool):
+        raise ConfigError(f"compaction setting costGate must be true or false (got {shown(gate)})")
     try:
         config = CompactionConfig(discard_threshold=discard, keep_threshold=keep, minimum_reduction=float(reduction),
                                   max_transcript_chars=SERVICE_MAX_TRANSCRIPT_CHARS, eligible_tools=frozenset(tools),
-                                  target_reduction=None if target is None else float(target), **ints)
+                                  target_reduction=None if target is None else float(target), pricing=pricing,
+                                  cost_gate=gate, **ints)
     except ConfigError as exc:
         raise ConfigError(f"invalid compaction config: {exc}") from None
     return ServiceConfig(mode, version, budget, config)

@@ -93,7 +93,7 @@ def reference_config(recent: int = 1, questions: int = 128, state: int = 25_000,
     base = dict(discard_threshold=0.2, keep_threshold=0.8, preserve_recent_messages=recent, max_state_tokens=state,
                 max_request_tokens=state + 5000, max_questions=questions, truncate_head_chars=30,
                 minimum_reduction=0.01, max_transcript_chars=1_000_000, eligible_tools=frozenset({"read"}),
-                size_exponent=0.0, tombstones=False)  # the reference: SPEC §6's plain table, no tombstones
+                size_exponent=0.0, tombstones=False, cost_gate=False)  # the reference: SPEC §6 as written
     base.update(kw)
     return CompactionConfig(**base)
 

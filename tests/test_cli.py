@@ -74,7 +74,8 @@ def test_demo_without_workdir_leaves_nothing_behind_and_its_table_does_not_wrap(
 
 
 def test_compact_shadow_then_enforce_then_restore(transcript: Path, replay: Path, tmp_path: Path) -> None:
-    common = [str(transcript), "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1"]
+    common = [str(transcript), "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1",
+              "--horizon", "50"]  # the host expects 50 more calls: the plan pays for its cache re-write
     shadow = jev("compact", *common, "-q")
     assert shadow.returncode == 0 and shadow.stderr == b""
     out = json.loads(shadow.stdout)
@@ -229,10 +230,15 @@ def test_compact_with_the_openai_judge(transcript: Path) -> None:
 
 def test_the_quick_start_proposes_something_and_says_why_when_nothing_is_judged() -> None:
     example = str(ROOT / "examples" / "data" / "django__django-11163.traj.json")
-    proc = jev("compact", example, "--eligible-tools", "bash")
-    assert proc.returncode == 0, proc.stderr.decode()
+    proc = jev("compact", example, "--eligible-tools", "bash")  # a finished session: few calls would follow
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and (out["status"], out["reason"]) == ("INCONCLUSIVE", "UNPROFITABLE")
+    assert out["cost"]["net"] > 0 and out["cost"]["horizon"] == 6 and "raise the bill" in out["detail"]
+    assert "later calls; the horizon is 6" in " ".join(proc.stderr.decode().split())
+    proc = jev("compact", example, "--eligible-tools", "bash", "--horizon", "40")  # the host expects 40 more
     out = json.loads(proc.stdout)
     assert out["status"] == "DECIDED" and out["reduction"] > 0.1 and "TRUNCATE_RESULT" in out["decisions"].values()
+    assert out["cost"]["net"] < 0 and out["cost"]["break_even_calls"] < 40
     for flags, hint in (((), "no tool is eligible (eligible_tools is empty); the history holds bash"),
                         (("--eligible-tools", "bsh"), "none of the eligible tools (bsh) occurs in the history, "
                                                        "which holds bash")):
@@ -378,7 +384,7 @@ def test_cli_compact_and_restore_on_s3(seaweed, tmp_path: Path) -> None:
            "AWS_DEFAULT_REGION": "us-west-2"}
     where = ["--archive", spec["url"], "--archive-endpoint", seaweed.endpoint, "--user", "u", "--agent", "a",
              "--session", "s"]
-    proc = cli(["compact", str(transcript), "--mode", "enforce",
+    proc = cli(["compact", str(transcript), "--mode", "enforce", "--horizon", "50",
                            "--judge", f"replay:{replay}", "--eligible-tools", "read", "--preserve-recent", "1", *where,
                            "-q"], cwd=ROOT, capture_output=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
@@ -477,7 +483,7 @@ def test_compact_writes_back_a_langchain_system_message_with_odd_tool_calls(tmp_
     path.write_text(json.dumps(doc))
     (tmp_path / "answers.json").write_text(json.dumps({"model": "replay", "answers": {}, "default": 0.01}))
     code = main(["compact", str(path), "--format", "langchain", "--mode", "enforce", "--eligible-tools", "read",
-                 "--preserve-recent", "2", "--judge", f"replay:{tmp_path / 'answers.json'}",
+                 "--preserve-recent", "2", "--judge", f"replay:{tmp_path / 'answers.json'}", "--horizon", "50",
                  "--archive", str(tmp_path / "archive"), "--user", "u", "--agent", "a", "--session", "s", "-q"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["status"] == "DECIDED"

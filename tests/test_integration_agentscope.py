@@ -44,7 +44,7 @@ def context() -> list[Msg]:
 
 
 def agent(mode: Mode, tmp_path, judge: Any = None, records: list | None = None) -> tuple[Agent, JevContextMiddleware]:
-    config = CompactionConfig(eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
     judge = judge or ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
     observer = (lambda _c, r: records.append(r)) if records is not None else None
     compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "as-test", observer), FileArchive(tmp_path))
@@ -138,7 +138,7 @@ def test_a_real_reply_loop_compacts_and_the_next_call_sees_it(tmp_path) -> None:
     from agentscope.tool import FunctionTool, Toolkit
 
     async def run() -> tuple[Agent, Scripted, JevContextMiddleware]:
-        config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+        config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
         compactor = Compactor(ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99), config,
                               ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
         middleware = JevContextMiddleware(compactor, trigger=("tool_results", 3), scope=SCOPE, keep_decisions=50)
@@ -176,7 +176,7 @@ def test_restore_tool(tmp_path) -> None:
 
 
 def test_a_token_target_is_counted_by_the_agents_own_model(tmp_path) -> None:
-    config = CompactionConfig(eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
     judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep every result
     compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
     middleware = JevContextMiddleware(compactor, trigger=("messages", 3), scope=SCOPE, keep_decisions=50,

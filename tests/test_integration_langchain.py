@@ -46,7 +46,7 @@ def script() -> ScriptedModel:
 
 
 def agent(mode: Mode, judge: Any, archive: Any = None, records: list | None = None) -> tuple[Any, JevCompactionMiddleware]:
-    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     observer = (lambda _c, r: records.append(r)) if records is not None else None
     compactor = Compactor(judge, config, ExecutionOptions(mode, 5.0, "lc-test", observer), archive)
     middleware = JevCompactionMiddleware(compactor, trigger=("messages", 6), scope=SCOPE, keep_decisions=50)
@@ -90,7 +90,7 @@ def test_a_concurrent_change_keeps_the_live_history(tmp_path) -> None:
             return await super().ask(request)
 
     judge = Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
-    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc-test"), FileArchive(tmp_path))
     middleware = JevCompactionMiddleware(compactor, trigger=("messages", 1), scope=SCOPE, keep_decisions=50)
     from langchain_core.messages import HumanMessage
@@ -136,7 +136,7 @@ def test_a_token_target_runs_budget_mode_and_brings_the_history_under_it(tmp_pat
     graph.invoke({"messages": [{"role": "user", "content": "Read the three files."}]})
     assert all(d.plan is None or not any(a.value != "KEEP" for a in d.plan.decisions.values())
                for d in plain.recent_decisions)
-    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc-test"), FileArchive(tmp_path))
     middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 900), scope=SCOPE, keep_decisions=50,
                                          target_tokens=900)
@@ -161,10 +161,12 @@ def test_a_long_running_agent_keeps_only_its_last_decisions() -> None:
     from langchain.agents.middleware import ModelRequest
     from langchain_core.messages import HumanMessage
 
-    compactor = Compactor(ReplayJudge({}, default=0.01), CompactionConfig(eligible_tools={"read_file"},
+    compactor = Compactor(ReplayJudge({}, default=0.01), CompactionConfig(cost_gate=False, eligible_tools={"read_file"},
                                                                           preserve_recent_messages=1),
                           ExecutionOptions(Mode.SHADOW, 5.0, "lc-test"))
-    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 1), keep_decisions=3)
+    grows = iter(range(1, 10**9))  # the host's count passes the trigger again before every call (hysteresis)
+    middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 1), keep_decisions=3,
+                                         token_counter=lambda _messages: next(grows))
     messages = [HumanMessage("Read f0.py.", id="h"),
                 AIMessage("", id="a", tool_calls=[{"name": "read_file", "args": {"path": "f0.py"}, "id": "c0",
                                                    "type": "tool_call"}]),

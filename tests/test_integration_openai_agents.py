@@ -55,7 +55,7 @@ class ScriptedModel(Model):
 
 
 def compactor(mode: Mode, tmp_path, records: list | None = None) -> Compactor:
-    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     observer = (lambda _c, r: records.append(r)) if records is not None else None
     judge = ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
     return Compactor(judge, config, ExecutionOptions(mode, 5.0, "agents-test", observer), FileArchive(tmp_path))
@@ -108,7 +108,7 @@ def test_a_concurrent_change_keeps_the_stored_history(tmp_path) -> None:
             return await super().ask(request)
 
     c = Compactor(Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99),
-                  CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05),
+                  CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05),
                   ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
     session = JevSession(underlying, c, trigger_items=5, scope=SCOPE, keep_decisions=50)
     run(session, ScriptedModel())
@@ -162,7 +162,7 @@ def test_restore_tool_brings_back_an_archived_pair(tmp_path) -> None:
 def test_a_token_target_sizes_the_session_compaction(tmp_path) -> None:
     from jev.integrations.openai_agents import estimated_tokens
     judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep everything
-    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     c = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
     session = JevSession(SQLiteSession("s-tokens"), c, trigger_items=5, scope=SCOPE, keep_decisions=50,
                          target_tokens=1_000)

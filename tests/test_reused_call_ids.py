@@ -72,7 +72,7 @@ def test_enforce_drops_one_occurrence_and_restores_it_by_occurrence(tmp_path) ->
     import asyncio
     doc = chat()
     archive = FileArchive(tmp_path)
-    config = CompactionConfig(eligible_tools=frozenset({"search_direct_flight", "search_onestop_flight"}),
+    config = CompactionConfig(cost_gate=False, eligible_tools=frozenset({"search_direct_flight", "search_onestop_flight"}),
                               preserve_recent_messages=2, minimum_reduction=0.05)
     judge = ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
     compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE), archive)

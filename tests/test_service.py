@@ -89,7 +89,7 @@ def test_shadow_records_without_content_and_changes_nothing() -> None:
     judge = ScriptedJudge(lambda q: 0.01 if q.endswith("t1") else 0.99)
     compactor = service.load(doc(eligibleTools=["read"], preserveRecentMessages=1, minimumReduction=0.01),
                              judge=judge, observer=lambda ctx, r: records.append(r))
-    assert compactor.compact_sync(reference_messages()) is None
+    assert compactor.compact_sync(reference_messages(), horizon=50) is None
     assert records[0].purpose == "context_compaction" and records[0].status == "DECIDED"
     assert "evidence-" not in str(records[0].to_dict())
 

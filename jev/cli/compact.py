@@ -17,7 +17,9 @@ from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJud
 from ..policy import CompactionConfig
 from ..records import JsonlSink
 from .common import (EXIT_ERROR, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
-                     check_file_target, console, exit_code, read_json, read_transcript, scope_from_args, write_json)
+                     check_file_target, console, exit_code, flag, read_json, read_transcript, scope_from_args,
+                     write_json)
+from ..validate import require_integer
 
 DEFAULT_BUDGET = 10.0
 
@@ -32,6 +34,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     add_judge_arguments(p)
     add_config_arguments(p)
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the whole plan")
+    p.add_argument("--horizon", type=int, help="model calls the host expects after this one, for the cost gate "
+                                               "(default: half the calls the history has made)")
     add_archive_arguments(p)
     add_scope_arguments(p)
     p.add_argument("--records", help="append decision records (JSON Lines) to this path or fsspec URL")
@@ -62,6 +66,10 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-reduction", type=float,
                    help="budget mode: let go of the lowest-value results until this share (0..1) of the candidate "
                         "result characters is removed (the thresholds still cap it)")
+    p.add_argument("--pricing", help="prompt-cache pricing the cost gate bills under: anthropic-5m (default), "
+                                     "anthropic-1h, openai or no-cache")
+    p.add_argument("--no-cost-gate", dest="cost_gate", action="store_false", default=None,
+                   help="adopt a plan even when it would raise the bill under prompt caching")
 
 
 def config_from_args(args: argparse.Namespace) -> CompactionConfig:
@@ -75,7 +83,8 @@ def config_from_args(args: argparse.Namespace) -> CompactionConfig:
         if args.eligible_tools is not None:
             overrides["eligible_tools"] = frozenset(t.strip() for t in args.eligible_tools.split(",") if t.strip())
         for flag, field in (("keep_threshold", "keep_threshold"), ("discard_threshold", "discard_threshold"),
-                            ("preserve_recent", "preserve_recent_messages"), ("target_reduction", "target_reduction")):
+                            ("preserve_recent", "preserve_recent_messages"), ("target_reduction", "target_reduction"),
+                            ("pricing", "pricing"), ("cost_gate", "cost_gate")):
             if getattr(args, flag) is not None:
                 overrides[field] = getattr(args, flag)
         return dataclasses.replace(config, **overrides) if overrides else config
@@ -121,6 +130,7 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -
         "output_tokens": plan.output_tokens if plan else 0,
         "reduction": plan.reduction if plan else 0.0,
         "archive_reference": plan.archive_reference if plan else "",
+        "cost": plan.cost.as_dict() if plan and plan.cost else None,
     }
     if decision.detail:
         out["detail"] = decision.detail
@@ -155,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
     except FormatError as exc:
         raise UsageError(f"INPUT {args.input!r}: cannot be written back as {fmt} ({exc})") from None
     config = config_from_args(args)
+    if args.horizon is not None:
+        flag(require_integer, "--horizon", args.horizon, 1)
     mode = Mode(args.mode.upper())
     scope = scope_from_args(args)
     archive = None
@@ -176,7 +188,8 @@ def run(args: argparse.Namespace) -> int:
         # a record names its session so that `jev label` can join it; stdin names none, so records of a plan
         # read from stdin carry no session unless --session gives one (label reports them, never mis-joins)
         session = args.session or (None if args.input == "-" else session_id(os.path.basename(args.input)))
-        decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session} if session else None)
+        decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session} if session else None,
+                                       horizon=args.horizon)
     if observer is not None and observer.error is not None:  # records are SHADOW's whole output: exit 3
         print(f"jev: error: --records {args.records!r}: the decision record could not be written "
               f"({type(observer.error).__name__}: {observer.error})", file=sys.stderr)
@@ -234,6 +247,10 @@ def _summary(out: Any, result: dict[str, Any], source: str) -> None:
         if result["target_met"] is False:
             line += (f"; stopped short of the target at {result['result_share']:.1%} of candidate result characters "
                      "(the rest is confidently needed or refused)")
+    if result["cost"] and result["status"] == "DECIDED":
+        cost = result["cost"]
+        line += (f"; pays for itself after {cost['break_even_calls']} later calls under {cost['profile']} "
+                 f"(net {cost['net']:+,.0f} tokens over {cost['horizon']})")
     if result["archive_reference"]:
         line += f"; archived as {result['archive_reference']} (jev restore takes it whole)"
     if result.get("detail"):

@@ -39,10 +39,11 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("tool_results", 20),
                  scope: Scope | Callable[[Any], Scope | None] | None = None,
-                 target_tokens: int | None = None, keep_decisions: int = 1) -> None:
+                 target_tokens: int | None = None, keep_decisions: int = 1,
+                 horizon: int | Callable[[Any], int | None] | None = None) -> None:
         self.trigger = check_trigger(trigger, ("tool_results", "messages"))
         self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
-                                   keep_decisions=keep_decisions)
+                                   keep_decisions=keep_decisions, trigger=self.trigger[1], horizon=horizon)
         self.compactor = compactor
 
     def restore_tool(self) -> Any:
@@ -64,8 +65,7 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
         return FunctionTool(restore_archived_result, is_read_only=True)
 
     def _fires(self, context: list[Msg]) -> bool:
-        kind, value = self.trigger
-        return _count(context, kind) >= value
+        return self.host.due(_count(context, self.trigger[0]))
 
     async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
         mode = self.compactor.options.mode
@@ -81,13 +81,14 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
             tokens = await agent.model.count_tokens(context, None)
             compactor = self.host.sized(messages, lambda: tokens)
         decision = self.host.keep(await compactor.plan(messages, scope=scope,
-                                                       context={"session_id": agent.state.session_id}))
-        if mode is Mode.SHADOW:
-            await next_handler()
-            return
-        if self.host.adopts(decision) and _dicts(agent.state.context) == judged:
+                                                       context={"session_id": agent.state.session_id},
+                                                       horizon=self.host.horizon_for(agent)))
+        if mode is not Mode.SHADOW and self.host.adopts(decision) and _dicts(agent.state.context) == judged:
             compacted = formats.dump(list(self.host.adopted(decision, scope)), FORMAT)
             agent.state.context[:] = [Msg.model_validate(d) for d in compacted]
+        self.host.planned(_count(agent.state.context, self.trigger[0]))
+        if mode is Mode.SHADOW:
+            await next_handler()
 
 
 def _count(context: list[Msg], kind: str) -> int:

@@ -6,6 +6,14 @@ Memory stays bounded in a long-running agent: an adapter keeps its last `keep_de
 default; each holds a whole compacted history), not every plan it made. The archive references — a
 scope and a short string per adopted compaction — are kept, because restoring a call dropped long ago
 needs the snapshot taken then.
+
+Deep, rare compactions (prompt caching re-bills everything after a change): the trigger is a level the
+history must pass again before the next plan. After a plan the next one waits until the history's count
+passes the next multiple of the trigger above what the history holds now — the compacted history when
+the plan was adopted (with a token target, below the trigger: it fires again only after growing back
+past it), the same history when it was not (an unprofitable or inconclusive plan is not retried on every
+call). The horizon the cost gate weighs comes from the host where it knows it (`horizon=`), else from
+the history (`jev.cost.horizon_from_history`).
 """
 
 from __future__ import annotations
@@ -44,12 +52,31 @@ class HostCompaction:
     decisions (bounded), and the references of the snapshots its adopted compactions archived."""
 
     def __init__(self, compactor: Compactor, *, scope: Any = None, target_tokens: int | None = None,
-                 keep_decisions: int = 1) -> None:
+                 keep_decisions: int = 1, trigger: int = 1, horizon: Any = None) -> None:
         self.compactor = compactor
         self.scope = scope
         self.target_tokens = check_target_tokens(target_tokens)
         self.recent: deque[Decision] = deque(maxlen=check_count("keep_decisions", keep_decisions))
         self.references: list[tuple[Scope, str]] = []
+        self.trigger = check_count("trigger", trigger)
+        self.next_at = self.trigger  # the count the history must reach for the next plan
+        if horizon is not None and not callable(horizon):
+            require_integer("horizon", horizon, 1)
+        self.horizon = horizon
+
+    def due(self, count: int) -> bool:
+        """Whether a history whose count (in the trigger's unit) is `count` should be planned now."""
+        return count >= self.next_at
+
+    def planned(self, count_now: int) -> None:
+        """After a plan: the next waits for the next multiple of the trigger above `count_now`, what the
+        history holds now (compacted when adopted)."""
+        self.next_at = max(self.trigger, (count_now // self.trigger + 1) * self.trigger)
+
+    def horizon_for(self, host: Any) -> int | None:
+        """The later model calls the host expects: the number given, or what the given callable makes of
+        the host's object; None lets the compactor estimate it from the history."""
+        return self.horizon(host) if callable(self.horizon) else self.horizon
 
     @property
     def mode(self) -> Mode:

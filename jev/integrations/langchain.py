@@ -35,17 +35,20 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("messages", 50),
                  scope: Scope | Callable[[Any], Scope | None] | None = None, target_tokens: int | None = None,
                  token_counter: Callable[[list[Any]], int] = count_tokens_approximately,
-                 keep_decisions: int = 1) -> None:
+                 keep_decisions: int = 1, horizon: int | Callable[[Any], int | None] | None = None) -> None:
         super().__init__()
         self.trigger = check_trigger(trigger, ("messages", "tokens"))
         self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
-                                   keep_decisions=keep_decisions)
+                                   keep_decisions=keep_decisions, trigger=self.trigger[1], horizon=horizon)
         self.compactor = compactor
         self.token_counter = token_counter
 
+    def _count(self, messages: list[Any]) -> int:
+        kind, _ = self.trigger
+        return len(messages) if kind == "messages" else self.token_counter(messages)
+
     def _fires(self, messages: list[Any]) -> bool:
-        kind, value = self.trigger
-        return len(messages) >= value if kind == "messages" else self.token_counter(messages) >= value
+        return self.host.due(self._count(messages))
 
     def _sized(self, live: list[Any], judged: list[Any]) -> Compactor:
         """The compactor for this plan: in budget mode toward `target_tokens` when one is set."""
@@ -57,14 +60,16 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
             judged = formats.load(request.messages, "langchain")
             self.host.keep(self._sized(request.messages, judged).plan_sync(
-                judged, scope=self.host.scope_for(request.runtime)))
+                judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
+            self.host.planned(self._count(request.messages))
         return handler(request)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
             judged = formats.load(request.messages, "langchain")
             self.host.keep(await self._sized(request.messages, judged).plan(
-                judged, scope=self.host.scope_for(request.runtime)))
+                judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
+            self.host.planned(self._count(request.messages))
         return await handler(request)
 
     # --- ENFORCE: persisted through the graph state -------------------------------------------------
@@ -75,7 +80,9 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         live, scope = state["messages"], self.host.scope_for(runtime)
         judged = formats.load(live, "langchain")
         before = fingerprint(judged)
-        return self._commit(self._sized(live, judged).plan_sync(judged, scope=scope), live, before, scope)
+        return self._commit(self._sized(live, judged).plan_sync(judged, scope=scope,
+                                                                horizon=self.host.horizon_for(runtime)),
+                            live, before, scope)
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         if not self._enforcing(state):
@@ -83,17 +90,19 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         live, scope = state["messages"], self.host.scope_for(runtime)
         judged = formats.load(live, "langchain")
         before = fingerprint(judged)
-        return self._commit(await self._sized(live, judged).plan(judged, scope=scope), live, before, scope)
+        return self._commit(await self._sized(live, judged).plan(judged, scope=scope,
+                                                                 horizon=self.host.horizon_for(runtime)),
+                            live, before, scope)
 
     def _enforcing(self, state: Any) -> bool:
         return self.compactor.options.mode is Mode.ENFORCE and self._fires(state["messages"])
 
     def _commit(self, decision: Decision, live: list[Any], before: bytes, scope: Scope | None) -> dict[str, Any] | None:
-        if not self.host.adopts(self.host.keep(decision)):
-            return None
-        if fingerprint(formats.load(live, "langchain")) != before:  # the live history moved on: keep it
+        if not self.host.adopts(self.host.keep(decision)) or fingerprint(formats.load(live, "langchain")) != before:
+            self.host.planned(self._count(live))  # not adopted, or the live history moved on: keep it
             return None
         compacted = formats.dump(list(self.host.adopted(decision, scope)), "langchain")
+        self.host.planned(self._count(compacted))
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted]}
 
     # --- restoring instead of re-running ---------------------------------------------------------------

@@ -45,10 +45,11 @@ class JevSession(Adapter, SessionABC):
 
     def __init__(self, underlying: Any, compactor: Compactor, *, trigger_items: int = 50,
                  scope: Scope | None = None, target_tokens: int | None = None,
-                 token_counter: Callable[[list[Any]], int] = estimated_tokens, keep_decisions: int = 1) -> None:
+                 token_counter: Callable[[list[Any]], int] = estimated_tokens, keep_decisions: int = 1,
+                 horizon: int | Callable[[Any], int | None] | None = None) -> None:
         self.trigger_items = check_count("trigger_items", trigger_items)
         self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
-                                   keep_decisions=keep_decisions)
+                                   keep_decisions=keep_decisions, trigger=self.trigger_items, horizon=horizon)
         self.underlying = underlying
         self.compactor = compactor
         self.scope = scope
@@ -75,17 +76,17 @@ class JevSession(Adapter, SessionABC):
 
     async def _maybe_compact(self) -> None:
         items = await self.underlying.get_items()
-        if len(items) < self.trigger_items or self.compactor.options.mode is Mode.OFF:
+        if not self.host.due(len(items)) or self.compactor.options.mode is Mode.OFF:
             return
         judged = formats.load(items, FORMAT)
         compactor = self.host.sized(judged, lambda: self.token_counter(items))
-        decision = self.host.keep(await compactor.plan(judged, scope=self.scope,
-                                                       context={"session_id": self.session_id}))
-        if not self.host.adopts(decision):
-            return
-        if await self.underlying.get_items() != items:  # the stored history moved on: keep it
+        decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
+                                                       horizon=self.host.horizon_for(self)))
+        if not self.host.adopts(decision) or await self.underlying.get_items() != items:  # moved on: keep it
+            self.host.planned(len(items))
             return
         compacted = formats.dump(list(self.host.adopted(decision, self.scope)), FORMAT)
+        self.host.planned(len(compacted))
         await self.underlying.clear_session()
         try:
             await self.underlying.add_items(compacted)

@@ -1,0 +1,195 @@
+"""What a compaction costs under prompt caching, and whether it pays.
+
+Providers bill the part of a request that repeats the previous request's prefix at a cache-read price
+(Anthropic ~0.1× the base input price, OpenAI 0.1–0.5×) and the rest at a write price (Anthropic 1.25×
+for a 5-minute cache, 2× for an hour; OpenAI the base price). A compaction changes the history from its
+first changed message on, so the next call writes everything after that point again instead of reading
+it, and every later call reads fewer tokens. It pays once what it frees, read on each later call,
+outweighs what it re-bills once:
+
+    extra  = rebilled × write − replaced × read          (the next call; `replaced` = what it re-bills held)
+    saving = freed × read                                 (each call after it)
+    net(H) = extra − (H − 1) × saving                     (H = later model calls, the next one included)
+
+All figures are in tokens at the base input price; a profile's multipliers turn tokens into that unit.
+With `no-cache` pricing (read = write = 1) `extra` is −freed and net(H) = −H × freed: any reduction pays,
+and the compactor's gate reduces to `minimum_reduction`. A cache already cold (idle past the profile's
+lifetime) re-bills nothing that was not to be written anyway: the next call writes either history whole.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+from .state import estimate_tenths
+from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from .validate import require_in, require_integer, require_text
+
+MESSAGE_TOKENS = 4  # what a provider adds per message (role, separators): an approximation, the same for all
+
+
+@dataclass(frozen=True, slots=True)
+class PricingProfile:
+    """A provider's input pricing relative to its base input price: a cached prefix token costs
+    `cache_read`, a token written to the cache (or sent uncached) `cache_write`; an unused cache entry
+    lives `lifetime` seconds."""
+
+    name: str
+    cache_read: float
+    cache_write: float
+    lifetime: float
+
+    def __post_init__(self) -> None:
+        require_text("name", self.name)
+        require_in("cache_read", self.cache_read, 0, None)
+        require_in("cache_write", self.cache_write, 0, None, open_low=True)
+        require_in("lifetime", self.lifetime, 0, None)
+        if self.cache_read > self.cache_write:
+            raise ConfigError(f"cache_read must be <= cache_write (got {self.cache_read} > {self.cache_write})")
+
+    def billed(self, read: int, written: int) -> float:
+        """A request's input at the base price: `read` tokens from the cache, `written` not."""
+        return read * self.cache_read + written * self.cache_write
+
+
+PROFILES = {p.name: p for p in (
+    PricingProfile("anthropic-5m", cache_read=0.1, cache_write=1.25, lifetime=300.0),
+    PricingProfile("anthropic-1h", cache_read=0.1, cache_write=2.0, lifetime=3600.0),
+    PricingProfile("openai", cache_read=0.1, cache_write=1.0, lifetime=600.0),
+    PricingProfile("no-cache", cache_read=1.0, cache_write=1.0, lifetime=0.0),
+)}
+DEFAULT_PROFILE = "anthropic-5m"  # the strictest of the common ones: a write costs 12.5 reads
+
+
+def pricing(profile: str | PricingProfile) -> PricingProfile:
+    """A profile by name (`anthropic-5m`, `anthropic-1h`, `openai`, `no-cache`) or one of your own."""
+    if isinstance(profile, PricingProfile):
+        return profile
+    if isinstance(profile, str) and profile in PROFILES:
+        return PROFILES[profile]
+    raise ConfigError(f"pricing must be one of {', '.join(PROFILES)} or a jev.cost.PricingProfile (got {profile!r})")
+
+
+def _visible(block: Any) -> str:
+    kind = type(block)
+    if kind is TextBlock:
+        return block.text
+    if kind is ThinkingBlock:
+        return block.thinking
+    if kind is ToolUseBlock:
+        value = block.input
+        return f"{block.name} {value if type(value) is str else canonical_json(value).decode()}"
+    if kind is ToolResultBlock:
+        output = block.output
+        return output if type(output) is str else "\n".join(_visible(b) for b in output)
+    if kind is OtherBlock:
+        return canonical_json(block.data).decode()
+    return ""
+
+
+def tokens_of(messages: Sequence[Message]) -> int:
+    """Estimated tokens of what the model is sent of `messages`: SPEC §4's estimate over their text,
+    thinking, calls and results — never ids or metadata — plus `MESSAGE_TOKENS` each. One estimate over the
+    joined text (the estimate is additive across newlines), so a long history costs one vectorised pass."""
+    text = "\n".join(_visible(b) for m in messages for b in m.content)
+    return MESSAGE_TOKENS * len(messages) + -(-estimate_tenths(text) // 10)
+
+
+def message_tokens(message: Message) -> int:
+    """`tokens_of` one message."""
+    return tokens_of((message,))
+
+
+def first_change(before: Sequence[Message], after: Sequence[Message]) -> int:
+    """The index of the first message `after` does not share with `before` (the same object, or an equal
+    one); `len(after)` when `after` is a prefix of `before`."""
+    for i, (old, new) in enumerate(zip(before, after)):
+        if old is not new and old != new:
+            return i
+    return min(len(before), len(after))
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """What adopting a compaction does to the bill (module docstring), in tokens at the base price."""
+
+    profile: str
+    horizon: int  # later model calls the figures cover, the next one included
+    first_change: int  # index of the first message the compaction changes
+    tokens_before: int
+    tokens_after: int
+    rebilled: int  # tokens from the first change on, written again by the next call
+    replaced: int  # tokens the original held from that point on (what the next call would have read)
+    extra: float  # the next call's added cost
+    saving: float  # each later call's saving
+    break_even: float  # later calls (after the next) until the savings repay `extra`; inf when nothing is freed
+    net: float  # billed change over the horizon: negative when the compaction pays
+
+    @property
+    def freed(self) -> int:
+        """Tokens fewer on every later call."""
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def pays(self) -> bool:
+        return self.net < 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "horizon": self.horizon, "first_change": self.first_change,
+                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after, "freed": self.freed,
+                "rebilled": self.rebilled, "replaced": self.replaced, "extra": round(self.extra, 1),
+                "saving_per_call": round(self.saving, 1),
+                "break_even_calls": None if math.isinf(self.break_even) else round(self.break_even, 2),
+                "net": round(self.net, 1), "pays": self.pays}
+
+
+def estimate(before: Sequence[Message], after: Sequence[Message], horizon: int,
+             profile: str | PricingProfile = DEFAULT_PROFILE, count: Counter | None = None,
+             cold: bool = False) -> CostEstimate:
+    """The billed effect of replacing the history `before` (as last sent) by `after`, over `horizon`
+    later model calls. `count` counts one message's tokens (default `message_tokens`; a host may pass its
+    tokenizer's); `cold`: the cache has expired, so the next call writes whatever it sends."""
+    price = pricing(profile)
+    require_integer("horizon", horizon, 1)
+    tokens = tokens_of if count is None else (lambda ms: sum(count(m) for m in ms))
+    k = first_change(before, after)
+    head, replaced, rebilled = tokens(before[:k]), tokens(before[k:]), tokens(after[k:])
+    read = price.cache_write if cold else price.cache_read  # a cold cache rewrites the original too
+    extra = rebilled * price.cache_write - replaced * read
+    freed = replaced - rebilled
+    saving = freed * price.cache_read
+    if extra <= 0:
+        break_even = 0.0
+    elif saving > 0:
+        break_even = extra / saving
+    else:
+        break_even = math.inf
+    return CostEstimate(price.name, horizon, k, head + replaced, head + rebilled, rebilled, replaced, extra, saving,
+                        break_even, extra - (horizon - 1) * saving)
+
+
+def horizon_from_history(messages: Sequence[Message]) -> int:
+    """The later model calls a history can expect when its host does not say: half the model calls made
+    so far (its assistant messages), at least 1. Checked on the dev sets by replay (README, "Cost"): at
+    the points a 20 k or 50 k token trigger fires, the calls still to come are a median 0.33× (SWE-bench),
+    0.54× (DeepSeek) and 0.69× (Claude Code) of those made."""
+    return max(1, sum(1 for m in messages if m.role == "assistant") // 2)
+
+
+def check_horizon(horizon: int | None, idle_seconds: float | None) -> None:
+    """A plan's `horizon` (None or an integer >= 1) and `idle_seconds` (None or a number >= 0), or the
+    `ConfigError` naming the one that is not."""
+    require_integer("horizon", horizon, 1, optional=True)
+    if idle_seconds is not None:
+        require_in("idle_seconds", idle_seconds, 0, None)
+
+
+def unprofitable(cost: CostEstimate) -> str:
+    """Why a plan was not adopted for cost, in words with its figures."""
+    return (f"adopting it would raise the bill under {cost.profile} pricing: it re-bills {cost.rebilled:,} tokens "
+            f"from message {cost.first_change} on at the write price and frees {cost.freed:,} tokens a call, "
+            f"which repays that after {cost.break_even:.1f} later calls; the horizon is {cost.horizon}")
