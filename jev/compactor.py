@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .aio import run_sync
-from .cost import check_horizon, estimate, horizon_from_history, unprofitable
+from .cost import HistoryTokens, check_horizon, cheapest_start, estimate, horizon_from_history, unprofitable
 from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
@@ -187,6 +187,15 @@ class Compactor:
 
         gone = let_go(judged, config)
         chosen, target = self._budget(judged, probabilities, gone, truncate_only)
+        if chosen is None:  # the threshold table, pair by pair
+            chosen = {p.key: decide(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
+                                    p.result_chars, gone[p.key].truncate_saves, p.key in truncate_only) for p in judged}
+        gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
+        horizon = horizon or horizon_from_history(transcript.messages)
+        cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
+        tokens = HistoryTokens(transcript.messages, transcript.sizes)
+        if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
+            chosen = self._placed(transcript, judged, chosen, gone, tokens, horizon, cold, config)
         decisions: dict[str, Action] = {}
         scores: dict[str, Scores] = {}
         pair_table: dict[str, tuple[str, str]] = {}
@@ -198,9 +207,7 @@ class Compactor:
             if let is None:  # pinned: never judged
                 action, score = _PINNED
             else:
-                action, score = chosen[key] if chosen is not None else decide(
-                    probabilities[f"call_{key}"], probabilities[f"result_{key}"], config, p.tool, p.result_chars,
-                    let.truncate_saves, key in truncate_only)
+                action, score = chosen[key]
                 if action is not Action.KEEP:
                     removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
                 record(PairRecord(key, p.call_id, p.tool, score.keep_call, score.keep_result, action.value,
@@ -220,19 +227,45 @@ class Compactor:
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=removed / max(1, sum(p.result_chars for p in judged)),
                       target_met=None if target is None else removed >= target)
+        cost = estimate(transcript.messages, compacted, horizon, config.pricing, tokens, cold)
         if after >= before or reduction < config.minimum_reduction:
-            plan = Plan(tuple(messages), **common)
+            plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
                     tuple(records), transcript.messages)
-        cost = estimate(transcript.messages, compacted, horizon or horizon_from_history(transcript.messages),
-                        config.pricing, cold=idle_seconds is not None and idle_seconds > config.pricing.lifetime)
-        if config.cost_gate and config.target_reduction is None and not cost.pays:  # budget mode is a host's need
+        if gated and not cost.pays:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
                              detail=unprofitable(cost)), tuple(records), transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True)), tuple(records),
                 transcript.messages)
+
+    @staticmethod
+    def _placed(transcript: Transcript, judged: Sequence[Pair], chosen: dict[str, tuple[Action, Scores]],
+                gone: dict[str, LetGo], tokens: HistoryTokens, horizon: int, cold: bool, config: CompactionConfig
+                ) -> dict[str, tuple[Action, Scores]]:
+        """The table's let-gos from the start that bills least (`jev.cost.cheapest_start`) on: one before it
+        stays, reason CACHED_PREFIX (letting it go would re-bill more than it saves). When no start pays,
+        the let-gos stay as the table wants them and the gate refuses the plan (UNPROFITABLE)."""
+        lets = []
+        for p in judged:
+            action = chosen[p.key][0]
+            if action is Action.TRUNCATE_RESULT:
+                lets.append((p.result_message, gone[p.key].truncate_saves * tokens.per_char, p.key))
+            elif action is Action.DROP_PAIR:
+                lets.append((p.call_message, gone[p.key].drop_saves * tokens.per_char, p.key))
+        if not lets:
+            return chosen
+        start, _net = cheapest_start([tokens(m) for m in transcript.messages], [(at, n) for at, n, _k in lets],
+                                     horizon, config.pricing, cold)
+        early = {key for at, _n, key in lets if at < start}
+        if not early or start == len(transcript.messages):  # none, or no start pays: the gate says so
+            return chosen
+        out = dict(chosen)
+        for key in early:
+            score = chosen[key][1]
+            out[key] = Action.KEEP, Scores(score.keep_call, score.keep_result, "CACHED_PREFIX")
+        return out
 
     async def _ask_all(self, calls: Sequence[JudgeCall],
                        transcript: Transcript) -> tuple[dict[str, float | None], int, int]:

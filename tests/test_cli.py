@@ -120,7 +120,8 @@ def test_config_file_and_flags(transcript: Path, replay: Path, tmp_path: Path) -
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"eligible_tools": ["read"], "preserve_recent_messages": 1,
                                   "truncate_head_chars": 100}))
-    proc = jev("compact", str(transcript), "--config", str(config), "--judge", f"replay:{replay}", "-q")
+    proc = jev("compact", str(transcript), "--config", str(config), "--judge", f"replay:{replay}", "--horizon", "50",
+               "-q")
     assert json.loads(proc.stdout)["decisions"]["t1"] == "DROP_PAIR"
     proc = jev("compact", str(transcript), "--config", str(config), "--eligible-tools", "search", "-q")
     assert json.loads(proc.stdout)["reason"] == "NO_CANDIDATES" and proc.returncode == 0
@@ -221,7 +222,8 @@ def test_example_fix_login_runs(tmp_path: Path) -> None:
 def test_compact_with_the_openai_judge(transcript: Path) -> None:
     from decisions_server import DecisionsServer
     with DecisionsServer(probability=lambda n: 0.01 if n.endswith("t1") else 0.99) as server:
-        proc = jev("compact", str(transcript), "--judge", "openai", "--judge-url", server.base_url, "--judge-model",
+        proc = jev("compact", str(transcript), "--horizon", "50", "--judge", "openai", "--judge-url", server.base_url,
+                   "--judge-model",
                    "gw-luna", "--eligible-tools", "read", "--preserve-recent", "1", "-q",
                    env={"OPENAI_API_KEY": "sk-x"})
     assert proc.returncode == 0, proc.stderr.decode()
@@ -233,8 +235,8 @@ def test_the_quick_start_proposes_something_and_says_why_when_nothing_is_judged(
     proc = jev("compact", example, "--eligible-tools", "bash")  # a finished session: few calls would follow
     out = json.loads(proc.stdout)
     assert proc.returncode == 0 and (out["status"], out["reason"]) == ("INCONCLUSIVE", "UNPROFITABLE")
-    assert out["cost"]["net"] > 0 and out["cost"]["horizon"] == 6 and "raise the bill" in out["detail"]
-    assert "later calls; the horizon is 6" in " ".join(proc.stderr.decode().split())
+    assert out["cost"]["net"] > 0 and out["cost"]["horizon"] == 4 and "raise the bill" in out["detail"]
+    assert "later calls; the horizon is 4" in " ".join(proc.stderr.decode().split())
     proc = jev("compact", example, "--eligible-tools", "bash", "--horizon", "40")  # the host expects 40 more
     out = json.loads(proc.stdout)
     assert out["status"] == "DECIDED" and out["reduction"] > 0.1 and "TRUNCATE_RESULT" in out["decisions"].values()
