@@ -26,19 +26,19 @@ from .labels import later_reuse, pair_uses
 
 
 def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
-    """(session id, JSON bytes) from a `.tar`/`.tar.xz` of trajectories or a directory of JSON files, sorted
+    """(session id, JSON or JSON Lines bytes) from a `.tar`/`.tar.xz` of trajectories or a directory of them, sorted
     by name so every run sees the same order. Where some are named `*.traj.json` (as mini-swe-agent names
     them) only those are read: a run folder also holds `preds.json` and other JSON that is no trajectory."""
     path = Path(source)
     if path.is_dir():
-        files = sorted(path.rglob("*.json"))
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
         for file in _trajectories_only(files, str):
             yield _session(file.relative_to(path).as_posix()), file.read_bytes()
         return
     found: list[tuple[str, bytes]] = []
     with tarfile.open(path, "r|*") as tar:  # one streaming pass: random access into .xz is quadratic
         for member in tar:
-            if member.isfile() and member.name.endswith(".json"):
+            if member.isfile() and member.name.endswith((".json", ".jsonl")):
                 found.append((member.name, tar.extractfile(member).read()))  # type: ignore[union-attr]
     for name, data in _trajectories_only(sorted(found), lambda item: item[0]):
         yield _session(name), data

@@ -174,3 +174,27 @@ def later_reuse(transcript: Transcript) -> dict[str, int]:
                     by_path.update(dict.fromkeys(_paths(command), key))
                 by_line.update(dict.fromkeys(_lines(block.text), key))
     return used
+
+
+@dataclass(frozen=True, slots=True)
+class NeededLater:
+    """Both proxies for one session, as a replay counts let-gos: whether pair `key`'s result was needed
+    after decision point `s`, and how many results each proxy calls needed after they appeared."""
+
+    uses: dict[str, PairUse]  # labels-v1
+    reuse: dict[str, int]  # labels-v2-reuse: the last message reusing the result (-1: never)
+    total_v1: int
+    total_v2: int
+
+    def v1(self, key: str, s: int) -> bool:
+        return self.uses[key].needed_result(s)
+
+    def v2(self, key: str, s: int) -> bool:
+        return self.reuse[key] > s
+
+
+def needed_later(transcript: Transcript) -> NeededLater:
+    """Labels-v1 and labels-v2-reuse of every pair of one session's full history."""
+    uses, reuse = pair_uses(transcript), later_reuse(transcript)
+    return NeededLater(uses, reuse, sum(1 for p in transcript.pairs if uses[p.key].needed_result(p.result_message)),
+                       sum(1 for p in transcript.pairs if reuse[p.key] > p.result_message))

@@ -5,23 +5,17 @@ and how to bring it back (never an archive path, scope or user id)."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .markers import TOMBSTONE_PREFIX, TRUNCATION_MARKER, is_tombstone, is_truncated
 from .policy import Action, CompactionConfig
 from .quick import quick_init
 from .state import cut
 from .transcript import Block, Message, Pair, TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
 
-TRUNCATION_MARKER = ("[JEV archived the full result. Ask the host to restore the scoped snapshot; "
-                     "do not re-execute this tool for recovery.]")  # SPEC §6's marker, read as one still
 SHORT_RESULT_SLACK = 160
-TOMBSTONE_PREFIX = "[JEV dropped call "
 _INPUT_HEAD = 60
-# the library's own text: a marker (SPEC §6's or one naming its call) ending a result, a tombstone line
-_MARKER = re.compile(r"\n\[JEV archived the full result[^\n]*do not re-execute this tool for recovery\.\]\Z")
-_TOMBSTONE = re.compile(r"\A\[JEV dropped call [^\n]*do not re-execute this tool for recovery\.\]\Z")
 
 
 def _as_is(text: str) -> bool:
@@ -101,17 +95,6 @@ def let_go(pairs: Sequence[Pair], config: CompactionConfig) -> dict[str, LetGo]:
             else size
         out[pair.key] = LetGo(truncate, drop)
     return out
-
-
-def is_truncated(result: ToolResultBlock) -> bool:
-    """The result is what TRUNCATE_RESULT left (a head and the marker), not an original: after a host's
-    format round trip too, where the one text block may have become a string."""
-    return result.text_only and _MARKER.search(result.text) is not None
-
-
-def is_tombstone(text: str) -> bool:
-    """The text is a tombstone this library wrote, not something the agent said."""
-    return text.startswith(TOMBSTONE_PREFIX) and _TOMBSTONE.match(text) is not None
 
 
 def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig) -> list[Message]:

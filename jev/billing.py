@@ -65,6 +65,9 @@ class Bill:
     over_window: int = 0
     adopted: int = 0
     refused: dict[str, int] = field(default_factory=dict)  # why a planned compaction was not adopted
+    events: int = 0  # trigger events (with a target: ended under it, or the plan said why not)
+    over_target: int = 0  # events that ended over the target with the plan's reason (detail or refusal)
+    unexplained: int = 0  # events that ended over the target and the plan gave no reason (never, if it works)
     let_go: list[tuple[str, int]] = field(default_factory=list)  # (pair key, decision point) per result let go
 
     def add(self, other: Bill) -> None:
@@ -75,6 +78,9 @@ class Bill:
         self.largest = max(self.largest, other.largest)
         self.over_window += other.over_window
         self.adopted += other.adopted
+        self.events += other.events
+        self.over_target += other.over_target
+        self.unexplained += other.unexplained
         for why, n in other.refused.items():
             self.refused[why] = self.refused.get(why, 0) + n
 
@@ -217,6 +223,7 @@ class JevCompaction(Policy):
         compactor = self.compactor.for_tokens(live, total, self.target) if self.target else self.compactor
         horizon = self.horizon(self.transcript, point) if self.horizon else None
         decision = compactor.plan_sync(live, scope=self.scope, horizon=horizon)
+        self.bill.events += 1
         if decision.status is Status.DECIDED and decision.plan is not None:
             self.bill.adopted += 1
             before = {(m.id, b.id) for m in live for b in m.content if isinstance(b, ToolResultBlock)}
@@ -232,6 +239,10 @@ class JevCompaction(Policy):
         elif decision.status is not Status.SKIPPED:
             why = decision.reason.value
             self.bill.refused[why] = self.bill.refused.get(why, 0) + 1
+        if self.target is not None and total > self.target:
+            explained = decision.status is not Status.DECIDED or bool(decision.detail)
+            self.bill.over_target += explained
+            self.bill.unexplained += not explained
         self.next_at = max(self.trigger, (total // self.trigger + 1) * self.trigger)
         return live, live
 

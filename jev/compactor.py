@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .aio import run_sync
-from .cost import HistoryTokens, check_horizon, cheapest_start, estimate, horizon_from_history, unprofitable
+from .cost import (HistoryTokens, check_horizon, cheapest_start, estimate, exact_indices, horizon_from_history,
+                   unprofitable)
 from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
@@ -25,7 +26,7 @@ from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, bu
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
 from .history import Judged as Taken, chars_after, take, unchanged
-from .token_target import transcript_reduction
+from .token_target import MAX_REDUCTION, transcript_reduction
 from .state import cut
 from .transcript import Message, Pair, Transcript
 from .windows import JudgeCall, plan_requests
@@ -34,6 +35,24 @@ from .windows import JudgeCall, plan_requests
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 _log = logging.getLogger("jev")
 _PINNED = (Action.KEEP, PINNED_SCORES)
+
+
+def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True) -> str:
+    """Why budget mode stopped short of its target: the characters it could not let go, by what holds them
+    (`reachable` False: the host's token target was beyond every candidate result from the start)."""
+    held: dict[str, int] = {}
+    for view in plan.views:
+        if view.action is Action.KEEP:
+            why = view.pinned or {"NEEDED_RESULT": "confidently needed (raw keep_result >= keep_threshold)",
+                                  "REFUSED": "refused by the judge", "SHORT_RESULT": "too short to cut"}.get(view.reason)
+            if why:
+                held[why] = held.get(why, 0) + view.result_chars
+    other = transcript.chars - sum(p.result_chars for p in transcript.pairs)
+    parts = [f"{n:,} in results {why}" for why, n in sorted(held.items(), key=lambda item: -item[1])]
+    return (("the token target is out of reach: " if not reachable else "")
+            + f"stopped short of the target at {plan.result_share:.1%} of candidate result characters: budget mode "
+            f"lets go of results only; {other:,} characters are text, thinking and call inputs"
+            + (", " + ", ".join(parts) if parts else "") + " (model-visible characters)")
 
 
 def _error(exc: BaseException) -> Decision:
@@ -63,6 +82,7 @@ class Compactor:
                               "shadow, label and calibrate again with this judge")
         self.archive = archive
         self._sized_on: Taken | None = None  # set on `for_tokens`' copies only
+        self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -130,6 +150,7 @@ class Compactor:
         other = copy.copy(self)
         other.config = dataclasses.replace(self.config, target_reduction=reduction)
         other._sized_on = taken
+        other._reachable = reduction < MAX_REDUCTION  # capped: even every candidate result would not do
         return other
 
     def _take(self, messages: Sequence[Message]) -> Taken:
@@ -151,7 +172,8 @@ class Compactor:
             decision, pairs, judged = await self._steps(messages, scope, horizon, idle_seconds)
             if decision.status is Status.DECIDED and decision.plan is not None and self.options.mode is Mode.ENFORCE:
                 plan = dataclasses.replace(decision.plan, archive_reference=await self._archive(scope, judged))
-                decision = Decision(Status.DECIDED, Reason.ARCHIVED_PROPOSAL, plan, recommendation(plan, True))
+                decision = Decision(Status.DECIDED, Reason.ARCHIVED_PROPOSAL, plan, recommendation(plan, True),
+                                    detail=decision.detail)
             return decision, pairs
         except StateBudgetError as exc:
             return Decision(Status.ERROR, Reason.STATE_BUDGET_EXCEEDED, detail=str(exc),
@@ -193,7 +215,7 @@ class Compactor:
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
-        tokens = HistoryTokens(transcript.messages, transcript.sizes)
+        tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
         if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
             chosen = self._placed(transcript, judged, chosen, gone, tokens, horizon, cold, config)
         decisions: dict[str, Action] = {}
@@ -237,7 +259,9 @@ class Compactor:
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
                              detail=unprofitable(cost)), tuple(records), transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
-        return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True)), tuple(records),
+        return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True),
+                         detail=shortfall(plan, transcript, self._reachable)
+                         if plan.target_met is False or not self._reachable else ""), tuple(records),
                 transcript.messages)
 
     @staticmethod

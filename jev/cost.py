@@ -20,16 +20,19 @@ lifetime) re-bills nothing that was not to be written anyway: the next call writ
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
 from .state import estimate_tenths
-from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from .transcript import (Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Transcript,
+                         canonical_json)
 from .validate import require_in, require_integer, require_text
 
 MESSAGE_TOKENS = 4  # what a provider adds per message (role, separators): an approximation, the same for all
+MEDIA_TOKENS = 1_600  # an image or document block: billed by its pixels (~w×h/750, about 1 600 at most), not its base64
+_MEDIA = frozenset({"image", "image_url", "input_image", "document", "file", "input_file"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,18 +88,26 @@ def _visible(block: Any) -> str:
         return f"{block.name} {value if type(value) is str else canonical_json(value).decode()}"
     if kind is ToolResultBlock:
         output = block.output
-        return output if type(output) is str else "\n".join(_visible(b) for b in output)
+        return output if type(output) is str else "\n".join(_visible(b) for b in output if not _media(b))
     if kind is OtherBlock:
         return canonical_json(block.data).decode()
     return ""
 
 
+def _media(block: Any) -> bool:
+    return type(block) is OtherBlock and block.type in _MEDIA
+
+
 def tokens_of(messages: Sequence[Message]) -> int:
     """Estimated tokens of what the model is sent of `messages`: SPEC §4's estimate over their text,
-    thinking, calls and results — never ids or metadata — plus `MESSAGE_TOKENS` each. One estimate over the
-    joined text (the estimate is additive across newlines), so a long history costs one vectorised pass."""
-    text = "\n".join(_visible(b) for m in messages for b in m.content)
-    return MESSAGE_TOKENS * len(messages) + -(-estimate_tenths(text) // 10)
+    thinking, calls and results — never ids or metadata — plus `MESSAGE_TOKENS` each, and `MEDIA_TOKENS`
+    for an image or document (a provider bills its pixels, not its base64). One estimate over the joined
+    text (the estimate is additive across newlines), so a long history costs one vectorised pass."""
+    blocks = [b for m in messages for b in m.content]
+    media = sum(1 for b in blocks if _media(b) or (type(b) is ToolResultBlock and type(b.output) is tuple
+                                                   and any(_media(x) for x in b.output)))
+    text = "\n".join(_visible(b) for b in blocks if not _media(b))
+    return MESSAGE_TOKENS * len(messages) + MEDIA_TOKENS * media + -(-estimate_tenths(text) // 10)
 
 
 def tokens_of_text(text: str) -> int:
@@ -119,7 +130,10 @@ class HistoryTokens:
     characters (known from the analysis; a message made since, such as a tombstone, is measured) at that
     rate. The same figures as `tokens_of` within a few percent, at a fraction of its cost on long histories."""
 
-    def __init__(self, messages: Sequence[Message], sizes: Sequence[int]) -> None:
+    def __init__(self, messages: Sequence[Message], sizes: Sequence[int], exact: Iterable[int] = ()) -> None:
+        exact = frozenset(exact)  # indices of messages measured whole (those holding media: pixels, not characters)
+        if exact:
+            sizes = [0 if k in exact else n for k, n in enumerate(sizes)]
         total = sum(sizes)
         step = max(1, int(total // SAMPLE_CHARS))
         sample = [m for k, m in enumerate(messages) if k % step == 0] if total > SAMPLE_CHARS else list(messages)
@@ -127,11 +141,34 @@ class HistoryTokens:
         text = tokens_of(sample) - MESSAGE_TOKENS * len(sample)
         self.per_char = text / chars if chars else 0.0
         self._sizes = {id(m): (m, n) for m, n in zip(messages, sizes)}
+        self._exact = {id(messages[k]): (messages[k], tokens_of((messages[k],))) for k in exact}
 
     def __call__(self, message: Message) -> int:
+        exact = self._exact.get(id(message))
+        if exact is not None and exact[0] is message:
+            return exact[1]
         hit = self._sizes.get(id(message))
-        size = hit[1] if hit is not None and hit[0] is message else sum(len(_visible(b)) for b in message.content)
-        return MESSAGE_TOKENS + round(size * self.per_char)
+        if hit is not None and hit[0] is message:
+            return MESSAGE_TOKENS + round(hit[1] * self.per_char)
+        return tokens_of((message,))  # a message the plan made (a tombstone, a cut result): measured
+
+
+def sampled_tokens(texts: Sequence[str]) -> int:
+    """SPEC §4's estimate of `texts` together, from an evenly spaced sample of them (about `SAMPLE_CHARS`)
+    scaled to their length: one pass over the sample, whatever their number."""
+    total = sum(map(len, texts))
+    if total <= SAMPLE_CHARS:
+        return tokens_of_text("\n".join(texts))
+    step = max(1, int(total // SAMPLE_CHARS))
+    sample = texts[::step]
+    chars = sum(map(len, sample))
+    return round(tokens_of_text("\n".join(sample)) * total / chars) if chars else 0
+
+
+def exact_indices(transcript: Transcript) -> frozenset[int]:
+    """The messages `HistoryTokens` measures whole: those holding media (billed by pixels, not characters),
+    outside results or inside them."""
+    return transcript.opaque | {p.result_message for p in transcript.pairs if not p.result.text_only}
 
 
 def first_change(before: Sequence[Message], after: Sequence[Message]) -> int:

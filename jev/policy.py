@@ -13,6 +13,7 @@ from typing import Any
 
 from .cost import DEFAULT_PROFILE, PricingProfile, pricing
 from .errors import ConfigError, shown
+from .markers import is_truncated
 from .quick import quick_init
 from .transcript import CARRIED_OVER, Pair, Transcript
 from .validate import require_in, require_integer, require_text
@@ -205,6 +206,8 @@ def _pair_rule(pair: Pair, config: CompactionConfig) -> str | None:
         return "its result is suspended or pending"
     if not result.text_only:
         return "its result holds a non-text block"
+    if is_truncated(result):  # an earlier plan's marker: its bytes stay as they are (the cache holds them)
+        return "already cut by an earlier plan"
     return None
 
 

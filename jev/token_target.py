@@ -1,9 +1,10 @@
 """A token target ("bring the history under N tokens") turned into budget mode's `target_reduction`.
 
 Hosts count tokens their own way; budget mode counts candidate result characters. The excess over the
-target is converted to characters at the history's own characters per token (as the host counted them),
-then taken as a share of the characters the plan may let go of — the candidate results'. Pure: the
-integrations call it, the compactor never sees tokens.
+target is converted to the library's token estimate (the host's count against SPEC §4's estimate of the
+same history), then to characters at the candidate results' own characters per token, and taken as a
+share of the characters the plan may let go of — the candidate results'. Pure: the integrations call
+it, the compactor never sees tokens.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 from collections.abc import Sequence
 
 from .errors import JevError
+from .cost import HistoryTokens, exact_indices, sampled_tokens
 from .policy import CompactionConfig, candidates
 from .transcript import Message, Transcript, analyze
 from .validate import require_integer
@@ -46,9 +48,15 @@ def transcript_reduction(transcript: Transcript, tokens: int, target_tokens: int
     the plan then judges, so the history is analyzed once)."""
     if tokens <= target_tokens or tokens <= 0:
         return None
-    results = sum(p.result_chars for p in candidates(transcript, config))
+    judged = candidates(transcript, config)
+    results = sum(p.result_chars for p in judged)
     if not results:
         return None
-    chars_per_token = transcript.chars / tokens
-    excess = math.ceil((tokens - target_tokens) * chars_per_token)
+    # the excess in the host's tokens, in SPEC §4 tokens (the host's count against the library's estimate of
+    # the same history), then in result characters at the results' own rate: code and logs run denser than
+    # prose, so the history's average rate would let go of too little
+    history = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
+    estimated = sum(map(history, transcript.messages))
+    per_token = results / max(1, sampled_tokens([p.result.text for p in judged]))
+    excess = math.ceil((tokens - target_tokens) * estimated / tokens * per_token)
     return min(MAX_REDUCTION, max(excess / results, 1e-6))

@@ -20,8 +20,14 @@ def test_the_excess_becomes_a_share_of_the_candidate_results() -> None:
     total = sum(size(m) for m in messages)
     tokens = total // 4  # a host counting 4 characters a token
     r = reduction_for_tokens(messages, tokens, tokens - 1_000, CONFIG)
-    # 1 000 tokens over, at the history's own characters per token, out of 12 000 candidate characters
-    assert r == pytest.approx(1_000 * total / tokens / 12_000, rel=1e-3)
+    # 1 000 of the host's tokens over: in SPEC §4 tokens (the host's count against the estimate of the same
+    # history), then in result characters at the results' own rate, out of 12 000 candidate characters
+    from jev.cost import HistoryTokens, sampled_tokens
+    from jev.transcript import analyze
+    t = analyze(messages)
+    estimated = sum(map(HistoryTokens(t.messages, t.sizes), t.messages))
+    per_token = 12_000 / sampled_tokens([p.result.text for p in t.pairs])
+    assert r == pytest.approx(1_000 * estimated / tokens * per_token / 12_000, rel=1e-3)
 
 
 def test_no_target_needed_no_candidates_or_no_transcript_gives_none() -> None:

@@ -244,13 +244,12 @@ def _summary(out: Any, result: dict[str, Any], source: str) -> None:
         line += f"; reduction {result['reduction']:.1%}, {result['requests']} judge request(s)"
         if result["windows"]:
             line += f" in {result['windows']} windows"
-        if result["target_met"] is False:
-            line += (f"; stopped short of the target at {result['result_share']:.1%} of candidate result characters "
-                     "(the rest is confidently needed or refused)")
     if result["cost"] and result["status"] == "DECIDED":
         cost = result["cost"]
         line += (f"; pays for itself after {cost['break_even_calls']} later calls under {cost['profile']} "
-                 f"(net {cost['net']:+,.0f} tokens over {cost['horizon']})")
+                 f"(net {cost['net']:+,.0f} tokens over {cost['horizon']})" if cost["pays"] else
+                 f"; raises the bill by {cost['net']:,.0f} tokens over {cost['horizon']} calls under {cost['profile']} "
+                 "(budget mode is the host's need: never refused for cost)")
     if result["archive_reference"]:
         line += f"; archived as {result['archive_reference']} (jev restore takes it whole)"
     if result.get("detail"):

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import calibrate, compact, demo, inspect, label, replay, restore, snapshots
+from . import calibrate, compact, cost, demo, inspect, label, replay, restore, snapshots
 from .. import __version__
 from .common import EXIT_USAGE, UsageError
 
@@ -47,6 +47,7 @@ def parser() -> argparse.ArgumentParser:
     restore.add_parser(sub, parent)
     snapshots.add_parser(sub, parent)
     replay.add_parser(sub, parent)
+    cost.add_parser(sub, parent)
     label.add_parser(sub, parent)
     calibrate.add_parser(sub, parent)
     return p

@@ -1,0 +1,226 @@
+"""`jev cost`: the billed-cost replay of a user's own sessions, before enforcing.
+
+Every transcript SOURCE names (a folder, a glob or an fsspec URL, any form the library reads, Claude Code
+sessions included) is replayed call by call — every assistant message is one model call — under four
+policies on the same calls (`jev.billing`): no compaction, clearing all but the last 3 results on every
+call over the trigger (LangChain's `ClearToolUsesEdit`, not persisted), clearing the oldest results in
+batches at each trigger event, and the configured compactor in ENFORCE with a memory archive. It reports,
+per policy, the tokens sent, the input billed under a pricing profile and its ratio to no compaction,
+the cache-read share, the compactions adopted and refused (and why), the largest request and the
+requests over `--window`, and the later-needed results each let go of under two label proxies computed
+from the sessions themselves (`calibration.labels`: labels-v1 and labels-v2-reuse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.progress import Progress
+from rich.table import Table
+
+from ..compactor import Compactor
+from ..cost import DEFAULT_PROFILE, PROFILES
+from ..decision import ExecutionOptions, Mode
+from ..errors import ConfigError, FormatError, JevError
+from ..formats import FORMATS, detect, load, parse
+from ..validate import require_integer
+from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
+from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, config_from_args, judge_from
+from .replay import sources
+
+
+def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("cost", parents=[parent], help="replay sessions call by call and bill each policy under "
+                                                       "prompt-cache pricing (run it before you enforce)")
+    p.add_argument("source", metavar="SOURCE", help="folder, glob or fsspec URL of transcripts (.json, .jsonl)")
+    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
+    p.add_argument("--trigger-tokens", type=int, default=50_000,
+                   help="a compaction (or a clearing) each time the history passes another multiple of N tokens")
+    p.add_argument("--target-tokens", type=int, help="budget mode: bring the history under N tokens at each trigger "
+                                                     "(and batched clearing clears down to it); default: the "
+                                                     "threshold table, and batched clearing to half the trigger")
+    p.add_argument("--clear-at-least", type=int, help="batched clearing clears only when it frees at least N tokens "
+                                                      "(default: a tenth of the trigger)")
+    p.add_argument("--window", type=int, help="count the requests over N tokens (a model's context window)")
+    p.add_argument("--no-labels", dest="labels", action="store_false",
+                   help="skip counting the later-needed results each policy let go of")
+    p.add_argument("--plot", help="write a PNG of billed input against needed results let go, per policy "
+                                  "(needs matplotlib: pip install 'jev-compaction[calibrate]')")
+    add_judge_arguments(p)
+    add_config_arguments(p)
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds per plan")
+    p.add_argument("--out", help="write the JSON report here instead of stdout")
+    p.set_defaults(run=run)
+
+
+def _checked(args: argparse.Namespace) -> tuple[int, int | None]:
+    trigger = flag(require_integer, "--trigger-tokens", args.trigger_tokens, 1)
+    target = args.target_tokens
+    if target is not None:
+        flag(require_integer, "--target-tokens", target, 1)
+        if target >= trigger:
+            raise UsageError(f"--target-tokens must be below --trigger-tokens (got {target} >= {trigger})")
+    for name, value in (("--clear-at-least", args.clear_at_least), ("--window", args.window)):
+        if value is not None:
+            flag(require_integer, name, value, 0 if name == "--clear-at-least" else 1)
+    check_file_target(args.out, "--out")
+    check_file_target(args.plot, "--plot")
+    return trigger, target
+
+
+def run(args: argparse.Namespace) -> int:
+    from archive import MemoryStore, StoreArchive
+    from calibration.labels import needed_later
+
+    from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, replay
+    from ..transcript import analyze
+    trigger, target = _checked(args)
+    out = console(args.quiet)
+    try:
+        found = sources(args.source)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"SOURCE {args.source!r}: {exc}") from None
+    if not found:
+        raise UsageError(f"SOURCE {args.source!r}: no transcript (.json, .traj.json, .jsonl) found")
+    config = config_from_args(args)
+    judge = judge_from(args.judge, args.judge_url, args.judge_model)
+    try:
+        options = ExecutionOptions(Mode.ENFORCE, args.budget, "cost-replay")
+        Compactor(judge, config, options, StoreArchive(MemoryStore()))  # the config's own checks, before any work
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    profile = config.pricing
+    cleared_to = target if target is not None else trigger // 2
+    jev_name = f"jev (budget to {target:,})" if target is not None else "jev"
+
+    def policies() -> list[Any]:
+        compactor = Compactor(judge, config, options, StoreArchive(MemoryStore()))  # a memory archive per session
+        return [NoCompaction(), ClearEachCall(trigger),
+                ClearBatched(trigger, cleared_to, clear_at_least=trigger // 10 if args.clear_at_least is None
+                             else args.clear_at_least),
+                JevCompaction(compactor, trigger, target, name=jev_name)]
+
+    totals: dict[str, Bill] = {}
+    lost: dict[str, list[int]] = {}
+    needed = [0, 0]
+    skipped: dict[str, str] = {}
+    with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+        task = progress.add_task("replaying sessions", total=len(found))
+        for session, (fs, path) in found:
+            progress.update(task, description=f"replaying {session}")
+            try:
+                data = parse(fs.cat_file(path))
+                messages = load(data, detect(data) if args.format == "auto" else args.format)
+                bills = replay(messages, policies(), profile, args.window)
+            except (FormatError, OSError, JevError) as exc:
+                skipped[path] = str(exc) or type(exc).__name__
+                progress.advance(task)
+                continue
+            labels = needed_later(analyze(messages)) if args.labels else None
+            if labels is not None:
+                needed[0] += labels.total_v1
+                needed[1] += labels.total_v2
+            for name, bill in bills.items():
+                totals.setdefault(name, Bill()).add(bill)
+                if labels is not None:
+                    counts = lost.setdefault(name, [0, 0])
+                    for key, point in bill.let_go:
+                        counts[0] += labels.v1(key, point)
+                        counts[1] += labels.v2(key, point)
+            progress.advance(task)
+    if not totals:
+        raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(skipped)} unreadable)")
+    report = _report(totals, lost if args.labels else None, needed, profile.name, trigger, target, args.window,
+                     len(found) - len(skipped), skipped)
+    write_json(report, args.out)
+    _table(out, report)
+    if args.plot:
+        _plot(report, args.plot, out)
+    return EXIT_OK if len(skipped) < len(found) else EXIT_ERROR
+
+
+def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: list[int], profile: str,
+            trigger: int, target: int | None, window: int | None, sessions: int,
+            skipped: dict[str, str]) -> dict[str, Any]:
+    base = totals["no compaction"]
+    rows = {}
+    for name, bill in totals.items():
+        row = {"calls": bill.calls, "tokens_sent": bill.sent, "sent_ratio": bill.sent / base.sent if base.sent else None,
+               "billed_input": round(bill.billed), "billed_ratio": bill.billed / base.billed if base.billed else None,
+               "cache_read_share": round(bill.read_share, 4), "compactions_adopted": bill.adopted,
+               "compactions_refused": bill.refused, "largest_request": bill.largest}
+        if window is not None:
+            row["requests_over_window"] = bill.over_window
+        if lost is not None:
+            v1, v2 = lost.get(name, [0, 0])
+            row["needed_results_let_go"] = {
+                "labels-v1": v1, "labels-v1_share": v1 / needed[0] if needed[0] else None,
+                "labels-v2-reuse": v2, "labels-v2-reuse_share": v2 / needed[1] if needed[1] else None}
+        rows[name] = row
+    return {"sessions": sessions, "profile": profile, "trigger_tokens": trigger, "target_tokens": target,
+            "window": window, "needed_results": {"labels-v1": needed[0], "labels-v2-reuse": needed[1]}
+            if lost is not None else None, "policies": rows, "unreadable": skipped}
+
+
+def _table(out: Any, report: dict[str, Any]) -> None:
+    table = Table(title=f"{report['sessions']} sessions, trigger {report['trigger_tokens']:,} tokens, "
+                        f"{report['profile']} pricing")
+    columns = ["policy", "tokens sent", "sent ×", "billed ×", "cache read", "adopted", "refused", "largest"]
+    if report["window"] is not None:
+        columns.append(f"over {report['window']:,}")
+    if report["needed_results"] is not None:
+        columns += ["needed let go (v1)", "needed let go (v2)"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("policy", "refused") else "right")
+    for name, row in report["policies"].items():
+        refused = ", ".join(f"{why} {n}" for why, n in sorted(row["compactions_refused"].items())) or "—"
+        cells = [name, f"{row['tokens_sent']:,}", _ratio(row["sent_ratio"]), _ratio(row["billed_ratio"]),
+                 f"{row['cache_read_share']:.1%}", str(row["compactions_adopted"]), refused, f"{row['largest_request']:,}"]
+        if report["window"] is not None:
+            cells.append(str(row["requests_over_window"]))
+        if report["needed_results"] is not None:
+            lost = row["needed_results_let_go"]
+            cells += [_share(lost["labels-v1_share"]), _share(lost["labels-v2-reuse_share"])]
+        table.add_row(*cells)
+    out.print(table)
+    for path, why in list(report["unreadable"].items())[:5]:
+        out.print(f"  unreadable: {path}: {why}")
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:.3f}"
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def _plot(report: dict[str, Any], path: str, out: Any) -> None:
+    """Billed input against the share of later-needed results let go, one point per policy and proxy."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        out.print("[yellow]no plot: matplotlib is not installed (pip install 'jev-compaction[calibrate]')[/]")
+        return
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (name, row) in enumerate(report["policies"].items()):  # a color per policy, a marker per proxy
+        lost = row.get("needed_results_let_go") or {}
+        for proxy, marker in (("labels-v1", "o"), ("labels-v2-reuse", "s")):
+            share = lost.get(f"{proxy}_share")
+            if share is not None and row["billed_ratio"] is not None:
+                ax.scatter(share, row["billed_ratio"], marker=marker, color=colors[k % len(colors)],
+                           label=f"{name} ({proxy})")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("share of later-needed results let go")
+    ax.set_ylabel(f"billed input / no compaction ({report['profile']})")
+    ax.set_title(f"{report['sessions']} sessions, trigger {report['trigger_tokens']:,} tokens")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(Path(path), dpi=110)
+    plt.close(fig)
