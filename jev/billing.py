@@ -90,8 +90,9 @@ class Bill:
 
 
 class Policy:
-    """One way of shaping each request. `view(live, i)` returns what call `i` (whose request is `live`,
-    the persisted history so far) sends, and the history to persist."""
+    """One way of shaping each request. `view(live, i, idle)` returns what call `i` (whose request is `live`,
+    the persisted history so far; `idle` seconds after the call before it, when the history says) sends,
+    and the history to persist."""
 
     name = "policy"
 
@@ -101,14 +102,14 @@ class Policy:
         self.transcript = transcript
         self.bill = Bill()
 
-    def view(self, live: list[Message], point: int) -> tuple[list[Message], list[Message]]:
+    def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         raise NotImplementedError
 
 
 class NoCompaction(Policy):
     name = "no compaction"
 
-    def view(self, live: list[Message], point: int) -> tuple[list[Message], list[Message]]:
+    def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         return live, live
 
 
@@ -157,7 +158,7 @@ class ClearEachCall(_Clearing):
 
     name = "clear each call (keep 3)"
 
-    def view(self, live: list[Message], point: int) -> tuple[list[Message], list[Message]]:
+    def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         if self.tokens.total(live) < self.trigger:
             return live, live
         results = self._results(live)
@@ -178,7 +179,7 @@ class ClearBatched(_Clearing):
         super().start(transcript, tokens)
         self.next_at = self.trigger
 
-    def view(self, live: list[Message], point: int) -> tuple[list[Message], list[Message]]:
+    def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         total = self.tokens.total(live)
         if total < self.next_at:
             return live, live
@@ -216,13 +217,13 @@ class JevCompaction(Policy):
 
         self.scope = Scope("replay", "replay", f"session-{id(transcript)}")
 
-    def view(self, live: list[Message], point: int) -> tuple[list[Message], list[Message]]:
+    def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         total = self.tokens.total(live)
         if total < self.next_at:
             return live, live
         compactor = self.compactor.for_tokens(live, total, self.target) if self.target else self.compactor
         horizon = self.horizon(self.transcript, point) if self.horizon else None
-        decision = compactor.plan_sync(live, scope=self.scope, horizon=horizon)
+        decision = compactor.plan_sync(live, scope=self.scope, horizon=horizon, idle_seconds=idle)
         self.bill.events += 1
         if decision.status is Status.DECIDED and decision.plan is not None:
             self.bill.adopted += 1
@@ -276,14 +277,15 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
         for i in calls:
             live.extend(messages[upto:i])
             upto = i
-            sent, live = policy.view(live, i - 1)
+            now = _when(messages[i])
+            idle = now - last_time if now is not None and last_time is not None else None
+            sent, live = policy.view(live, i - 1, idle)
             shared = 0
             for old, new in zip(previous, sent):
                 if old is not new:
                     break
                 shared += 1
-            now = _when(messages[i])
-            cold = now is not None and last_time is not None and now - last_time > price.lifetime
+            cold = idle is not None and idle > price.lifetime
             read = 0 if cold else tokens.total(sent[:shared])
             size = tokens.total(sent)
             bill.calls += 1
@@ -292,7 +294,7 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
             bill.billed += price.billed(read, size - read)
             bill.largest = max(bill.largest, size)
             bill.over_window += window is not None and size > window
-            previous, last_time = sent, now if now is not None else last_time
+            previous, last_time = list(sent), now if now is not None else last_time  # `sent` may be `live`, which grows
         out[policy.name] = bill
     return out
 

@@ -183,3 +183,28 @@ def test_a_long_running_agent_keeps_only_its_last_decisions() -> None:
     assert middleware.last_decision.status.value == "DECIDED"  # real plans, not skipped ones
     with pytest.warns(DeprecationWarning, match="keep_decisions"):
         assert middleware.decisions == list(middleware.recent_decisions)
+
+
+def test_a_token_trigger_and_target_compact_deep_then_wait_for_the_trigger_again(tmp_path) -> None:
+    """Issue 36 item 3, in a real agent loop: with ("tokens", T) and target_tokens=T/2 the middleware brings
+    the history under the target once the trigger passes, then waits until it has grown past T again; a
+    plan that was not adopted is not retried on the very next call."""
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    turns = [AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"call{i}",
+                                        "type": "tool_call"}]) for i in range(8)]
+    model = ScriptedModel(messages=iter([*turns, AIMessage("All read.")]))
+    config = CompactionConfig(eligible_tools={"read_file"}, preserve_recent_messages=2)
+    compactor = Compactor(ReplayJudge({}, default=0.05), config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc"),
+                          FileArchive(tmp_path))
+    middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 1500), target_tokens=750, scope=SCOPE,
+                                         keep_decisions=50)
+    graph = create_agent(model, tools=[read_file], middleware=[middleware])
+    ScriptedModel.seen = []
+    graph.invoke({"messages": [{"role": "user", "content": "Read the files."}]})
+    sizes = [count_tokens_approximately(view) for view in ScriptedModel.seen]
+    adopted = [d for d in middleware.recent_decisions if d.status.value == "DECIDED"]
+    assert adopted and len(middleware.recent_decisions) < len(sizes)  # not a plan on every call
+    assert all(d.plan.target_met is not False or d.detail for d in adopted)
+    after = [sizes[k + 1] for k in range(len(sizes) - 1) if sizes[k + 1] < sizes[k]]  # the calls after a compaction
+    assert after and all(size < 1500 for size in after)

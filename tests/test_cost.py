@@ -1,0 +1,244 @@
+"""Prompt-cache cost (issue 36): the cost model on hand-computed cases, the gate both ways, placement, the
+thinking rule, deep and rare compactions in the integrations' core, and the billed replay."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import SCOPE, ScriptedJudge, call, msg, reference_config, reference_messages, result, text
+
+from archive import FileArchive, MemoryStore, StoreArchive
+from jev import (Action, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Reason, Status,
+                 ThinkingBlock, formats)
+from jev.cost import (PROFILES, PricingProfile, cheapest_start, estimate, first_change, horizon_from_history,
+                      message_tokens, pricing, tokens_of)
+from jev.transcript import Message
+
+
+def words(n: int) -> str:
+    """`n` tokens exactly under SPEC §4's estimate: n six-letter words."""
+    return " ".join(["abcdef"] * n)
+
+
+def history(*sizes: int) -> list[Message]:
+    return [msg(f"m{k}", "user" if k % 2 == 0 else "assistant", text(words(n))) for k, n in enumerate(sizes)]
+
+
+def test_tokens_are_spec_estimates_plus_a_fixed_cost_per_message() -> None:
+    assert message_tokens(msg("a", "user", text("hello world"))) == 4 + 2
+    assert tokens_of(history(10, 20, 30)) == 3 * 4 + 60
+    image = msg("i", "user", text("see"), __import__("jev").OtherBlock(
+        {"type": "image", "source": {"type": "base64", "data": "A" * 100_000}}))
+    assert message_tokens(image) == 4 + 1 + 1_600  # billed by its pixels, not its base64
+
+
+def test_the_estimate_by_hand() -> None:
+    """A 4-message history of 100 tokens each (104 with the message cost); the compaction empties message 1
+    (cut to 10 tokens): the next call re-bills messages 1..3 (14 + 104 + 104 = 222 tokens) at 1.25 instead
+    of reading 312 at 0.1; each later call reads 90 tokens fewer at 0.1."""
+    before = history(100, 100, 100, 100)
+    after = [before[0], history(10, 10)[1], before[2], before[3]]
+    cost = estimate(before, after, horizon=10, profile="anthropic-5m")
+    assert (cost.first_change, cost.replaced, cost.rebilled, cost.freed) == (1, 312, 222, 90)
+    assert cost.extra == pytest.approx(222 * 1.25 - 312 * 0.1)  # 246.3
+    assert cost.saving == pytest.approx(9.0)
+    assert cost.break_even == pytest.approx(246.3 / 9.0)
+    assert cost.net == pytest.approx(246.3 - 9 * 9.0) and not cost.pays
+    assert estimate(before, after, horizon=40).pays  # 246.3 - 39 * 9 < 0
+    assert estimate(before, after, horizon=1, cold=True).net == pytest.approx(222 * 1.25 - 312 * 1.25)  # pays at once
+    plain = estimate(before, after, horizon=3, profile="no-cache")  # no cache: -freed on every call
+    assert plain.net == pytest.approx(-3 * 90)
+
+
+def test_profiles_and_your_own() -> None:
+    assert set(PROFILES) == {"anthropic-5m", "anthropic-1h", "openai", "no-cache"}
+    mine = PricingProfile("gateway", cache_read=0.2, cache_write=1.1, lifetime=120)
+    assert pricing(mine) is mine and pricing("openai").cache_write == 1.0
+    with pytest.raises(ConfigError, match="cache_read must be <= cache_write"):
+        PricingProfile("odd", cache_read=2.0, cache_write=1.0, lifetime=1)
+    with pytest.raises(ConfigError, match="pricing must be one of"):
+        CompactionConfig(pricing="cheap")
+    assert CompactionConfig(pricing="openai").pricing is PROFILES["openai"]
+
+
+def test_first_change_and_the_cheapest_start() -> None:
+    before = history(100, 100, 100, 100)
+    assert first_change(before, before) == 4 and first_change(before, before[:2]) == 2
+    tokens = [104] * 4
+    # letting go of 90 tokens at message 1 re-bills 3 messages; of 90 at message 3, one: the late one pays first
+    assert cheapest_start(tokens, [(1, 90.0), (3, 90.0)], horizon=5)[0] == 3
+    assert cheapest_start(tokens, [(1, 90.0)], horizon=1) == (4, 0.0)  # nothing pays: start past the end
+
+
+def test_the_horizon_rule() -> None:
+    assert horizon_from_history(history(*([1] * 30))) == 5  # 15 assistant messages, a third
+    assert horizon_from_history(history(1)) == 1
+
+
+def compactor(judge, mode=Mode.ENFORCE, archive=None, **config) -> Compactor:
+    return Compactor(judge, reference_config(cost_gate=True, **config), ExecutionOptions(mode, 5.0, "t"), archive)
+
+
+def test_the_gate_refuses_what_would_raise_the_bill_and_adopts_what_pays(tmp_path) -> None:
+    archive = FileArchive(tmp_path)
+    judge = ScriptedJudge(lambda q: 0.01 if q.endswith("t1") else 0.99)  # drop the obsolete read (early)
+    refused = compactor(judge, archive=archive).plan_sync(reference_messages(), scope=SCOPE, horizon=2)
+    assert (refused.status, refused.reason) == (Status.INCONCLUSIVE, Reason.UNPROFITABLE)
+    assert refused.plan.messages == tuple(reference_messages()) and not archive.snapshots(SCOPE)  # nothing archived
+    assert refused.plan.cost.net > 0 and "re-bills" in refused.detail and "the horizon is 2" in refused.detail
+    adopted = compactor(judge, archive=archive).plan_sync(reference_messages(), scope=SCOPE, horizon=100)
+    assert adopted.status is Status.DECIDED and adopted.plan.cost.pays and archive.snapshots(SCOPE)
+    assert adopted.recommendation["reduction"]  # the record carries the plan's figures
+    shadow = compactor(judge, Mode.SHADOW).plan_sync(reference_messages(), horizon=2)  # SHADOW says what ENFORCE would
+    assert shadow.reason is Reason.UNPROFITABLE
+
+
+def test_no_cache_pricing_reduces_the_gate_to_minimum_reduction_and_budget_mode_is_never_gated() -> None:
+    judge = ScriptedJudge(lambda q: 0.01 if q.endswith("t1") else 0.99)
+    assert compactor(judge, Mode.SHADOW, pricing="no-cache").plan_sync(reference_messages(), horizon=1).status \
+        is Status.DECIDED
+    budget = compactor(judge, Mode.SHADOW, target_reduction=0.5).plan_sync(reference_messages(), horizon=1)
+    assert budget.status is Status.DECIDED and not budget.plan.cost.pays  # the host's need: adopted anyway
+    idle = compactor(judge, Mode.SHADOW).plan_sync(reference_messages(), horizon=1, idle_seconds=3600)
+    assert idle.status is Status.DECIDED  # the cache is cold: nothing is re-billed that would not be
+    with pytest.raises(ConfigError, match="horizon must be an integer >= 1"):
+        compactor(judge, Mode.SHADOW).plan_sync(reference_messages(), horizon=0)
+
+
+def test_placement_keeps_early_let_gos_when_a_later_start_pays_more() -> None:
+    """Two obsolete reads: one early (message 1), one late; with a short horizon only the late one pays,
+    so the early one stays (CACHED_PREFIX) and the cached prefix up to the late one is kept."""
+    messages = [msg("task", "user", text("task")),
+                msg("c1", "assistant", call("early")), msg("r1", "tool", result("early", output=words(300))),
+                *[msg(f"x{k}", "user" if k % 2 else "assistant", text(words(400))) for k in range(6)],
+                msg("c2", "assistant", call("late")), msg("r2", "tool", result("late", output=words(3000))),
+                msg("end", "user", text("go on"))]
+    decision = compactor(ScriptedJudge(0.01), Mode.SHADOW, tombstones=True).plan_sync(messages, horizon=4)
+    assert decision.status is Status.DECIDED, decision.detail
+    assert decision.plan.decisions == {"t1": Action.KEEP, "t2": Action.DROP_PAIR}
+    assert decision.plan.scores["t1"].reason == "CACHED_PREFIX"
+    assert decision.plan.cost.first_change == 9 and decision.plan.messages[:9] == tuple(messages[:9])
+
+
+def thinking_history() -> list[Message]:
+    """Anthropic's shape: the assistant thinks, then calls; the result comes in the user's next message."""
+    return formats.load([
+        {"role": "user", "content": "Fix the parser."},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "read it first", "signature": "sig"},
+                                          {"type": "tool_use", "id": "toolu_1", "name": "Read",
+                                           "input": {"file_path": "p.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 1\n" * 400}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "user", "content": "go on"},
+    ], "anthropic")
+
+
+def test_a_call_in_a_thinking_message_leaves_its_result_truncatable_never_droppable() -> None:
+    messages = thinking_history()
+    decision = Compactor(ScriptedJudge(0.01), CompactionConfig(eligible_tools=frozenset({"Read"}),
+                                                               preserve_recent_messages=2, cost_gate=False),
+                         ExecutionOptions(Mode.SHADOW, 5.0)).plan_sync(messages)
+    assert decision.plan.decisions == {"t1": Action.TRUNCATE_RESULT}  # the scores say drop; the call stays
+    compacted = decision.plan.messages
+    assert compacted[1] is messages[1]  # the thinking message: the very same object, its bytes unchanged
+    written = formats.dump(list(compacted), "anthropic")
+    assert written[1] == formats.dump(messages, "anthropic")[1]
+    cut = written[2]["content"][0]["content"]
+    assert (cut if isinstance(cut, str) else cut[0]["text"]).endswith("do not re-execute this tool for recovery.]")
+    budget = Compactor(ScriptedJudge(0.01), CompactionConfig(eligible_tools=frozenset({"Read"}),
+                                                             preserve_recent_messages=2, target_reduction=0.9),
+                       ExecutionOptions(Mode.SHADOW, 5.0)).plan_sync(messages)
+    assert budget.plan.decisions == {"t1": Action.TRUNCATE_RESULT}
+
+
+def test_a_later_plan_never_rewrites_an_earlier_plans_markers_or_tombstones() -> None:
+    """Two plans, the second on the first's history grown by a pair: every message the first wrote comes
+    back byte for byte (the same objects), and its cut result is pinned rather than cut again."""
+    config = reference_config(truncate_head_chars=30, tombstones=True)
+    judge = ScriptedJudge(lambda q: 0.99 if q.startswith("call_t2") else 0.01)
+    first = Compactor(judge, config, ExecutionOptions(Mode.SHADOW, 5.0)).plan_sync(reference_messages())
+    assert set(first.plan.decisions.values()) >= {Action.DROP_PAIR, Action.TRUNCATE_RESULT}
+    grown = [*first.plan.messages[:-1], msg("c9", "assistant", call("next")),
+             msg("r9", "tool", result("next")), first.plan.messages[-1]]
+    second = Compactor(judge, config, ExecutionOptions(Mode.SHADOW, 5.0)).plan_sync(grown)
+    kept = {id(m) for m in second.plan.messages}
+    assert all(id(m) in kept for m in first.plan.messages if m not in reference_messages())  # markers, tombstones
+    cut = next(v for v in second.plan.pairs_table() if v.call_id == "preview")
+    assert cut.pinned == "already cut by an earlier plan"
+
+
+def test_the_host_core_compacts_deep_and_rarely() -> None:
+    """After a plan, the next waits for the next multiple of the trigger above what the history holds now."""
+    from jev.integrations.core import HostCompaction
+    host = HostCompaction(Compactor(ScriptedJudge(0.5)), trigger=100, horizon=7)
+    assert not host.due(99) and host.due(100)
+    host.planned(130)  # not adopted: the history still holds 130
+    assert not host.due(199) and host.due(200)
+    host.planned(40)  # adopted, down to 40: fires again once the history is back past 100
+    assert not host.due(99) and host.due(100)
+    assert host.horizon_for(None) == 7 and HostCompaction(Compactor(ScriptedJudge(0.5)), horizon=len).horizon_for(
+        [1, 2]) == 2
+    with pytest.raises(ConfigError, match="horizon must be an integer >= 1"):
+        HostCompaction(Compactor(ScriptedJudge(0.5)), horizon=0)
+
+
+def test_the_replay_bills_each_policy_on_the_same_calls() -> None:
+    """By hand: four calls over a growing history with no compaction read all but the newest messages."""
+    from jev.billing import ClearBatched, ClearEachCall, JevCompaction, NoCompaction, replay
+    messages = [msg("u0", "user", text(words(50)))]
+    for k in range(1, 5):
+        messages += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"t{k}", "tool", result(f"r{k}", output=words(500)))]
+    messages.append(msg("end", "assistant", text("done")))
+    bills = replay(messages, [NoCompaction()], "anthropic-5m")
+    base = bills["no compaction"]
+    assert base.calls == 5  # every assistant message but a first one is a call
+    sizes = [message_tokens(m) for m in messages]
+    sent = [sum(sizes[:i]) for i in (1, 3, 5, 7, 9)]
+    assert base.sent == sum(sent) and base.read == sum(sent[:-1])  # each reads the request before it
+    assert base.billed == pytest.approx(sum(sent[:-1]) * 0.1 + (sum(sent) - sum(sent[:-1])) * 1.25)
+    jev = Compactor(ScriptedJudge(0.01), reference_config(tombstones=True, cost_gate=False),
+                    ExecutionOptions(Mode.ENFORCE, 5.0), StoreArchive(MemoryStore()))
+    bills = replay(messages, [NoCompaction(), ClearEachCall(600), ClearBatched(600, 300),
+                              JevCompaction(jev, 600)], "anthropic-5m")
+    each, batched, judged = bills["clear each call (keep 3)"], bills["clear batched (to 300, keep 3)"], bills["jev"]
+    assert each.sent < base.sent and batched.sent < base.sent and judged.adopted >= 1
+    assert {key for key, _ in batched.let_go} and all(point >= 0 for _, point in judged.let_go)
+    assert math.isclose(bills["no compaction"].billed, base.billed)
+
+
+def test_jev_cost_replays_every_form_and_reports_each_policy(tmp_path) -> None:
+    """Issue 36 item 5: `jev cost` on a folder holding a mini-swe-agent trajectory, a Claude Code session and
+    a chat history: one row per policy with sent and billed ratios, cache reads, compactions adopted and
+    refused, the largest request, requests over the window, needed results let go, and a plot."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from conftest import cli, long_history
+    from test_claude_code import continued_session
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "mini_swe_agent_responses.traj.json", sessions / "a.traj.json")
+    (sessions / "b.jsonl").write_text("\n".join(json.dumps(e) for e in continued_session()))
+    (sessions / "c.json").write_text(json.dumps(formats.dump(long_history(40), "openai-chat")))
+    proc = cli(["cost", str(sessions), "--trigger-tokens", "3000", "--target-tokens", "1500", "--window", "4000",
+                "--eligible-tools", "bash,read,Read,Bash", "--plot", str(tmp_path / "cost.png"),
+                "--out", str(tmp_path / "cost.json")])
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "cost.json").read_text())
+    assert report["sessions"] == 3 and report["profile"] == "anthropic-5m" and not report["unreadable"]
+    rows = report["policies"]
+    assert list(rows) == ["no compaction", "clear each call (keep 3)", "clear batched (to 1,500, keep 3)",
+                          "jev (budget to 1,500)"]
+    base = rows["no compaction"]
+    assert base["billed_ratio"] == 1.0 and base["needed_results_let_go"]["labels-v1"] == 0
+    for name, row in rows.items():
+        assert row["calls"] == base["calls"] and 0 < row["cache_read_share"] <= 1
+        assert row["largest_request"] <= base["largest_request"] and "requests_over_window" in row
+    assert rows["jev (budget to 1,500)"]["compactions_adopted"] >= 1
+    assert rows["jev (budget to 1,500)"]["sent_ratio"] < 1 and rows["clear each call (keep 3)"]["sent_ratio"] < 1
+    assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
+    assert "billed ×" in proc.stderr.decode() and "needed let go (v1)" in proc.stderr.decode()
+    bad = cli(["cost", str(sessions), "--trigger-tokens", "100", "--target-tokens", "200"])
+    assert bad.returncode == 2 and b"--target-tokens must be below --trigger-tokens" in bad.stderr
