@@ -232,9 +232,7 @@ def block_from_dict(obj: Any, where: str) -> Block:
     state = obj.get("state", "success")
     if state not in RESULT_STATES:
         raise FormatError(f"{where}.state: must be one of {', '.join(RESULT_STATES)} (got {shown(state)})")
-    metadata = obj.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise FormatError(f"{where}.metadata: must be a JSON object")
+    metadata = _optional(obj, "metadata", dict, where, "a JSON object")
     return ToolResultBlock(_str_field(obj, "id", where), _str_field(obj, "name", where), output, state, metadata)
 
 
@@ -249,16 +247,21 @@ def message_from_dict(obj: Any, where: str) -> Message:
     if not isinstance(content, list):
         raise FormatError(f"{where}.content: must be a list of blocks (got {type(content).__name__})")
     blocks = tuple(block_from_dict(b, f"{where}.content[{i}]") for i, b in enumerate(content))
-    name = obj.get("name")
-    if name is not None and not isinstance(name, str):
-        raise FormatError(f"{where}.name: must be a string")
-    metadata = obj.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise FormatError(f"{where}.metadata: must be a JSON object")
-    timestamp = obj.get("timestamp")
-    if timestamp is not None and not isinstance(timestamp, str):
-        raise FormatError(f"{where}.timestamp: must be a string")
+    name = _optional(obj, "name", str, where, "a string")
+    metadata = _optional(obj, "metadata", dict, where, "a JSON object")
+    timestamp = _optional(obj, "timestamp", str, where, "a string")
     return Message(_str_field(obj, "id", where), role, blocks, name, metadata, timestamp)
+
+
+def _optional(obj: dict[str, Any], key: str, kind: type, where: str, what: str) -> Any:
+    """An optional field of the `jev` form: absent, or of its type — never null, which the writer could not
+    give back (it leaves an absent field out)."""
+    if key not in obj:
+        return None
+    value = obj[key]
+    if not isinstance(value, kind):
+        raise FormatError(f"{where}.{key}: must be {what}" + (" (null: leave the field out)" if value is None else ""))
+    return value
 
 
 def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
