@@ -189,3 +189,29 @@ def test_a_continued_session_with_an_image_plans_and_says_why_it_kept_what_it_ke
     written = formats.dump(messages, "anthropic")
     assert written[2]["content"][0]["caller"] == {"type": "direct"}
     assert written[1]["content"][1]["type"] == "image"
+
+
+def test_a_turn_with_extended_thinking_keeps_its_thinking_and_lets_its_read_result_be_cut() -> None:
+    """Issue 36 item 4 on Claude Code's shape: a turn written as a thinking line and a tool_use line under one
+    message.id; its result, in the next user entry, may be truncated (never dropped), and the turn —
+    thinking, signature and call — is written back byte for byte."""
+    from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode
+    from jev.judges import ReplayJudge
+    lines = [entry("user", "u1", None, {"role": "user", "content": "Why does count() fail?"}),
+             assistant("a1", "u1", "msg_t", {"type": "thinking", "thinking": "Read the module first.",
+                                             "signature": "EqQBCkYIBxgCKkD"}),
+             assistant("a2", "a1", "msg_t", {"type": "tool_use", "id": "toolu_T", "name": "Read",
+                                             "input": {"file_path": "/home/dev/app/count.py"}}),
+             tool_result("u2", "a2", "toolu_T", READ, {"type": "text"}),
+             *[entry("user" if k % 2 == 0 else "assistant", f"z{k}", "u2", {"role": "user", "content": f"step {k}"}
+                     if k % 2 == 0 else {"id": f"msg_z{k}", "role": "assistant",
+                                         "content": [{"type": "text", "text": "ok"}]}) for k in range(6)]]
+    messages = formats.load(lines)
+    decision = Compactor(ReplayJudge({}, default=0.01), CompactionConfig(eligible_tools=frozenset({"Read"}),
+                                                                         cost_gate=False),
+                         ExecutionOptions(Mode.SHADOW, 5.0)).plan_sync(messages)
+    assert decision.plan.decisions == {"t1": Action.TRUNCATE_RESULT}
+    before, after = formats.dump(messages, "anthropic"), formats.dump(list(decision.plan.messages), "anthropic")
+    assert after[1] == before[1] == {"role": "assistant", "content": [lines[1]["message"]["content"][0],
+                                                                      lines[2]["message"]["content"][0]]}
+    assert len(str(after[2])) < len(str(before[2]))
