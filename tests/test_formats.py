@@ -598,3 +598,13 @@ def test_a_foreign_part_typed_as_an_agentscope_call_is_refused_by_name() -> None
     messages = formats.load([{"role": "user", "content": [{"type": "tool_call", "id": []}]}], "openai-chat")
     with pytest.raises(FormatError, match="agentscope: a 'tool_call' part that is not a jev tool call"):
         formats.dump(messages, "agentscope")
+
+
+def test_mini_swe_agent_refuses_a_trajectory_object_without_messages() -> None:
+    """Found by the fuzz run: an object whose `messages` is empty loaded to no messages and came back as
+    `[]`, its other fields lost — now refused by name (a bare empty list still loads, as nothing)."""
+    with pytest.raises(FormatError, match="messages: a trajectory object with no messages cannot be loaded"):
+        formats.load({"info": {"exit_status": "Submitted"}, "messages": [], "trajectory_format": "mini-swe-agent-1"},
+                     "mini-swe-agent")
+    assert formats.load([], "mini-swe-agent") == []
+    assert formats.dump([], "mini-swe-agent") == []

@@ -94,7 +94,11 @@ def load(data: Any) -> list[Message]:
 
 
 def _with_envelope(messages: list[Message], envelope: dict[str, Any] | None) -> list[Message]:
-    """The messages, the trajectory's other fields riding on the first."""
+    """The messages, the trajectory's other fields riding on the first: a trajectory object without
+    messages is refused (its fields would have nowhere to ride, so it could not be written back)."""
+    if not messages and envelope is not None:
+        raise FormatError("messages: a trajectory object with no messages cannot be loaded (there is nothing to "
+                          "compact, and its other fields ride on the first message)")
     if messages and envelope is not None:
         source = dict(source_of(messages[0], NAME) or {})
         source["envelope"] = envelope
