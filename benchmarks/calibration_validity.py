@@ -109,7 +109,8 @@ def real_tables(n: int, alpha: float, delta: float) -> None:
     data = {}
     for name, path in SETS.items():
         rows = build_rows(path, workers=2)
-        scores = out_of_fold(rows)
+        found = out_of_fold(name, rows, path)
+        scores = (found.p_result, found.p_call)
         data[name] = real_rows(rows, *scores)
         if len(np.unique(data[name].sessions)) < 100:  # too few instances to certify by halves: runs as units too
             data[f"{name}, runs as units"] = real_rows(rows, *scores, by_run=True)

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

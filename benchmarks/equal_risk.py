@@ -31,8 +31,8 @@ import sys
 import time
 
 import numpy as np
-from quality import (PROXIES, SETS, calibrated_heads, checked_held_out, held_out_arguments, held_out_cells,
-                     labelled_cells, out_of_fold, probabilities)
+from quality import (SETS, checked_held_out, held_out_arguments, held_out_cells, labelled_cells, out_of_fold, proxies,
+                     scored, trained)
 
 from calibration import select_thresholds
 from calibration.dataset import Rows, build_rows, group_of
@@ -123,15 +123,16 @@ def main() -> None:
     sources = checked_held_out(parser, args)
     started = time.monotonic()
     if args.labelled:
-        cells = [(title, r, pr, pc) for title, r, _, pr, pc in labelled_cells(parser, args)]
+        found = labelled_cells(parser, args)
     elif sources:
-        cells = [(title, r, pr, pc) for title, r, _, pr, pc in held_out_cells(sources, args.model)]
+        found = held_out_cells(sources, args.model)
     else:
         rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
         (a, ra), (b, rb) = rows.items()
-        cells = [(f"within {name} (5-fold CV)", r, *out_of_fold(r)) for name, r in rows.items()]
-        cells.append((f"train {a} → test {b}", rb, *probabilities(calibrated_heads(ra), rb.X)))
-        cells.append((f"train {b} → test {a}", ra, *probabilities(calibrated_heads(rb), ra.X)))
+        found = [out_of_fold(f"within {name} (5-fold CV, nested)", r, SETS[name]) for name, r in rows.items()]
+        found.append(scored(f"train {a} → test {b}", trained(ra), rb, SETS[b]))
+        found.append(scored(f"train {b} → test {a}", trained(rb), ra, SETS[a]))
+    cells = [(c.title, c.rows, c.p_result, c.p_call) for c in found]
     print(f"alpha {args.alpha}, delta {args.delta}, {args.splits} resplits (calibrate on half the instances, "
           "measure on the other half); medians over certified resplits [min, max]\n")
     chose = len(exponents) > 1
@@ -141,9 +142,7 @@ def main() -> None:
     runs = [(title + " (runs as sessions)", r, pr, pc, True) for title, r, pr, pc in cells
             if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
-        for proxy, needed in zip(PROXIES, (r.needed_result, r.needed_result_alt), strict=True):
-            if needed is None:  # labelled before the second proxy rode along
-                continue
+        for proxy, needed in proxies(r).items():  # a file labelled before a proxy rode along has fewer
             results = np.asarray(cell(r, p_result, p_call, needed, args.alpha, args.delta, args.splits, by_run,
                                       exponents))
             ok = results[~np.isnan(results[:, 0])]

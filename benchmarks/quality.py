@@ -66,58 +66,60 @@ from sklearn.model_selection import GroupKFold  # noqa: E402
 
 from calibration.dataset import Rows, build_rows, group_of, trajectories  # noqa: E402
 from calibration.join import read_records  # noqa: E402
-from calibration.labels import pair_uses  # noqa: E402
-from calibration.train_local import calibrated, checked_scan_chars, columns, corpus_name, fit_specs  # noqa: E402
-from jev.apply import SHORT_RESULT_SLACK, truncation_marker  # noqa: E402
+from calibration.labels import STRICT_LABEL_VERSION, pair_uses  # noqa: E402
+from calibration.rarity import Rarity  # noqa: E402
+from calibration.train_local import checked_scan_chars, corpus_name, scores_of, train  # noqa: E402
+from calibration.yardstick import POLICIES, exponent_at, let_go, points, tally, with_intervals  # noqa: E402
 from jev.errors import ConfigError  # noqa: E402
-from jev.judges.features import FEATURE_NAMES, SCAN_CHARS  # noqa: E402
-from jev.judges.local import MODEL, load_model, score  # noqa: E402
-from jev.policy import CompactionConfig, Judged, budget  # noqa: E402
+from jev.judges.features import SCAN_CHARS  # noqa: E402
+from jev.judges.local import MODEL, load_model  # noqa: E402
 from jev.transcript import analyze  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE (Gemini)": DATA / "mini-swe-agent-swebench-dev.tar.xz",
         "DeepSeek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}
-POLICIES = ("judge", "recency", "biggest-first", "random", "oracle", "drop-all")
-PROXIES = ("labels-v1", "labels-v2-reuse")
+PROXIES = (STRICT_LABEL_VERSION, "labels-v1", "labels-v2-reuse")
 
 
-def calibrated_heads(train: Rows) -> tuple[dict, dict]:
-    """Both heads fitted on `train` as `python -m calibration.train_local` fits the shipped ones."""
-    heads = fit_specs(train)
-    return heads["keep_result"], heads["keep_call"]
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the table: the rows scored, their source, the judge's probabilities for them and the
+    size exponent its budget mode ranks with."""
+
+    title: str
+    rows: Rows
+    source: Path
+    p_result: np.ndarray
+    p_call: np.ndarray
+    size_exponent: float | np.ndarray = 1.0  # or one per row (each fold of a nested cross-validation its own)
 
 
-def probabilities(heads: tuple[dict, dict], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """P(result needed), P(call needed) for full feature rows `X`, as the judge scores them."""
-    return calibrated(heads[0], columns(X)), calibrated(heads[1], columns(X))
+def trained(train_rows: Rows) -> dict:
+    """A model document trained on `train_rows` as `python -m calibration.train_local` trains the shipped
+    one (its grouped cross-validated choice included), with the shipped common words."""
+    return train(train_rows, rarity=load_model().get("rarity"))
 
 
-def model_scores(model: dict, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """P(result needed), P(call needed) of a model document's heads (`jev.judges.local.load_model`) for full
-    feature rows `X` (`Rows.X`), scored as the local judge scores them."""
-    cols = np.asarray([FEATURE_NAMES.index(name) for name in model["features"]])
-    return tuple(score(model["heads"][head], X[:, cols], model["version"])  # type: ignore[return-value]
-                 for head in ("keep_result", "keep_call"))
+def scored(title: str, model: dict, rows: Rows, source: Path) -> Cell:
+    """A cell of `rows` scored by a model document, ranked with its size exponent."""
+    return Cell(title, rows, source, *scores_of(model, rows.X), float(model.get("size_exponent", 1.0)))
 
 
-def held_out_cells(sources: list[str], model_path: str | None, workers: int = 2
-                   ) -> list[tuple[str, Rows, Path, np.ndarray, np.ndarray]]:
-    """(title, rows, source, P(result needed), P(call needed)) per source of trajectories the weights never
-    saw: the shipped weights, or the file at `model_path`, scored reading the depth they were trained on."""
+def held_out_cells(sources: list[str], model_path: str | None, workers: int = 2) -> list[Cell]:
+    """A cell per source of trajectories the weights never saw: the shipped weights, or the file at
+    `model_path`, scored reading the depth and common words they were trained with."""
     model = load_model(model_path)
     judge = MODEL if model_path is None else Path(model_path).name
-    cells = []
-    for source in sources:
-        rows = build_rows(source, workers=workers, scan_chars=model["scan_chars"])
-        cells.append((f"{judge} → {corpus_name(source)} (held out)", rows, Path(source), *model_scores(model, rows.X)))
-    return cells
+    return [scored(f"{judge} → {corpus_name(source)} (held out)", model,
+                   build_rows(source, workers=workers, scan_chars=model["scan_chars"],
+                              rarity=Rarity.of(model.get("rarity")) if model.get("rarity") else None), Path(source))
+            for source in sources]
 
 
-def labelled_cell(source: str) -> tuple[str, Rows, Path, np.ndarray, np.ndarray]:
-    """(title, rows, source, P(result needed), P(call needed)) from a file of labelled rows (`jev label` over
-    `jev replay` records): the recorded scores of whichever judge made them. A refused pair (no score)
-    reads as 1.0, so no policy of the judge's lets it go, as the compactor keeps it."""
+def labelled_cell(source: str) -> Cell:
+    """A cell from a file of labelled rows (`jev label` over `jev replay` records): the recorded scores of
+    whichever judge made them, ranked with the default size exponent. A refused pair (no score) reads as
+    1.0, so no policy of the judge's lets it go, as the compactor keeps it."""
     records = list(read_records(source))
     judges = sorted({str(r.get("judge") or "") for r in records})
     if not records:
@@ -133,124 +135,54 @@ def labelled_cell(source: str) -> tuple[str, Rows, Path, np.ndarray, np.ndarray]
         value = r.get(name)
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 1.0
 
-    alt = [r.get("needed_result_reuse") for r in records]
+    def flags(name: str) -> np.ndarray | None:  # a label `jev label` wrote on every row, or None
+        values = [r.get(name) for r in records]
+        return None if any(v is None for v in values) else np.asarray(values, dtype=bool)
+
     rows = Rows(np.zeros((len(records), 0)), np.asarray([bool(r["needed_result"]) for r in records]),
                 np.asarray([bool(r["needed_call"]) for r in records]),
                 np.asarray([str(r["session_id"]) for r in records]), np.asarray([str(r["key"]) for r in records]),
                 np.asarray([int(r["decision_point"]) for r in records]),
-                np.asarray([int(r["result_chars"]) for r in records]),
-                None if any(a is None for a in alt) else np.asarray(alt, dtype=bool), None,
-                np.asarray([str(r["call_id"]) for r in records]))
+                np.asarray([int(r["result_chars"]) for r in records]), flags("needed_result_reuse"), None,
+                np.asarray([str(r["call_id"]) for r in records]), flags("needed_result_strict"))
     p_result = np.asarray([score(r, "keep_result") for r in records])
     p_call = np.asarray([score(r, "keep_call") for r in records])
-    return f"{judges[0] or 'judge'} → {corpus_name(source)} (labelled)", rows, Path(source), p_result, p_call
+    return Cell(f"{judges[0] or 'judge'} → {corpus_name(source)} (labelled)", rows, Path(source), p_result, p_call)
 
 
-def out_of_fold(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
-    """Scores for every row from a judge trained without its group (5 group folds)."""
+def out_of_fold(title: str, rows: Rows, source: Path) -> Cell:
+    """A cell scoring every row with a judge trained (selection included) without its group: 5 group
+    folds, each training its own grouped cross-validated choice — nested, so no fold picks anything on
+    the rows it is scored on. Each fold's points are ranked with that fold's size exponent."""
     groups = np.asarray([group_of(s) for s in rows.sessions])
-    p_result, p_call = np.zeros(len(rows.X)), np.zeros(len(rows.X))
+    p_result, p_call, exponent = np.zeros(len(rows.X)), np.zeros(len(rows.X)), np.zeros(len(rows.X))
     for tr, te in GroupKFold(5).split(rows.X, rows.needed_result, groups):
-        p_result[te], p_call[te] = probabilities(calibrated_heads(rows.take(tr)), rows.X[te])
-    return p_result, p_call
-
-
-@dataclass(frozen=True)
-class Point:
-    group: str
-    rows: np.ndarray  # row indices of the candidates at this point
-
-
-def points(rows: Rows, min_chars: int) -> list[Point]:
-    by_point: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for i, (s, p) in enumerate(zip(rows.sessions, rows.points, strict=True)):
-        by_point[(s, int(p))].append(i)
-    return [Point(group_of(s), np.asarray(ix)) for (s, _), ix in sorted(by_point.items())
-            if rows.result_chars[ix].sum() >= min_chars]
-
-
-def _matched(order: np.ndarray, saves: np.ndarray, target: int) -> np.ndarray:
-    """The first results in `order` whose savings reach `target` (none for a target of 0)."""
-    if target <= 0:
-        return order[:0]
-    reach = np.searchsorted(np.cumsum(saves[order]), target)
-    return order[: reach + 1]
-
-
-def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
-           rng: np.random.Generator, needed: np.ndarray, same_form: bool) -> dict[str, np.ndarray]:
-    """Indices let go at one point by every policy, the others matched to the characters the judge removed.
-    `same_form`: a let-go result saves what the product's let-go of that pair saves under every policy
-    (its head and marker kept when the judge truncates), so policies differ only in which results they
-    pick; else the other policies drop whole results."""
-    ix = point.rows
-    chars = rows.result_chars[ix].astype(int)
-    default = CompactionConfig()
-    head = default.truncate_head_chars
-    marker = np.asarray([len(truncation_marker(str(c), default)) for c in rows.call_ids[ix]])  # as the product cuts
-    cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + marker), 0)
-    keys = rows.keys[ix]
-    config = CompactionConfig(target_reduction=share)
-    chosen, removed, _ = budget([Judged(str(k), float(c), float(r), "bash", int(n), int(t))
-                                 for k, c, r, n, t in zip(keys, p_call[ix], p_result[ix], chars, cut_saves,
-                                                          strict=True)], config)
-    judge = np.asarray([j for j, k in enumerate(keys) if chosen[str(k)][0].value != "KEEP"], dtype=int)
-    truncates = p_call[ix] >= config.keep_threshold
-    saves = np.where(truncates, cut_saves, chars) if same_form else chars
-    age = np.argsort([int(str(k)[1:]) for k in keys], kind="stable")
-    need = needed[ix]
-    oracle = np.lexsort((-saves, need))  # unneeded first, biggest saving first within
-    return {"judge": judge,
-            "recency": _matched(age, saves, removed),
-            "biggest-first": _matched(np.argsort(-saves, kind="stable"), saves, removed),
-            "random": _matched(rng.permutation(len(ix)), saves, removed),
-            "oracle": _matched(oracle, saves, removed),
-            "drop-all": np.arange(len(ix))}
+        model = trained(rows.take(tr))
+        p_result[te], p_call[te] = scores_of(model, rows.X[te])
+        exponent[te] = model["size_exponent"]
+    return Cell(title, rows, source, p_result, p_call, exponent)
 
 
 def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int, boot: int,
-             same_form: bool = True, seed: int = 0, extra: dict[str, np.ndarray] | None = None
-             ) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """Per proxy (the two, then any `extra` labels of the same rows): L per policy and the gap closed, each
-    (point estimate, 2.5 %, 97.5 %)."""
-    pts = points(rows, min_chars)
-    groups = sorted({p.group for p in pts})
-    gi = {g: k for k, g in enumerate(groups)}
-    out: dict[str, dict[str, tuple[float, float, float]]] = {}
-    proxies = {"labels-v1": rows.needed_result, **({"labels-v2-reuse": rows.needed_result_alt}
-                                                   if rows.needed_result_alt is not None else {}), **(extra or {})}
-    for proxy, needed in proxies.items():
-        rng = np.random.default_rng(seed)
-        lost = np.zeros((len(POLICIES), len(groups)))
-        total = np.zeros(len(groups))
-        for point in pts:
-            need = needed[point.rows]
-            g = gi[point.group]
-            total[g] += need.sum()
-            for k, (name, gone) in enumerate(let_go(rows, point, p_result, p_call, share, rng, needed,
-                                                                       same_form).items()):
-                assert name == POLICIES[k]
-                lost[k, g] += need[gone].sum()
-        draws = np.random.default_rng(seed + 1).multinomial(len(groups), np.full(len(groups), 1 / len(groups)),
-                                                           size=boot)
-        with np.errstate(invalid="ignore", divide="ignore"):  # a draw without needed results has no L (NaN)
-            L = lost.sum(1) / total.sum()
-            Lb = (draws @ lost.T) / (draws @ total)[:, None]  # boot x policies
-        jr, rr, orc = POLICIES.index("judge"), POLICIES.index("recency"), POLICIES.index("oracle")
+             same_form: bool = True, seed: int = 0, extra: dict[str, np.ndarray] | None = None,
+             size_exponent: float | np.ndarray = 1.0) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Per proxy (the strict one, v1 and v2, then any `extra` labels of the same rows): L per policy and
+    the gap closed, each (point estimate, 2.5 %, 97.5 %), and the points, groups and needed results."""
+    tallies = tally(rows, p_result, p_call, {**proxies(rows), **(extra or {})}, share, min_chars, same_form,
+                    size_exponent, seed)
+    out = {}
+    for proxy, t in tallies.items():
+        out[proxy] = with_intervals(t, boot, seed)
+        out[proxy]["points"] = (float(len(points(rows, min_chars))), float(len(t.groups)), float(t.total.sum()))
+    return out
 
-        def gap(values: np.ndarray) -> np.ndarray:
-            """The gap closed; NaN where recency does no worse than the oracle (there is no gap to close)."""
-            width = values[..., rr] - values[..., orc]
-            return np.where(width > 0, (values[..., rr] - values[..., jr]) / np.where(width > 0, width, 1.0), np.nan)
 
-        def interval(values: np.ndarray) -> list[float]:
-            finite = values[np.isfinite(values)]
-            return np.quantile(finite, [0.025, 0.975]).tolist() if len(finite) else [float("nan")] * 2
-
-        cell = {name: (float(L[k]), *interval(Lb[:, k])) for k, name in enumerate(POLICIES)}
-        cell["gap closed"] = (float(gap(L)), *interval(gap(Lb)))
-        cell["points"] = (float(len(pts)), float(len(groups)), float(total.sum()))
-        out[proxy] = cell
+def proxies(rows: Rows) -> dict[str, np.ndarray]:
+    """The proxies a cell's rows carry, the strict one first (the headline)."""
+    out = {STRICT_LABEL_VERSION: rows.needed_strict} if rows.needed_strict is not None else {}
+    out["labels-v1"] = rows.needed_result
+    if rows.needed_result_alt is not None:
+        out["labels-v2-reuse"] = rows.needed_result_alt
     return out
 
 
@@ -279,14 +211,15 @@ def identifier_needed(rows: Rows, source: Path) -> np.ndarray:
 
 
 def why_lost(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, source: Path, share: float, min_chars: int,
-             scan_chars: int) -> dict[str, Counter]:
+             scan_chars: int, size_exponent: float | np.ndarray = 1.0) -> dict[str, Counter]:
     """Per policy (judge, recency): of the labels-v1-needed results it lets go, what first made each needed
     after its point — `rerun`, `plain` (a word of letters alone) or `other` word — and, of the words, how
     many sit within `scan_chars` of the result's ends (`in ends`)."""
     wanted: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
     rng = np.random.default_rng(0)
     for point in points(rows, min_chars):
-        gone = let_go(rows, point, p_result, p_call, share, rng, rows.needed_result, True)
+        gone = let_go(rows, point, p_result, p_call, share, rng, rows.needed_result, True,
+                      exponent_at(size_exponent, point))
         for policy in ("judge", "recency"):
             for i in point.rows[gone[policy]]:
                 if rows.needed_result[i]:
@@ -326,8 +259,7 @@ def held_out_arguments(parser: argparse.ArgumentParser) -> None:
                              "too; repeat for several; nothing is trained, no judge is called)")
 
 
-def labelled_cells(parser: argparse.ArgumentParser, args: argparse.Namespace
-                   ) -> list[tuple[str, Rows, Path, np.ndarray, np.ndarray]]:
+def labelled_cells(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Cell]:
     """A cell per `--labelled` file (`labelled_cell`), or the parser exits naming the flag and what is wrong."""
     if args.held_out or args.model:
         parser.error("--labelled scores recorded judgments as they are: --held-out and --model score weights on "
@@ -364,6 +296,9 @@ def main() -> None:
                                                                       "result characters")
     parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of sessions/instances")
     parser.add_argument("--out-md", help="also write the table as Markdown here")
+    parser.add_argument("--within", action="store_true",
+                        help="also score each dev set by 5-fold grouped cross-validation (each fold trains the recipe "
+                             "with its own nested choice: five trainings per set)")
     parser.add_argument("--in-sample", action="store_true",
                         help="also score a judge fitted on the very sessions it is scored on (a diagnostic: an upper "
                              "bound on what this recipe and these features rank, never a claim)")
@@ -388,7 +323,7 @@ def main() -> None:
         parser.error("--labelled scores recorded judgments as they are: --in-sample, --scan-chars, --why-lost and "
                      "--identifiers need trajectories and weights, so they do not go with it")
     started = time.monotonic()
-    cells = []  # (title, test rows, their source, P(result needed), P(call needed))
+    cells: list[Cell] = []
     if args.labelled:
         cells = labelled_cells(parser, args)
     elif sources:
@@ -396,16 +331,15 @@ def main() -> None:
     else:
         rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}
         (a, ra), (b, rb) = rows.items()
-        for name, r in rows.items():
-            cells.append((f"within {name} (5-fold CV)", r, SETS[name], *out_of_fold(r)))
-        cells.append((f"train {a} → test {b}", rb, SETS[b], *probabilities(calibrated_heads(ra), rb.X)))
-        cells.append((f"train {b} → test {a}", ra, SETS[a], *probabilities(calibrated_heads(rb), ra.X)))
+        if args.within:
+            cells.extend(out_of_fold(f"within {name} (5-fold CV, nested)", r, SETS[name]) for name, r in rows.items())
+        cells.append(scored(f"train {a} → test {b}", trained(ra), rb, SETS[b]))
+        cells.append(scored(f"train {b} → test {a}", trained(rb), ra, SETS[a]))
         if args.in_sample:
-            cells.extend((f"in-sample {name} (diagnostic)", r, SETS[name], *probabilities(calibrated_heads(r), r.X))
-                         for name, r in rows.items())
+            cells.extend(scored(f"in-sample {name} (diagnostic)", trained(r), r, SETS[name]) for name, r in rows.items())
     print(f"rows built and scored in {time.monotonic() - started:.0f}s", file=sys.stderr)
-    extra = {str(source): {IDENTIFIERS: identifier_needed(r, source)} if args.identifiers else {}
-             for _, r, source, _, _ in cells}
+    extra = {str(c.source): {IDENTIFIERS: identifier_needed(c.rows, c.source)} if args.identifiers else {}
+             for c in cells}
     lines = [f"budget {args.budget:.0%} of candidate result characters at points with ≥ {args.min_chars:,} "
              f"of them; L = share of later-needed results let go (95 % CI over sessions/instances)", "",
              "| cell | proxy | points (groups) | judge | recency | biggest-first | random | oracle | drop-all | "
@@ -418,22 +352,22 @@ def main() -> None:
         v, lo, hi = cell[name]
         return "—" if np.isnan(v) else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
-    for title, r, source, p_result, p_call in cells:
-        if not points(r, args.min_chars):
-            note = f"| {title} | — | 0 | no decision point with ≥ {args.min_chars:,} characters of candidate results |"
+    for c in cells:
+        if not points(c.rows, args.min_chars):
+            note = f"| {c.title} | — | 0 | no decision point with ≥ {args.min_chars:,} characters of candidate results |"
             lines.append(note)
             whole.append(note)
             print(note, file=sys.stderr)
             continue
-        for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot,
-                                    extra=extra[str(source)]).items():
+        for proxy, cell in evaluate(c.rows, c.p_result, c.p_call, args.budget, args.min_chars, args.boot,
+                                    extra=extra[str(c.source)], size_exponent=c.size_exponent).items():
             n_points, n_groups, _ = cell["points"]
-            lines.append(f"| {title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
+            lines.append(f"| {c.title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
                 f(cell, p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f(cell, 'gap closed')} |")
             print(lines[-1], file=sys.stderr)
-        for proxy, cell in evaluate(r, p_result, p_call, args.budget, args.min_chars, args.boot,
-                                    same_form=False, extra=extra[str(source)]).items():
-            whole.append(f"| {title} | {proxy} | " + " | ".join(
+        for proxy, cell in evaluate(c.rows, c.p_result, c.p_call, args.budget, args.min_chars, args.boot,
+                                    same_form=False, extra=extra[str(c.source)], size_exponent=c.size_exponent).items():
+            whole.append(f"| {c.title} | {proxy} | " + " | ".join(
                 f(cell, p) for p in ("judge", "recency", "biggest-first", "oracle", "gap closed")) + " |")
     lost = []
     if args.why_lost:
@@ -441,11 +375,11 @@ def main() -> None:
                 f"'in ends': the word sits within {args.scan_chars} characters of the result's ends", "",
                 "| cell | policy | needed let go | re-run | plain word | other word | word in ends |",
                 "|---|---|---|---|---|---|---|"]
-        for title, r, source, p_result, p_call in cells:
-            for policy, tally in why_lost(r, p_result, p_call, source, args.budget, args.min_chars,
-                                          args.scan_chars).items():
+        for c in cells:
+            for policy, tally in why_lost(c.rows, c.p_result, c.p_call, c.source, args.budget, args.min_chars,
+                                          args.scan_chars, c.size_exponent).items():
                 n, words = tally["needed let go"], tally["plain"] + tally["other"]
-                lost.append(f"| {title} | {policy} | {n} | {tally['rerun'] / n:.2f} | {tally['plain'] / n:.2f} | "
+                lost.append(f"| {c.title} | {policy} | {n} | {tally['rerun'] / n:.2f} | {tally['plain'] / n:.2f} | "
                             f"{tally['other'] / n:.2f} | {tally['in ends'] / max(words, 1):.2f} |")
     text = "\n".join(lines + whole + lost)
     print(text)

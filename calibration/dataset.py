@@ -22,7 +22,8 @@ from jev import formats
 from jev.judges.features import FEATURE_NAMES, SCAN_CHARS, transcript_features
 from jev.transcript import Message, analyze, canonical_json
 
-from .labels import later_reuse, pair_uses
+from .labels import later_reuse, pair_uses, strict_uses
+from .rarity import Rarity
 
 
 def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
@@ -101,6 +102,7 @@ class Rows:
     needed_result_alt: np.ndarray | None = None  # labels-v2-reuse, the second proxy
     call_chars: np.ndarray | None = None  # characters of the call's input (canonical JSON)
     call_ids: np.ndarray | None = None  # the pair's call id (its truncation marker names it)
+    needed_strict: np.ndarray | None = None  # labels-v3-strict, the strict proxy
 
     @classmethod
     def concat(cls, parts: list[Rows]) -> Rows:
@@ -113,44 +115,60 @@ class Rows:
 
 
 def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3,
-                 scan_chars: int = SCAN_CHARS) -> list[tuple]:
+                 scan_chars: int = SCAN_CHARS, rarity: Rarity = Rarity()) -> list[tuple]:
     """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars,
-    needed_result_alt, call_chars, call_id); the features read `scan_chars` of each result end."""
+    needed_result_alt, call_chars, call_id, needed_strict); the features read `scan_chars` of each result
+    end; `rarity` holds what is too common to count (the strict proxy's tokens, the features' words)."""
     full = analyze(messages)
     uses = pair_uses(full)
     reuse = later_reuse(full)
+    strict = strict_uses(full, rarity.tokens)
     rows = []
     for n in range(every, len(full.pairs) + 1, every):
         s = full.pairs[n - 1].result_message
         prefix = analyze(messages[: s + 1])
-        feats = transcript_features(prefix, scan_chars)
+        feats = transcript_features(prefix, scan_chars, rarity.words)
         for pair in prefix.pairs[: max(0, n - protect)]:
             use = uses[pair.key]
             rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,
                          len(pair.result.text), reuse[pair.key] > s, len(canonical_json(pair.call.input)),
-                         pair.call_id))
+                         pair.call_id, strict[pair.key] > s))
     return rows
+
+
+_RARITY = Rarity()  # a worker's copy of the common tables (set once per process)
+
+
+def _set_rarity(rarity: Rarity) -> None:
+    global _RARITY
+    _RARITY = rarity
 
 
 def _rows_of(item: tuple[str, bytes, int, int, int]) -> list[tuple]:
     session, data, every, protect, scan_chars = item
-    return session_rows(session, formats.load(orjson.loads(data), "mini-swe-agent"), every, protect, scan_chars)
+    return session_rows(session, formats.load(orjson.loads(data), "mini-swe-agent"), every, protect, scan_chars,
+                        _RARITY)
 
 
 def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=None, workers: int | None = None,
-               scan_chars: int = SCAN_CHARS) -> Rows:
-    """All rows of all sessions in `source`, in session order (sessions spread over `workers` processes)."""
+               scan_chars: int = SCAN_CHARS, rarity: Rarity | None = None) -> Rows:
+    """All rows of all sessions in `source`, in session order (sessions spread over `workers` processes).
+    `rarity`: what is too common to count (default: the tables shipped with the local judge)."""
     rows: list[tuple] = []
     items = ((session, data, every, protect, scan_chars) for session, data in raw_trajectories(source))
     workers = workers or min(4, os.cpu_count() or 1)
-    with multiprocessing.get_context("spawn").Pool(workers) if workers > 1 else _Serial() as pool:
+    rarity = Rarity.shipped() if rarity is None else rarity
+    _set_rarity(rarity)
+    with (multiprocessing.get_context("spawn").Pool(workers, _set_rarity, (rarity,)) if workers > 1
+          else _Serial()) as pool:
         for part in pool.imap(_rows_of, items, chunksize=4):
             rows.extend(part)
             if progress is not None:
                 progress(part[0][3] if part else "")
     if not rows:
-        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(9)))
+        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(10)))
     cols = list(zip(*rows, strict=True))
     return Rows(np.asarray(cols[0], dtype=float), np.asarray(cols[1], dtype=bool), np.asarray(cols[2], dtype=bool),
                 np.asarray(cols[3]), np.asarray(cols[4]), np.asarray(cols[5]), np.asarray(cols[6]),
-                np.asarray(cols[7], dtype=bool), np.asarray(cols[8]), np.asarray(cols[9]))
+                np.asarray(cols[7], dtype=bool), np.asarray(cols[8]), np.asarray(cols[9]),
+                np.asarray(cols[10], dtype=bool))

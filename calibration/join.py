@@ -20,7 +20,8 @@ import orjson
 from jev import formats
 from jev.transcript import analyze
 
-from .labels import LABEL_VERSION, later_reuse, pair_uses
+from .labels import LABEL_VERSION, later_reuse, pair_uses, strict_uses
+from .rarity import Rarity
 
 
 def read_records(url: str) -> Iterator[dict[str, Any]]:
@@ -58,6 +59,7 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
     report = report if report is not None else LabelReport()
     fs, base = fsspec.core.url_to_fs(transcripts_url)
     cache: dict[str, Any] = {}
+    common = Rarity.shipped().tokens  # the strict proxy's rarity cut, from the dev sets (never these sessions)
     for record in read_records(records_url):
         report.records += 1
         if progress is not None:
@@ -76,7 +78,7 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
             report.skipped["no session_id or history_messages"] += 1
             continue
         if session not in cache:
-            cache[session] = _load(fs, base, session, format)
+            cache[session] = _load(fs, base, session, format, common)
         uses = cache[session]
         if uses is None:
             report.skipped[MISSING] += 1
@@ -88,14 +90,15 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
             if found is None:
                 report.skipped["pair not in transcript"] += 1
                 continue
-            use, reused = found
+            use, reused, strict = found
             report.rows += 1
             yield {"session_id": session, "decision_point": s, "version": record.get("version", ""),
                    "judge": record.get("judge", ""),
                    **{k: pair.get(k) for k in ("key", "call_id", "tool", "keep_call", "keep_result", "action",
                                                "reason", "result_chars", "truncate_saves", "drop_saves")},
                    "needed_result": use.needed_result(s), "needed_call": use.needed_call(s),
-                   "label_version": LABEL_VERSION, "needed_result_reuse": reused > s}
+                   "label_version": LABEL_VERSION, "needed_result_reuse": reused > s,
+                   "needed_result_strict": strict > s}
 
 
 def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int) -> tuple[Any, int] | None:
@@ -111,14 +114,14 @@ def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int)
     return seen[-1] if seen else None
 
 
-def _load(fs: Any, base: str, session: str, format: str) -> dict[str, Any] | None:
+def _load(fs: Any, base: str, session: str, format: str, common: frozenset[str]) -> dict[str, Any] | None:
     for suffix in formats.TRANSCRIPT_SUFFIXES:
         path = f"{base.rstrip('/')}/{session}{suffix}"
         if fs.exists(path):
             messages = formats.load(formats.parse(fs.cat_file(path)), format)
             transcript = analyze(messages)
-            uses, reuse = pair_uses(transcript), later_reuse(transcript)
-            both = {key: (use, reuse[key]) for key, use in uses.items()}
+            uses, reuse, strict = pair_uses(transcript), later_reuse(transcript), strict_uses(transcript, common)
+            both = {key: (use, reuse[key], strict[key]) for key, use in uses.items()}
             by_call_id: dict[str, list[tuple[int, Any]]] = {}
             for p in transcript.pairs:
                 by_call_id.setdefault(p.call_id, []).append((p.result_message, both[p.key]))

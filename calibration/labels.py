@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from jev.apply import is_tombstone
 from jev.judges.features import command_text, tool_words
 from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript
+
+T = TypeVar("T")
 
 LABEL_VERSION = "labels-v1"
 
@@ -136,12 +140,13 @@ def _paths(command: str) -> set[str]:
     return set(_PATH.findall(command))
 
 
-def later_reuse(transcript: Transcript) -> dict[str, int]:
+def later_reuse(transcript: Transcript, log: dict[str, list[tuple[int, str]]] | None = None) -> dict[str, int]:
     """`labels-v2-reuse`, a second proxy built differently from labels-v1: the last message index at which
     the agent reused what a pair's result showed — it copied a whole line of the output (20+ characters)
     into its text or a command, ran the same command again, or edited a file the pair's call had read.
     Lines and paths, not words; each use credits the latest pair that showed it (the one a compactor
-    would still hold). -1: never."""
+    would still hold). -1: never. `log`, when given, gathers each pair's uses: (message, what was reused).
+    """
     used = {p.key: -1 for p in transcript.pairs}
     by_line: dict[str, str] = {}
     by_path: dict[str, str] = {}
@@ -149,7 +154,7 @@ def later_reuse(transcript: Transcript) -> dict[str, int]:
     calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, command), until its result registers the pair
     for k, message in enumerate(transcript.messages):
         if message.role == "assistant":
-            hits: set[str] = set()
+            hits: dict[str, str] = {}  # pair key -> what was reused
             said = _lines("\n".join(b.text for b in message.content
                                      if isinstance(b, TextBlock) and not is_tombstone(b.text)))
             for block in message.content:
@@ -157,13 +162,15 @@ def later_reuse(transcript: Transcript) -> dict[str, int]:
                     command = command_text(block.input)
                     said |= _lines(command)
                     if (block.name, command) in by_command:
-                        hits.add(by_command[(block.name, command)])
+                        hits[by_command[(block.name, command)]] = f"re-ran: {command[:200]}"
                     if is_edit(block.name, command):
-                        hits |= {by_path[path] for path in _paths(command) if path in by_path}
+                        hits.update({by_path[path]: f"edited {path}" for path in _paths(command) if path in by_path})
                     calls[block.id] = (block.name, command)
-            hits |= {by_line[line] for line in said if line in by_line}
-            for key in hits:
+            hits.update({by_line[line]: f"copied line: {line[:200]}" for line in sorted(said) if line in by_line})
+            for key, what in hits.items():
                 used[key] = k
+                if log is not None:
+                    log.setdefault(key, []).append((k, what))
         for block in message.content:
             if isinstance(block, ToolResultBlock) and (pair := transcript.result_pair(k, block.id)) \
                     and block.id in calls:
@@ -198,3 +205,116 @@ def needed_later(transcript: Transcript) -> NeededLater:
     uses, reuse = pair_uses(transcript), later_reuse(transcript)
     return NeededLater(uses, reuse, sum(1 for p in transcript.pairs if uses[p.key].needed_result(p.result_message)),
                        sum(1 for p in transcript.pairs if reuse[p.key] > p.result_message))
+
+
+STRICT_LABEL_VERSION = "labels-v3-strict"
+RARE_SHARE = 0.02  # a token shown or run in at most this share of the dev instances is rare
+_TOKEN = re.compile(r"[A-Za-z0-9_./-]+")
+_LETTER = re.compile(r"[A-Za-z]")
+_MARK = re.compile(r"[/._0-9]|.[A-Z]")  # a path or dotted name, a `_`, a digit, or an inner capital
+CHECKOUTS = ("testbed/", "repo/", "workspace/")  # a leading checkout folder: `/testbed/src/a.py` is `src/a.py`
+
+
+def distinctive_tokens(text: str) -> set[str]:
+    """The tokens of `text` shaped like an identifier or a path: runs of letters, digits and `_./-`,
+    stripped of leading and trailing `./-` and of a leading checkout folder (`testbed/`), at least 4
+    characters with a letter, holding a `/`, `.`, `_`, digit or an inner capital."""
+    out = set()
+    for raw in _TOKEN.findall(text):
+        token = raw.strip("./-")
+        for checkout in CHECKOUTS:
+            if token.startswith(checkout):
+                token = token[len(checkout):]
+                break
+        if len(token) >= 4 and _LETTER.search(token) and _MARK.search(token):
+            out.add(token)
+    return out
+
+
+def _task_tokens(transcript: Transcript) -> set[str]:
+    """The task statement's tokens: every system message and the first user message."""
+    task: set[str] = set()
+    for message in transcript.messages:
+        if message.role in ("system", "user"):
+            task |= distinctive_tokens(message.text)
+            if message.role == "user":
+                break
+    return task
+
+
+def session_tokens(transcript: Transcript) -> set[str]:
+    """The distinctive tokens a session's results and commands show: what its document frequency counts."""
+    seen: set[str] = set()
+    for message in transcript.messages:
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                seen |= distinctive_tokens(block.text)
+            elif isinstance(block, ToolUseBlock):
+                seen |= distinctive_tokens(command_text(block.input))
+    return seen
+
+
+def frequent(sessions: Iterable[Iterable[T]], share: float = RARE_SHARE) -> list[T]:
+    """The items more than `share` of the units hold (each iterable one unit's distinct items: an
+    instance's, in `calibration.rarity`), in the order first met: a document frequency cut, computed on
+    the dev sets and shipped with the judge's weights so the rarity cut never reads the sessions it is
+    applied to."""
+    counts: dict[T, int] = {}
+    n = 0
+    for items in sessions:
+        n += 1
+        for item in items:
+            counts[item] = counts.get(item, 0) + 1
+    return [item for item, k in counts.items() if k > share * n]
+
+
+def strict_uses(transcript: Transcript, common: frozenset[str], log: dict[str, list[tuple[int, str]]] | None = None
+                ) -> dict[str, int]:
+    """`labels-v3-strict`: per pair, the last message at which the agent first wrote a token that this
+    pair's result alone introduced (-1: none), so the result is needed after decision point `s` when it
+    is greater than `s`. A token counts when it is
+
+    - distinctive (`distinctive_tokens`: a path, a dotted name, an identifier with `_`, a digit or an
+      inner capital; 4+ characters with a letter; a leading checkout folder stripped);
+    - rare: not in `common` (shown or run in more than 2 % of the dev instances — the runs of one instance
+      count once);
+    - not from the task (the system messages and the first user message);
+    - shown first by this result: among the results before the agent first writes the token, this
+      pair's result is the only one that showed it;
+    - written later: the agent first writes it (in its text or a command) after `s`, and runs a command
+      holding it at or after that point.
+
+    Stricter than labels-v1 (any word of 4+ characters, credited to its latest provider) and
+    labels-v2-reuse (copied lines): on cases read by hand it is the proxy whose "needed" most often is.
+    `log`, when given, gathers each pair's tokens: (message first writing it, token)."""
+    task = _task_tokens(transcript) | common
+    showers: dict[str, set[str]] = {}
+    first_written: dict[str, int] = {}
+    last_run: dict[str, int] = {}
+    for k, message in enumerate(transcript.messages):
+        if message.role == "assistant":
+            run: set[str] = set()
+            written: set[str] = set()
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    run |= distinctive_tokens(command_text(block.input))
+                elif isinstance(block, TextBlock) and not is_tombstone(block.text):
+                    written |= distinctive_tokens(block.text)
+            for token in written | run:
+                first_written.setdefault(token, k)
+            for token in run:
+                last_run[token] = k
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and (pair := transcript.result_pair(k, block.id)):
+                for token in distinctive_tokens(block.text) - task:
+                    if token not in first_written:
+                        showers.setdefault(token, set()).add(pair.key)
+    out = {p.key: -1 for p in transcript.pairs}
+    for token, keys in showers.items():
+        first = first_written.get(token)
+        if len(keys) == 1 and first is not None and last_run.get(token, -1) >= first:
+            key = next(iter(keys))
+            out[key] = max(out[key], first)
+            if log is not None:
+                log.setdefault(key, []).append((first, token))
+    return out

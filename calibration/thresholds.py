@@ -32,14 +32,14 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GroupShuffleSplit
 
-from jev.policy import CompactionConfig, Judged, budget_order, budget_target, value_score
+from jev.policy import DEFAULT_SIZE_EXPONENT, CompactionConfig, Judged, budget_order, budget_target, value_score
 from jev.validate import require_in
 
 from .fit import ScoreCalibrator
-from .labels import LABEL_VERSION
+from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
 from .risk import BOUNDS, Certified, learn_then_test, pvalue, session_losses, sessions_needed, upper_bound
 
-SIZE_RULE = CompactionConfig()  # the compactor's default size scaling: what size-aware calibration applies
+SIZE_RULE = CompactionConfig(size_exponent=DEFAULT_SIZE_EXPONENT)  # what size-aware calibration applies by default
 GRID = np.concatenate([[-1.0], np.geomspace(1e-5, 0.99, 300)])  # fixed before any data is seen
 QUANTILE_POINTS = 200  # grid points at the fit sessions' score quantiles, when fit_share > 0
 TARGETS = (0.01, 0.02, 0.03, *(round(0.05 * i, 2) for i in range(1, 20)))  # budget-mode targets, safest first
@@ -87,19 +87,31 @@ def _one(kept: list[Mapping[str, Any]], name: str, default: str) -> str:
     return found[0] if found else default
 
 
-def rows_from(records: Iterable[Mapping[str, Any]]) -> Rows:
-    """Rows from labelled JSON objects (`jev label` output): one judge and one label version only."""
+LABEL_COLUMNS = {LABEL_VERSION: "needed_result", ALT_LABEL_VERSION: "needed_result_reuse",
+                 STRICT_LABEL_VERSION: "needed_result_strict"}  # a label version -> its `jev label` field
+
+
+def rows_from(records: Iterable[Mapping[str, Any]], label: str = LABEL_VERSION) -> Rows:
+    """Rows from labelled JSON objects (`jev label` output): one judge and one label version only. `label`
+    picks which proxy's "needed" R_result counts (the field `LABEL_COLUMNS` names); rows without it are
+    refused by name."""
+    if label not in LABEL_COLUMNS:
+        raise ValueError(f"label must be one of {', '.join(LABEL_COLUMNS)} (got {label!r})")
+    column = LABEL_COLUMNS[label]
     kept = [r for r in records if isinstance(r.get("keep_call"), (int, float)) and
             isinstance(r.get("keep_result"), (int, float)) and r.get("reason") != "PINNED"]
+    if any(column not in r for r in kept):
+        raise ValueError(f"the labelled rows carry no {column} ({label}): label them again with this version's "
+                         "jev label")
     points = [r.get("decision_point") for r in kept]
     return Rows(np.asarray([str(r["session_id"]) for r in kept]), np.asarray([str(r.get("tool", "")) for r in kept]),
                 np.asarray([float(r["keep_call"]) for r in kept]), np.asarray([float(r["keep_result"]) for r in kept]),
                 np.asarray([int(r.get("result_chars") or 0) for r in kept]),
-                np.asarray([bool(r["needed_result"]) for r in kept]), np.asarray([bool(r["needed_call"]) for r in kept]),
+                np.asarray([bool(r[column]) for r in kept]), np.asarray([bool(r["needed_call"]) for r in kept]),
                 np.asarray(points) if kept and all(isinstance(p, int) for p in points) else None,
                 np.asarray([str(r.get("key", "")) for r in kept]) if kept else None,
                 _column(kept, "truncate_saves"), _column(kept, "drop_saves"),
-                _one(kept, "judge", ""), _one(kept, "label_version", LABEL_VERSION))
+                _one(kept, "judge", ""), label if label != LABEL_VERSION else _one(kept, "label_version", LABEL_VERSION))
 
 
 def size_rule(exponent: float) -> CompactionConfig:

@@ -1,29 +1,42 @@
 """Train the embedded local judge and write its weights as JSON (never pickle), with a model card.
 
-    python -m calibration.train_local --out FILE [--data PATH ...] [--scan-chars N]
+    python -m calibration.train_local --out FILE [--data PATH ...] [--scan-chars N] [--no-cells]
 
-Two heads, `keep_result` and `keep_call`, each the mean of two models on the same decision-time features:
-standardised logistic regression with an isotonic calibration map fitted on instance-grouped out-of-fold
-scores — for `keep_result` the sum, in logit space, of a fit on the rows (what the thresholds compare
-across histories) and a fit that ranks the candidates of one decision point against each other (every
-needed/not-needed pair of one point: what budget mode compares) — and shallow gradient-boosted trees
-(scikit-learn's histogram GBT, 80 trees of depth 3, exported as arrays and scored with numpy by the judge,
-checked against scikit-learn's own scores). Features whose scale is one agent's habit — absolute result
+Version 3 weights (`jev-local-5`). Two heads on the same decision-time features:
+
+- `keep_result`, a mixture: shallow gradient-boosted trees (scikit-learn's histogram GBT, depth 3,
+  exported as arrays and scored with numpy, checked against scikit-learn's own scores) fitted once per
+  label proxy — labels-v2-reuse (copied lines, re-runs, edits of files read) and labels-v3-strict (a rare
+  identifier this result alone introduced, written later) — their probabilities summed with weights
+  inverse to each proxy's base rate (`STRICT_SHARES`: the strict part's share of that sum), then a
+  logistic map of the sum's log onto P(needed under either proxy), fitted on out-of-fold sums.
+- `keep_call`, as before: the mean of a standardised logistic regression (isotonic map on instance-grouped
+  out-of-fold scores) and boosted trees, on labels-v1's "call needed" or either of the older proxies'
+  "result needed" (`TRAINING_LABEL`).
+
+The trees' capacity, the strict share and the size exponent budget mode ranks with (P / saves ** a) are
+chosen by instance-grouped 5-fold cross-validation on the yardstick itself (`calibration.yardstick`:
+half of the candidate result characters let go at points with 30 000 of them; the mean of the gap
+closed under the two proxies, out of fold); sessions are never split, DeepSeek runs of one instance stay
+together. The chosen exponent ships as `size_exponent`. The words more than 2 % of the training instances
+show ship as `rarity` (the strict proxy's tokens and the features' word hashes), computed from the
+training data before any row is built. Features whose scale is one agent's habit — absolute result
 sizes and lines, message positions, history lengths — are left out: their rank versions carry the same
-order and transfer across agents. Trained on both dev sets
-(two agent models) by default, on the union of two label proxies built differently (`TRAINING_LABEL`), so
-the judge learns what either calls needed rather than one proxy's quirks. Reported metrics are
-instance-grouped cross-validated (AUROC, Brier, ECE of the calibrated probability), plus a held-out
-split (75/25 by instance). Deterministic: same data, same weights. `--out` is required: the shipped
-weights are only replaced when that is the path named. `--scan-chars` sets how many characters of each
-result end the features read (120 by default, what the shipped weights read); the file records it and
-the judge reads that depth when it loads the file.
+order and transfer across agents. Deterministic: same data, same weights.
+
+Unless `--no-cells`, the card also gives the cross-model cells: the same recipe (selection included)
+trained on each dev set and scored on the other, under each proxy, with 95 % intervals over instances
+(the common tables stay both dev sets': they define the strict proxy; no test label enters training).
+`--out` is required: the shipped weights are only replaced when that is the path named. `--scan-chars`
+sets how many characters of each result end the features read (120 by default).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +46,36 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, roc_auc_score
-from sklearn.model_selection import GroupKFold, GroupShuffleSplit
+from sklearn.model_selection import GroupKFold
 
 from jev.judges.features import FEATURE_NAMES, SCAN_CHARS
-from jev.judges.local import DEPTH, logistic, score, score_trees
+from jev.judges.local import DEPTH, link, logistic, mixed, score, score_trees
 
-from .dataset import Rows, build_rows, group_of
-from .labels import ALT_LABEL_VERSION, LABEL_VERSION
+from jev import formats
+from jev.transcript import analyze
+
+from .dataset import Rows, build_rows, group_of, raw_trajectories
+from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
+from .rarity import Rarity, rarity_table
+from .yardstick import tally, with_intervals
 
 _DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DEFAULT_DATA = (_DATA / "mini-swe-agent-swebench-dev.tar.xz", _DATA / "mini-swe-agent-deepseek-dev.tar.xz")
 CORPORA = {"mini-swe-agent-swebench-dev": "mini-swe-agent 1 (Gemini 3 Pro) on SWE-bench Verified",
            "mini-swe-agent-deepseek-dev": "mini-swe-agent 2.x (DeepSeek chat/reasoner/lite) on SWE-bench Lite"}
-TRAINING_LABEL = f"{LABEL_VERSION} or {ALT_LABEL_VERSION}"
+TRAINING_LABEL = f"{LABEL_VERSION} call, or {LABEL_VERSION} or {ALT_LABEL_VERSION} result"  # the call head's
+PARTS = (ALT_LABEL_VERSION, STRICT_LABEL_VERSION)  # the result head's mixture: a part per proxy
+RESULT_LABEL = f"{ALT_LABEL_VERSION} or {STRICT_LABEL_VERSION}"  # what the result head's probability is of
 C = 0.1
 FOLDS = 5
-BLEND = 0.5  # the weight of the linear head in each head's mean
-RANKED_HEADS = ("keep_result",)  # heads whose linear part is fitted to rank the candidates of one decision point
+BLEND = 0.5  # the weight of the linear head in the call head's mean
+# the candidates grouped cross-validation chooses among (trees stay few: the judge scores every tree of
+# every head for every pair, and must stay within 2x the floor at 400 pairs)
+CAPACITIES = ({"max_iter": 80, "learning_rate": 0.15, "min_samples_leaf": 300},
+              {"max_iter": 80, "learning_rate": 0.15, "min_samples_leaf": 1000})
+STRICT_SHARES = (0.4, 0.5, 0.6)
+SIZE_EXPONENTS = (1.0, 1.5, 2.0)
+BUDGET, MIN_CHARS = 0.5, 30_000  # the yardstick's point: half the candidate characters where there are 30 000
 # one agent's scale, not a transferable signal: their rank_* versions stay (see the module's docstring)
 LEFT_OUT = frozenset({"result_chars", "result_lines", "position", "age_messages", "history_pairs", "history_edits"})
 FEATURES = tuple(name for name in FEATURE_NAMES if name not in LEFT_OUT)
@@ -64,51 +90,13 @@ def columns(X: np.ndarray) -> np.ndarray:
     return X[:, COLUMNS]
 
 
-def fit_linear(X: np.ndarray, y: np.ndarray, points: np.ndarray | None = None) -> dict[str, Any]:
-    """The standardised linear head, fitted on the rows themselves. With `points` (a decision-point id per
-    row) a second fit ranks: on the difference of every (needed, not needed) pair of rows of one decision
-    point, no intercept — what budget mode ranks is candidates of one point, what the thresholds rank is
-    rows of every history, so the two coefficient vectors are summed in logit space (neither objective
-    alone serves both uses); the isotonic map then gives the probability."""
+def fit_linear(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """The standardised linear head, fitted on the rows."""
     mean, scale = X.mean(axis=0), X.std(axis=0)
     scale[scale == 0] = 1.0
-    Z = (X - mean) / scale
-    model = LogisticRegression(C=C, max_iter=5000).fit(Z, y)
-    coef = model.coef_[0]
-    first, second = within_point_pairs(y, points) if points is not None else (np.zeros(0, dtype=int),) * 2
-    if len(first):
-        # P(the needed row scores higher) for each pair; every other pair enters mirrored with label 0 — the
-        # same loss as every pair both ways at twice C, without the copy
-        D = Z[first] - Z[second]
-        if len(D) == 1:  # one pair: both ways, so there are two labels to tell apart
-            D = np.concatenate([D, D])
-        D[1::2] *= -1
-        label = np.ones(len(D))
-        label[1::2] = 0
-        coef = coef + LogisticRegression(C=2 * C, max_iter=5000, fit_intercept=False).fit(D, label).coef_[0]
-    return {"mean": mean.tolist(), "scale": scale.tolist(), "coef": coef.tolist(),
+    model = LogisticRegression(C=C, max_iter=5000).fit((X - mean) / scale, y)
+    return {"mean": mean.tolist(), "scale": scale.tolist(), "coef": model.coef_[0].tolist(),
             "intercept": float(model.intercept_[0])}
-
-
-def within_point_pairs(y: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices (needed, not needed) of every such pair within one decision point, in a fixed order."""
-    order = np.argsort(points, kind="stable")
-    cuts = np.flatnonzero(np.diff(points[order])) + 1
-    first, second = [], []
-    for rows in np.split(order, cuts):
-        needed, unneeded = rows[y[rows] == 1], rows[y[rows] == 0]
-        if len(needed) and len(unneeded):
-            first.append(np.repeat(needed, len(unneeded)))
-            second.append(np.tile(unneeded, len(needed)))
-    if not first:
-        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-    return np.concatenate(first), np.concatenate(second)
-
-
-def decision_points(rows: Rows) -> np.ndarray:
-    """An id per row naming its decision point (session and point): the rows budget mode ranks together."""
-    return np.unique(np.char.add(np.char.add(rows.sessions.astype(str), "@"), rows.points.astype(str)),
-                     return_inverse=True)[1]
 
 
 def raw_score(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
@@ -116,16 +104,12 @@ def raw_score(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
     return logistic(X, np.asarray(head["mean"]), np.asarray(head["scale"]), np.asarray(head["coef"]), head["intercept"])
 
 
-def calibrated(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
-    """A head's probability on the model's columns, as the judge scores it (`jev.judges.local.score`)."""
-    return score(head, X)
-
-
-def fit_trees(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+def fit_trees(X: np.ndarray, y: np.ndarray, capacity: dict[str, Any] | None = None) -> dict[str, Any]:
     """Boosted trees as arrays: each tree complete to `DEPTH` in heap order (a shallower leaf becomes a
     subtree whose splits all go left). scikit-learn keeps its trees in `_predictors` — no public export
-    exists — so the arrays are checked against its own scores and training stops if they ever differ."""
-    model = HistGradientBoostingClassifier(**TREES).fit(X, y)
+    exists — so the arrays are checked against its own scores and training stops if they ever differ.
+    `capacity` overrides `TREES` (trees, learning rate, smallest leaf)."""
+    model = HistGradientBoostingClassifier(**{**TREES, **(capacity or {})}).fit(X, y)
     splits, leaves = 2 ** DEPTH - 1, 2 ** DEPTH
     feature, threshold, value = [], [], []
     for (predictor,) in model._predictors:
@@ -175,97 +159,220 @@ def reliability(p: np.ndarray, y: np.ndarray, bins: int = 10) -> list[dict[str, 
             for b in range(bins) if (edges == b).any()]
 
 
-def _at(points: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
-    """The decision-point ids of the rows at `index` (None: the head is not ranked)."""
-    return None if points is None else points[index]
-
-
-def _out_of_fold(X: np.ndarray, y: np.ndarray, folds: list, points: np.ndarray | None = None) -> np.ndarray:
+def _out_of_fold(X: np.ndarray, y: np.ndarray, folds: list) -> np.ndarray:
     """The linear head's raw scores, each row's from a fit without its fold (what its isotonic map learns)."""
     oof = np.zeros(len(y))
     for train, test in folds:
-        oof[test] = raw_score(fit_linear(X[train], y[train], _at(points, train)), X[test])
+        oof[test] = raw_score(fit_linear(X[train], y[train]), X[test])
     return oof
 
 
-def _assemble(X: np.ndarray, y: np.ndarray, oof: np.ndarray, points: np.ndarray | None = None) -> dict[str, Any]:
-    """One head fitted on these rows: the linear head (ranking within `points` when given) with its
-    isotonic map learnt from `oof` (its out-of-fold raw scores on them), the trees, their blend."""
-    linear = fit_linear(X, y, points)
+def _assemble(X: np.ndarray, y: np.ndarray, oof: np.ndarray) -> dict[str, Any]:
+    """One blended head fitted on these rows: the linear head with its isotonic map learnt from `oof` (its
+    out-of-fold raw scores on them), the trees, their blend."""
+    linear = fit_linear(X, y)
     linear["isotonic"] = _isotonic(oof, y)
     return {"linear": linear, "trees": fit_trees(X, y), "blend": BLEND}
 
 
-def fit_spec(X: np.ndarray, y: np.ndarray, groups: np.ndarray, points: np.ndarray | None = None) -> dict[str, Any]:
-    """One head as shipped, on the model's columns (instance-grouped folds for the isotonic map); its
-    linear part ranks within `points` when given (`RANKED_HEADS`)."""
+def fit_spec(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> dict[str, Any]:
+    """One blended head as shipped, on the model's columns (instance-grouped folds for the isotonic map)."""
     folds = list(GroupKFold(FOLDS).split(X, y, groups))
-    return _assemble(X, y, _out_of_fold(X, y, folds, points), points)
+    return _assemble(X, y, _out_of_fold(X, y, folds))
 
 
-def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray, points: np.ndarray | None = None
-             ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One head (`fit_spec`) and its instance-grouped cross-validated metrics: the blend scored out of
-    sample, the linear head's map cross-fitted and the trees refitted per fold."""
-    folds = list(GroupKFold(FOLDS).split(X, y, groups))
-    oof = _out_of_fold(X, y, folds, points)
+def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[dict[str, Any], dict[str, Any], np.ndarray]:
+    """One blended head (`fit_spec`), its instance-grouped cross-validated metrics and out-of-fold
+    probabilities: the blend scored out of sample, the linear head's map cross-fitted and the trees
+    refitted per fold."""
+    folds = list(GroupKFold(FOLDS).split(X, y, groups))  # the folds `choose` splits alike
+    oof = _out_of_fold(X, y, folds)
     blended = np.zeros(len(y))
     for train, test in folds:
-        blended[test] = score(_assemble(X[train], y[train], oof[train], _at(points, train)), X[test])
+        blended[test] = score(_assemble(X[train], y[train], oof[train]), X[test])
     metrics = {"auroc": round(float(roc_auc_score(y, blended)), 4),
                "brier": round(float(brier_score_loss(y, blended)), 4), "ece": round(ece(blended, y), 4),
                "base_rate": round(float(y.mean()), 4), "reliability": reliability(blended, y)}
-    return _assemble(X, y, oof, points), metrics
+    return _assemble(X, y, oof), metrics, blended
 
 
-def held_out_auroc(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int = 0,
-                   points: np.ndarray | None = None) -> float:
-    """AUROC on 25% of instances never seen in training, of the head fitted as shipped on the rest."""
-    train, test = next(GroupShuffleSplit(1, test_size=0.25, random_state=seed).split(X, y, groups))
-    spec = fit_spec(X[train], y[train], groups[train], _at(points, train))
-    return float(roc_auc_score(y[test], score(spec, X[test])))
-
-
-def training_labels(rows: Rows) -> dict[str, np.ndarray]:
-    """What each head learns (`TRAINING_LABEL`): the result is needed when either proxy says so; the call
-    when labels-v1 says the call is needed or the result is."""
+def call_label(rows: Rows) -> np.ndarray:
+    """What the call head learns (`TRAINING_LABEL`): labels-v1 says the call is needed, or either older
+    proxy says the result is."""
     result = rows.needed_result if rows.needed_result_alt is None else rows.needed_result | rows.needed_result_alt
-    return {"keep_result": result, "keep_call": rows.needed_call | result}
+    return rows.needed_call | result
 
 
-def _ranking(rows: Rows, head: str) -> np.ndarray | None:
-    """The rows' decision-point ids for a head in `RANKED_HEADS`, else None."""
-    return decision_points(rows) if head in RANKED_HEADS else None
+def part_labels(rows: Rows) -> dict[str, np.ndarray]:
+    """What each part of the result head learns: its proxy's "needed" (`PARTS`)."""
+    return {ALT_LABEL_VERSION: rows.needed_result_alt, STRICT_LABEL_VERSION: rows.needed_strict}
 
 
-def fit_heads(rows: Rows) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
-    """Both heads (weights, cross-validated metrics), grouped by instance, as the shipped ones are fitted."""
-    groups = np.asarray([group_of(s) for s in rows.sessions])
-    return {name: fit_head(columns(rows.X), y.astype(float), groups, _ranking(rows, name))
-            for name, y in training_labels(rows).items()}
+def result_label(rows: Rows) -> np.ndarray:
+    """What the result head's probability is of: either proxy calls the result needed."""
+    return rows.needed_result_alt | rows.needed_strict
 
 
-def fit_specs(rows: Rows) -> dict[str, dict[str, Any]]:
-    """Both heads as shipped, without the metrics' cross-validation (what the benchmarks retrain)."""
-    groups = np.asarray([group_of(s) for s in rows.sessions])
-    return {name: fit_spec(columns(rows.X), y.astype(float), groups, _ranking(rows, name))
-            for name, y in training_labels(rows).items()}
+def part_weights(base_rates: list[float], strict_share: float) -> list[float]:
+    """The parts' weights: each the inverse of its proxy's base rate, the strict part's share of them
+    `strict_share`, scaled to sum to 1."""
+    raw = [(1 - strict_share) / base_rates[0], strict_share / base_rates[1]]
+    return [w / sum(raw) for w in raw]
 
 
-def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_CHARS) -> dict[str, Any]:
-    """The model document: feature names, the depth they read (`rows` must be built reading it), both
-    heads, and the model card's numbers."""
-    model: dict[str, Any] = {"format": "jev-local-judge", "version": 2, "label": TRAINING_LABEL,
+def fit_link(mixture: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """The logistic map of log(mixture) onto P(y): slope and intercept."""
+    model = LogisticRegression(C=1e4, max_iter=1000).fit(np.log(np.maximum(mixture, 1e-12))[:, None], y)
+    return {"slope": float(model.coef_[0][0]), "intercept": float(model.intercept_[0])}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What grouped cross-validation chose: the trees' capacity, the strict share, the size exponent;
+    with every candidate's out-of-fold gaps (`table`) and the chosen one's out-of-fold probabilities."""
+
+    capacity: dict[str, Any]
+    strict_share: float
+    size_exponent: float
+    link: dict[str, float]  # the logistic map of the log sum, fitted on the chosen candidate's out-of-fold sums
+    table: list[dict[str, Any]]
+    oof: np.ndarray  # P(needed) per row, out of fold, of the chosen candidate
+    oof_call: np.ndarray  # the call head's, out of fold
+
+
+def choose(rows: Rows, oof_call: np.ndarray, progress: Callable[[str], None] | None = None) -> Choice:
+    """Capacity, strict share and size exponent by instance-grouped 5-fold cross-validation on the
+    yardstick: each candidate's result head is fitted without a fold and ranks that fold's decision
+    points in budget mode beside the call head's out-of-fold probabilities (`oof_call`, from the same
+    folds); the mean of its gap closed under the two proxies, pooled out of fold, decides (the first
+    best in grid order, the plainer candidates first)."""
+    X, groups = columns(rows.X), groups_of(rows)
+    folds = list(GroupKFold(FOLDS).split(X, rows.needed_result, groups))
+    labels = part_labels(rows)
+    parts = np.zeros((len(CAPACITIES), len(PARTS), len(X)))
+    bases = np.zeros((len(folds), len(PARTS)))
+    for f, (train_ix, test_ix) in enumerate(folds):
+        if progress:
+            progress(f"fold {f + 1}/{len(folds)}")
+        for p, label in enumerate(PARTS):
+            bases[f, p] = labels[label][train_ix].mean()
+            for c, capacity in enumerate(CAPACITIES):
+                parts[c, p, test_ix] = score_trees(fit_trees(X[train_ix], labels[label][train_ix], capacity),
+                                                   X[test_ix])
+    table, best, chosen = [], -np.inf, None
+    union = result_label(rows)
+    for c, capacity in enumerate(CAPACITIES):
+        for share in STRICT_SHARES:
+            mixture = np.zeros(len(X))
+            for f, (_train_ix, test_ix) in enumerate(folds):
+                weights = part_weights(bases[f].tolist(), share)
+                mixture[test_ix] = mixed([parts[c, p, test_ix] for p in range(len(PARTS))], weights)
+            fitted = fit_link(mixture, union)
+            p_result = link(mixture, fitted["slope"], fitted["intercept"])
+            for exponent in SIZE_EXPONENTS:
+                if progress:
+                    progress(f"capacity {c + 1}, strict share {share:g}, size exponent {exponent:g}")
+                gaps = {proxy: t.gap() for proxy, t in tally(rows, p_result, oof_call, labels, BUDGET, MIN_CHARS,
+                                                               size_exponent=exponent).items()}
+                criterion = float(np.mean(list(gaps.values())))
+                table.append({"capacity": c, "strict_share": share, "size_exponent": exponent,
+                              **{proxy: round(g, 4) for proxy, g in gaps.items()}, "mean": round(criterion, 4)})
+                if criterion > best:
+                    best, chosen = criterion, (capacity, share, exponent, fitted, p_result)
+    if chosen is None:
+        raise ValueError("no candidate has a gap to close: too few decision points with needed results")
+    capacity, share, exponent, fitted, p_result = chosen
+    return Choice(capacity, share, exponent, fitted, table, p_result, oof_call)
+
+
+def fit_mixture(rows: Rows, choice: Choice) -> dict[str, Any]:
+    """The result head as shipped: a part per proxy on every row at the chosen capacity, weighted by the
+    base rates of these rows and the chosen strict share; the link the chosen candidate's (fitted on its
+    out-of-fold sums)."""
+    X, labels = columns(rows.X), part_labels(rows)
+    weights = part_weights([float(labels[p].mean()) for p in PARTS], choice.strict_share)
+    parts = [{"label": p, "weight": w, "trees": fit_trees(X, labels[p], choice.capacity)}
+             for p, w in zip(PARTS, weights, strict=True)]
+    return {"mixture": {"parts": parts, "link": choice.link}}
+
+
+def groups_of(rows: Rows) -> np.ndarray:
+    """The group of every row: its instance (`calibration.dataset.group_of`)."""
+    return np.asarray([group_of(s) for s in rows.sessions])
+
+
+def scores_of(model: dict[str, Any], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(result needed), P(call needed) of a model document's heads for full feature rows `X` (`Rows.X`),
+    scored as the local judge scores them."""
+    cols = np.asarray([FEATURE_NAMES.index(name) for name in model["features"]])
+    return tuple(score(model["heads"][head], X[:, cols], model["version"])  # type: ignore[return-value]
+                 for head in ("keep_result", "keep_call"))
+
+
+def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_CHARS,
+          rarity: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The model document: feature names, the depth they read (`rows` must be built reading it, with
+    `rarity`'s tables), both heads, the size exponent and the model card's numbers."""
+    model: dict[str, Any] = {"format": "jev-local-judge", "version": 3, "label": RESULT_LABEL,
                              "features": list(FEATURES), "scan_chars": scan_chars, "heads": {}, "card": {}}
-    groups = np.asarray([group_of(s) for s in rows.sessions])
-    for (name, (head, metrics)), y in zip(fit_heads(rows).items(), training_labels(rows).values(), strict=True):
-        metrics["held_out_auroc"] = round(held_out_auroc(columns(rows.X), y, groups, points=_ranking(rows, name)), 4)
-        model["heads"][name] = head
-        model["card"][name] = metrics
+    groups = groups_of(rows)
+    call_y = call_label(rows).astype(float)
+    model["heads"]["keep_call"], call_metrics, oof_call = fit_head(columns(rows.X), call_y, groups)
+    call_metrics["label"] = TRAINING_LABEL
+    choice = choose(rows, oof_call, progress)
+    model["heads"]["keep_result"] = fit_mixture(rows, choice)
+    model["size_exponent"] = choice.size_exponent
+    union = result_label(rows)
+    model["card"]["keep_result"] = {
+        "label": RESULT_LABEL,
+        **{f"auroc {p}": round(float(roc_auc_score(y, choice.oof)), 4) for p, y in part_labels(rows).items()},
+        "auroc": round(float(roc_auc_score(union, choice.oof)), 4),
+        "brier": round(float(brier_score_loss(union, choice.oof)), 4), "ece": round(ece(choice.oof, union), 4),
+        "base_rate": round(float(union.mean()), 4), "reliability": reliability(choice.oof, union),
+        "chosen": {"capacity": choice.capacity, "strict_share": choice.strict_share,
+                   "size_exponent": choice.size_exponent},
+        "selection": choice.table}
+    model["card"]["keep_call"] = call_metrics
     model["card"]["data"] = {"rows": int(len(rows.X)), "sessions": len(set(rows.sessions.tolist())),
                              "instances": len(set(groups.tolist())), "decision_every_pairs": 8,
                              "protected_newest_pairs": 3, "corpus": corpora or []}
+    if rarity is not None:
+        model["rarity"] = rarity
     return model
+
+
+def cross_model_cells(by_corpus: dict[str, Rows], rarity: dict[str, Any], scan_chars: int, boot: int = 1000,
+                      progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The recipe, selection included, trained on each of two corpora and scored on the other: per proxy,
+    L of the judge, recency and the oracle and the gap closed, each with a 95 % interval over the test
+    corpus's instances. The common tables are the dev sets' (`rarity`, both corpora: they define the
+    strict proxy, and one corpus alone can be too few instances for a 2 % cut — DeepSeek's 22); no label
+    of the test corpus enters training."""
+    cells = []
+    (a, rows_a), (b, rows_b) = by_corpus.items()
+    for (train_name, train_rows), (test_name, test_rows) in (((a, rows_a), (b, rows_b)), ((b, rows_b), (a, rows_a))):
+        model = train(train_rows, [train_name], scan_chars, rarity, progress)
+        p_result, p_call = scores_of(model, test_rows.X)
+        labels = {**part_labels(test_rows), LABEL_VERSION: test_rows.needed_result}
+        for proxy, t in tally(test_rows, p_result, p_call, labels, BUDGET, MIN_CHARS,
+                              size_exponent=model["size_exponent"]).items():
+            cell = with_intervals(t, boot)
+            cells.append({"train": train_name, "test": test_name, "proxy": proxy,
+                          "size_exponent": model["size_exponent"],
+                          **{k: [round(v, 4) for v in cell[k]] for k in ("judge", "recency", "oracle", "gap closed")}})
+    return cells
+
+
+def rarity_of(sources: list[str | Path], progress: Callable[[], None] | None = None) -> dict[str, Any]:
+    """The `rarity` tables (`calibration.rarity.rarity_table`) of the sessions in `sources`, by instance."""
+    def read() -> Iterator[Any]:
+        for source in sources:
+            for session, data in raw_trajectories(source):
+                if progress:
+                    progress()
+                yield group_of(session), analyze(formats.load(orjson.loads(data), "mini-swe-agent"))
+
+    return rarity_table(read())
 
 
 def corpus_name(path: str | Path) -> str:
@@ -293,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan-chars", type=int, default=SCAN_CHARS, metavar="N",
                         help=f"characters of each result end the features read (default {SCAN_CHARS}; recorded in "
                              "the file, and the judge reads that depth)")
+    parser.add_argument("--no-cells", dest="cells", action="store_false",
+                        help="leave the cross-model cells out of the card (they train the recipe twice more)")
     args = parser.parse_args(argv)
     checked_scan_chars(parser, args.scan_chars)
     sources = args.data or [str(p) for p in DEFAULT_DATA]
@@ -301,15 +410,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--data: {', '.join(missing)} not found")
     from rich.progress import Progress
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task("decision points", total=None)
-        rows = Rows.concat([build_rows(s, progress=lambda _s: progress.advance(task), scan_chars=args.scan_chars)
-                            for s in sources])
-    model = train(rows, [corpus_name(s) for s in sources], args.scan_chars)
+        task = progress.add_task("common words", total=None)
+        rarity = rarity_of(sources, lambda: progress.advance(task))  # from the training sessions, before any row
+        progress.update(task, description="decision points")
+        by_corpus = {corpus_name(s): build_rows(s, progress=lambda _s: progress.advance(task),
+                                                scan_chars=args.scan_chars, rarity=Rarity.of(rarity))
+                     for s in sources}
+
+        def say(text: str) -> None:
+            progress.update(task, description=text)
+
+        model = train(Rows.concat(list(by_corpus.values())), list(by_corpus), args.scan_chars, rarity, say)
+        if args.cells and len(sources) == 2:
+            model["card"]["cells"] = cross_model_cells(by_corpus, rarity, args.scan_chars, progress=say)
     Path(args.out).write_bytes(orjson.dumps(model, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     for name in ("keep_result", "keep_call"):
         m = model["card"][name]
-        print(f"{name}: AUROC {m['auroc']} (held-out {m['held_out_auroc']}), Brier {m['brier']}, ECE {m['ece']}, "
+        print(f"{name}: AUROC {m['auroc']} (grouped out of fold), Brier {m['brier']}, ECE {m['ece']}, "
               f"base rate {m['base_rate']}", file=sys.stderr)
+    chosen = model["card"]["keep_result"]["chosen"]
+    print(f"chosen by grouped cross-validation: {chosen}", file=sys.stderr)
+    for cell in model["card"].get("cells", ()):
+        print(f"train {cell['train']} -> test {cell['test']}, {cell['proxy']}: gap closed {cell['gap closed']}",
+              file=sys.stderr)
     print(f"wrote {args.out} from {model['card']['data']['rows']} rows in {model['card']['data']['sessions']} sessions",
           file=sys.stderr)
     return 0

@@ -21,8 +21,8 @@ from .apply import LetGo, apply_actions, let_go
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
-from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, decide, no_candidates_detail,
-                     pins, value_score)
+from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, decide, judge_exponent,
+                     no_candidates_detail, pins, value_score)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
 from .history import Judged as Taken, chars_after, take, unchanged
@@ -72,6 +72,8 @@ class Compactor:
             raise ConfigError("config must be a jev.CompactionConfig")
         if not isinstance(self.options, ExecutionOptions):
             raise ConfigError("options must be a jev.ExecutionOptions")
+        if self.config.size_exponent is None:  # the judge's own: what its probabilities were tuned to rank with
+            self.config = dataclasses.replace(self.config, size_exponent=judge_exponent(judge))
         if self.options.mode is Mode.ENFORCE and archive is None:
             raise ConfigError("ENFORCE requires durable archive")
         if not callable(getattr(judge, "ask", None)):

@@ -55,6 +55,9 @@ def _names(name: str, values: Iterable[str]) -> frozenset[str]:
     return out
 
 
+DEFAULT_SIZE_EXPONENT = 1.0  # size-aware ranking for a judge that names no exponent of its own
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionConfig:
     """Limits and thresholds of one compactor. The default thresholds are for demonstration: calibrate."""
@@ -71,7 +74,7 @@ class CompactionConfig:
     max_transcript_chars: int = 5_000_000
     eligible_tools: frozenset[str] = field(default_factory=frozenset)
     pinned_message_ids: frozenset[str] = field(default_factory=frozenset)
-    size_exponent: float = 1.0  # size-aware by default (the SPEC §6 amendment); 0.0 is SPEC §6's plain table
+    size_exponent: float | None = None  # None: the judge's own (`judge_exponent`); 0.0 is SPEC §6's plain table
     size_reference_chars: int = 1000
     tool_thresholds: tuple[tuple[str, float, float], ...] = ()
     target_reduction: float | None = None  # budget mode: let go of this share of candidate result characters
@@ -99,7 +102,8 @@ class CompactionConfig:
         require_integer("max_transcript_chars", self.max_transcript_chars, 1)
         object.__setattr__(self, "eligible_tools", _names("eligible_tools", self.eligible_tools))
         object.__setattr__(self, "pinned_message_ids", _names("pinned_message_ids", self.pinned_message_ids))
-        require_in("size_exponent", self.size_exponent, 0, 4)
+        if self.size_exponent is not None:
+            require_in("size_exponent", self.size_exponent, 0, 4)
         require_integer("size_reference_chars", self.size_reference_chars, 1)
         object.__setattr__(self, "tool_thresholds", _tool_thresholds(self.tool_thresholds))
         if self.target_reduction is not None:
@@ -272,10 +276,20 @@ def no_candidates_detail(transcript: Transcript, config: CompactionConfig) -> st
 
 def value_score(keep_result: float, result_chars: int, config: CompactionConfig) -> float:
     """The result score the policy ranks by: P(needed), per `size_reference_chars` characters when
-    size-aware (`size_exponent` > 0), so that big results are cheaper to let go."""
-    if not config.size_exponent:
+    size-aware (`size_exponent` > 0; None, a config no compactor has resolved, reads as 1.0), so that big
+    results are cheaper to let go."""
+    exponent = DEFAULT_SIZE_EXPONENT if config.size_exponent is None else config.size_exponent
+    if not exponent:
         return keep_result
-    return keep_result * (config.size_reference_chars / max(result_chars, 1)) ** config.size_exponent
+    return keep_result * (config.size_reference_chars / max(result_chars, 1)) ** exponent
+
+
+def judge_exponent(judge: object) -> float:
+    """The size exponent a judge's probabilities were tuned to be ranked with (`size_exponent`, as the
+    local judge's weights carry), else `DEFAULT_SIZE_EXPONENT` (1.0: the SPEC §6 amendment)."""
+    exponent = getattr(judge, "size_exponent", None)
+    return float(exponent) if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) \
+        and 0 <= exponent <= 4 else DEFAULT_SIZE_EXPONENT
 
 
 @quick_init
@@ -343,7 +357,8 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
            ) -> tuple[Action, Scores]:
     """The SPEC §6 table (inclusive comparisons); a refusal (None) keeps the pair with reason REFUSED.
 
-    With `size_exponent` > 0 (the default, 1.0) the result score is first scaled by
+    With `size_exponent` > 0 (by default the judge's own: 1.0, or what the local judge's weights were
+    tuned at) the result score is first scaled by
     `(size_reference_chars / result_chars) ** size_exponent` (expected loss per character saved: big
     results become cheaper to let go, small ones are kept), except that a raw score ≥ `keep_threshold`
     always keeps the result; the scores reported stay the judge's own.

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from decisions_server import DecisionsServer  # noqa: E402
-from quality import held_out_cells, labelled_cell, model_scores  # noqa: E402
+from quality import held_out_cells, labelled_cell  # noqa: E402
+
+from calibration.train_local import scores_of  # noqa: E402
 
 from jev import formats  # noqa: E402
 from jev.judges.local import LocalJudge, load_model  # noqa: E402
@@ -45,8 +47,10 @@ def run_folder(tmp_path: Path) -> Path:
 def test_held_out_scores_are_the_local_judges_at_every_decision_point(run_folder: Path, weights: Path | None
                                                                       ) -> None:
     model_path = None if weights is None else str(weights)
-    [(title, rows, _, p_result, p_call)] = held_out_cells([str(run_folder)], model_path, workers=1)
-    assert title.startswith("jev-local-4 → " if weights is None else "local_model-0.3.0.json → ")
+    [cell] = held_out_cells([str(run_folder)], model_path, workers=1)
+    rows, p_result, p_call = cell.rows, cell.p_result, cell.p_call
+    assert cell.title.startswith("jev-local-5 → " if weights is None else "local_model-0.3.0.json → ")
+    assert cell.size_exponent == load_model(model_path).get("size_exponent", 1.0)
     judge = LocalJudge(model_path)
     messages = {path.name.removesuffix(".traj.json"): formats.load(orjson.loads(path.read_bytes()), "mini-swe-agent")
                 for path in REAL}
@@ -60,7 +64,7 @@ def test_held_out_scores_are_the_local_judges_at_every_decision_point(run_folder
                 checked += 1
     assert checked >= 20 and len(set(rows.sessions.tolist())) == len(REAL)
     # the two weights score differently: the check above compared something
-    other = model_scores(load_model(None if weights else str(OLD_WEIGHTS)), rows.X)
+    other = scores_of(load_model(None if weights else str(OLD_WEIGHTS)), rows.X)
     assert not np.allclose(other[0], p_result)
 
 
@@ -73,15 +77,15 @@ def _bench(name: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by_name(run_folder: Path) -> None:
     proc = _bench("quality", "--held-out", str(run_folder), "--min-chars", "0", "--boot", "20")
     assert proc.returncode == 0, proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-4 → run (held out) |")]
-    assert [row.split(" | ")[1] for row in rows] == ["labels-v1", "labels-v2-reuse"] * 2  # both tables
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-5 → run (held out) |")]
+    assert [row.split(" | ")[1] for row in rows] == ["labels-v3-strict", "labels-v1", "labels-v2-reuse"] * 2
     assert " 5 (5) " in rows[0]  # one decision point (8 pairs) in each of the five sessions, each its own instance
     assert rows[0].endswith("| 1.000 | — |")  # every policy lets go of the one needed result: no gap, not a ratio of 1e-12
     big = _bench("quality", "--held-out", str(run_folder), "--boot", "20")  # no point reaches 30 000 characters
     assert big.returncode == 0 and "no decision point with ≥ 30,000 characters" in big.stdout
     risk = _bench("equal_risk", "--held-out", str(run_folder), "--model", str(OLD_WEIGHTS), "--splits", "2")
     assert risk.returncode == 0, risk.stderr
-    assert risk.stdout.count("| local_model-0.3.0.json → run (held out) |") == 2
+    assert risk.stdout.count("| local_model-0.3.0.json → run (held out) |") == 3  # a row per proxy
     for name, args, says in [
             ("quality", ["--held-out", str(run_folder / "nowhere")], "--held-out: "),
             ("quality", ["--model", str(OLD_WEIGHTS)], "--model goes with --held-out"),
@@ -109,17 +113,20 @@ def test_the_rollouts_labelled_rows_score_as_the_held_out_rows_do(run_folder: Pa
     the very rows `--held-out` builds from the trajectories: the same points and candidates, both proxies,
     the same scores (records keep them to 4 decimals)."""
     labelled = _rollout(run_folder / "trajectories", tmp_path)
-    title, rows, _, p_result, p_call = labelled_cell(str(labelled))
-    [(_, held, _, h_result, h_call)] = held_out_cells([str(run_folder)], None, workers=1)
+    cell = labelled_cell(str(labelled))
+    title, rows, p_result, p_call = cell.title, cell.rows, cell.p_result, cell.p_call
+    [held_cell] = held_out_cells([str(run_folder)], None, workers=1)
+    held, h_result, h_call = held_cell.rows, held_cell.p_result, held_cell.p_call
     mine = {(str(s), str(k), int(p)): i for i, (s, k, p) in enumerate(zip(rows.sessions, rows.keys, rows.points,
                                                                             strict=True))}
     theirs = {(str(s), str(k), int(p)): i for i, (s, k, p) in enumerate(zip(held.sessions, held.keys, held.points,
                                                                               strict=True))}
-    assert title == "jev-local-4 → labelled.jsonl (labelled)" and mine.keys() == theirs.keys() and len(mine) >= 20
+    assert title == "jev-local-5 → labelled.jsonl (labelled)" and mine.keys() == theirs.keys() and len(mine) >= 20
     for key, i in mine.items():
         j = theirs[key]
-        assert (rows.needed_result[i], rows.needed_result_alt[i], rows.result_chars[i], rows.call_ids[i]) == \
-            (held.needed_result[j], held.needed_result_alt[j], held.result_chars[j], held.call_ids[j])
+        assert (rows.needed_result[i], rows.needed_result_alt[i], rows.needed_strict[i], rows.result_chars[i],
+                rows.call_ids[i]) == (held.needed_result[j], held.needed_result_alt[j], held.needed_strict[j],
+                                      held.result_chars[j], held.call_ids[j])
         assert (p_result[i], p_call[i]) == pytest.approx((h_result[j], h_call[j]), abs=1e-4)
 
 
@@ -136,7 +143,8 @@ def test_the_yardstick_scores_a_remote_judge_from_its_shadow_records(run_folder:
     with DecisionsServer(["refuse:result_t2"], probability=_probability) as server:
         labelled = _rollout(run_folder / "trajectories", tmp_path, "--judge", "openai", "--judge-url",
                             server.base_url, "--judge-model", "gw-luna", env={"OPENAI_API_KEY": "sk-x"})
-    title, rows, _, p_result, p_call = labelled_cell(str(labelled))
+    cell = labelled_cell(str(labelled))
+    title, rows, p_result, p_call = cell.title, cell.rows, cell.p_result, cell.p_call
     assert title.startswith("gw-luna → ")
     refused = [i for i, s in enumerate(rows.sessions) if s.endswith("django__django-11163") and rows.keys[i] == "t2"]
     assert len(refused) == 1 and p_result[refused[0]] == 1.0  # the first request's refusal
@@ -147,10 +155,11 @@ def test_the_yardstick_scores_a_remote_judge_from_its_shadow_records(run_folder:
     proc = _bench("quality", "--labelled", str(labelled), "--min-chars", "0", "--boot", "20")
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("| gw-luna → labelled.jsonl (labelled) |")]
-    assert [line.split(" | ")[1] for line in lines] == ["labels-v1", "labels-v2-reuse"] * 2 and " 5 (5) " in lines[0]
+    assert [line.split(" | ")[1] for line in lines] == ["labels-v3-strict", "labels-v1", "labels-v2-reuse"] * 2
+    assert " 5 (5) " in lines[0]
     risk = _bench("equal_risk", "--labelled", str(labelled), "--splits", "2")
     assert risk.returncode == 0, risk.stderr
-    assert risk.stdout.count("| gw-luna → labelled.jsonl (labelled) | labels-") == 2  # both proxies
+    assert risk.stdout.count("| gw-luna → labelled.jsonl (labelled) | labels-") == 3  # every proxy
     records = tmp_path / "records.jsonl"
     two = tmp_path / "two.jsonl"
     two.write_text(labelled.read_text() + labelled.read_text().replace('"judge":"gw-luna"', '"judge":"other"'))

@@ -163,10 +163,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, args: list, mess
 
 def test_a_retrained_local_model_judges_from_the_command_line(transcript: Path, tmp_path: Path) -> None:
     """`--judge local:FILE` plans with that file's weights (here the shipped ones with the result head's
-    trees pushed toward "needed", read at 600 characters an end) instead of the shipped judge's."""
+    link pushed toward "needed", read at 600 characters an end) instead of the shipped judge's."""
     model = json.loads((Path(__file__).resolve().parents[1] / "jev" / "judges" / "local_model.json").read_text())
     model["scan_chars"] = 600
-    model["heads"]["keep_result"]["trees"]["baseline"] += 8
+    model["heads"]["keep_result"]["mixture"]["link"]["intercept"] += 8
     retrained = tmp_path / "retrained.json"
     retrained.write_text(json.dumps(model))
     args = [str(transcript), "--eligible-tools", "read", "--preserve-recent", "1"]

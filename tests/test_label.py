@@ -237,3 +237,69 @@ def test_jev_label_says_once_that_transcripts_are_missing(tmp_path: Path, capsys
     said = " ".join(err.split())
     assert f"skipped 40: no transcript for 40 session(s) in {tmp_path / 't'}" in said and "'s0', 's1', 's2', …" in said
     assert said.count("no transcript") == 1  # one line for the 40 sessions
+
+
+def _strict_history(result_texts: list[str], later: list[tuple[str, str]], task: str = "Fix the failing test."):
+    """A task, one bash read per `result_texts` entry, then `later` assistant steps: ("text", words) or
+    ("run", command) (a run is answered with "ok")."""
+    from conftest import call, msg, result, text
+    messages = [msg("task", "user", text(task))]
+    for k, output in enumerate(result_texts):
+        messages += [msg(f"c{k}", "assistant", call(f"r{k}", "bash", {"command": f"cat f{k}"})),
+                     msg(f"o{k}", "tool", result(f"r{k}", output=output, name="bash"))]
+    for k, (kind, body) in enumerate(later):
+        if kind == "text":
+            messages.append(msg(f"say{k}", "assistant", text(body)))
+        else:
+            messages += [msg(f"run{k}", "assistant", call(f"x{k}", "bash", {"command": body})),
+                         msg(f"ran{k}", "tool", result(f"x{k}", output="ok", name="bash"))]
+    return messages
+
+
+@pytest.mark.parametrize("results, later, common, task, needed", [
+    # the definition met: shown first by t1, first written after the point, run in a command
+    (["see src/util/helper_fn.py line 3"], [("run", "sed -n 1p src/util/helper_fn.py")], (), "Fix it.", {"t1"}),
+    # shape: a prose word, however long, is no token
+    (["the function returned nothing"], [("run", "grep function *.py")], (), "Fix it.", set()),
+    # rare: a token in more than 2 % of the dev sessions is no token
+    (["see setup.py"], [("run", "cat setup.py")], ("setup.py",), "Fix it.", set()),
+    # not from the task: the task named it already
+    (["see src/util/helper_fn.py"], [("run", "cat src/util/helper_fn.py")], (), "Look at src/util/helper_fn.py", set()),
+    # shown first by this result: two results showed it before the agent wrote it
+    (["a/mod_x.py", "again a/mod_x.py"], [("run", "cat a/mod_x.py")], (), "Fix it.", set()),
+    # written later, and run: only said, never run in a command at or after that point
+    (["see pkg/mod_y.py"], [("text", "I will look at pkg/mod_y.py")], (), "Fix it.", set()),
+    # said first, run later: needed until it was first written (the text)
+    (["see pkg/mod_y.py"], [("text", "pkg/mod_y.py looks wrong"), ("run", "cat pkg/mod_y.py")], (), "Fix it.",
+     {"t1"}),
+    # a leading checkout folder is stripped: /testbed/pkg/mod_z.py is pkg/mod_z.py
+    (["/testbed/pkg/mod_z.py:12: error"], [("run", "vim pkg/mod_z.py")], (), "Fix it.", {"t1"}),
+])
+def test_labels_v3_strict_follows_each_clause(results, later, common, task, needed) -> None:
+    from calibration.labels import strict_uses
+    from jev.transcript import analyze
+    transcript = analyze(_strict_history(results, later, task))
+    until = strict_uses(transcript, frozenset(common))
+    point = transcript.pairs[len(results) - 1].result_message  # just after the reads
+    assert {key for key, last in until.items() if last > point} == needed
+    if needed:  # not needed once it has been written: the agent has it from its own words then
+        first = min(k for k, m in enumerate(transcript.messages) if k > point and m.role == "assistant")
+        assert all(last <= first for last in until.values())
+
+
+def test_the_common_tables_count_instances_not_runs_or_occurrences() -> None:
+    """A token is common when more than 2 % of the instances show it: a session repeating it counts once,
+    and so do the runs of one instance (they share its files) — `pkg/own.py`, shown by every run of one
+    instance, stays rare. The judge's word table follows the same cut (`portable` hashes)."""
+    from calibration.rarity import rarity_table, session_words
+    from jev.judges.words import Buffer, find_words, portable
+
+    def ran(i: int, output: str):
+        return "inst-0" if i < 10 else f"inst-{i}", analyze([msg("u", "user", text("go")), *bash(1, "ls", output)])
+
+    sessions = [ran(i, "setup.py pkg/own.py pkg/own.py" if i < 10 else "setup.py" if i < 60 else "x") for i in range(100)]
+    table = rarity_table(sessions)  # 91 instances: inst-0 (10 runs) and 90 others
+    assert table["instances"] == 91 and table["common"] == ["setup.py"]  # pkg/own.py: 1 instance of 91
+    setup = portable(find_words(Buffer.of(["setup.py"]))).tolist()
+    assert table["common_words"] == setup and session_words(sessions[0][1]).size == 2
+    assert rarity_table(sessions, share=0.005)["common"] == ["pkg/own.py", "setup.py"]

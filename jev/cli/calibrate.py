@@ -20,6 +20,9 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
                         "of later-needed calls dropped")
     p.add_argument("--delta", type=float, default=0.1, help="tolerated probability that the guarantee fails")
     p.add_argument("--per-tool", action="store_true", help="also certify thresholds per tool")
+    p.add_argument("--label", default="labels-v1", choices=("labels-v1", "labels-v2-reuse", "labels-v3-strict"),
+                   help="which proxy's 'needed' R_result counts (labels-v3-strict: the strict proxy; "
+                        "R_call always labels-v1's)")
     p.add_argument("--size-aware", action=argparse.BooleanOptionalAction, default=True,
                    help="rank results by expected loss per character saved, as the compactor does by default "
                         "(--no-size-aware: plain probabilities)")
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             for row in read_records(args.labelled):
                 records.append(row)
                 progress.advance(task)
-            rows = rows_from(records)
+            rows = rows_from(records, args.label)
         except FileNotFoundError as exc:
             raise UsageError(f"cannot read {exc.filename or args.labelled!r}: no such file") from None
         except (ValueError, KeyError, TypeError) as exc:

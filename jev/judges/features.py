@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
-from .words import Buffer, Words, find_words, run_starts
+from .words import Buffer, Words, find_words, portable, run_starts
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
 _CATEGORY_INDEX = {name: k for k, name in enumerate(CATEGORIES)}
@@ -32,6 +32,9 @@ FEATURE_NAMES = (
                                        "novel_words", "unsaid_per_char")) + (
     "held_words", "held_unsaid", "held_unsaid_paths", "held_unsaid_repeated", "held_per_char",
     "held_unsaid_per_char", "credits", "credit_age", "reader_paths", "reader_paths_edited", "latest_run",
+    # provenance: the rare distinctive words (not the task's, not `common`) a result showed first
+    "intro_words", "intro_unsaid", "intro_unique_unsaid", "intro_unique_unsaid_paths", "intro_unsaid_per_char",
+    "intro_said_age", "rank_intro_unique_unsaid",
 )
 
 SCAN_CHARS = 120  # characters of a result read from each end by default: the words that matter sit near
@@ -242,9 +245,15 @@ and of them those some edit names."""
     last_credit: np.ndarray
     reader_paths: np.ndarray
     reader_paths_edited: np.ndarray
+    intro: np.ndarray
+    intro_unsaid: np.ndarray
+    intro_unique_unsaid: np.ndarray
+    intro_unique_unsaid_paths: np.ndarray
+    intro_last_said: np.ndarray
 
 
-def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: int) -> _WordFacts:
+def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: int, common: np.ndarray
+                ) -> _WordFacts:
     kind, at, owner = (a[words.segment] for a in (reading.kind, reading.at, reading.owner))
     n_results, n_calls = reading.result_at.size, reading.call_at.size
     # groups: one per distinct word, its first segment leading
@@ -317,6 +326,16 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
     last_reader = _last_of_runs(group[reading_entry], reading_entry)
     edited_group = np.bincount(path_group[by_edit], minlength=n_groups) > 0
     reader = owner[last_reader]
+    # provenance: the result that first showed a distinctive word that is neither the task's nor common
+    # (`common`: the `portable` hashes of the words more than 2 % of the dev sessions show, shipped with
+    # the weights), what of it the agent has not written yet, and when it last wrote one
+    rare = ~_member(portable(words)[lead], common)
+    intro_groups = novel_groups[(words.distinctive[lead] & rare & ~task)[novel_groups]]
+    intro_holder = owner[lead][intro_groups]
+    unsaid_intro = said[intro_groups] == 0
+    unique_unsaid = unsaid_intro & (shown[intro_groups] == 1)
+    intro_last_said = np.full(n_results, -1, dtype=np.int64)
+    np.maximum.at(intro_last_said, intro_holder, last_said[intro_groups])
     return _WordFacts(np.bincount(holder, minlength=n_results), recent, recent_share, call_recent,
                       np.bincount(holder, weights=live, minlength=n_results),
                       np.bincount(holder, weights=live & (said[novel_groups] == 0), minlength=n_results),
@@ -327,7 +346,19 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
                       np.bincount(holding, weights=unsaid_held & (shown[held_groups] >= 2), minlength=n_results),
                       np.bincount(credit_owner, minlength=n_results), last_credit,
                       np.bincount(reader, minlength=n_calls),
-                      np.bincount(reader, weights=edited_group[group[last_reader]], minlength=n_calls))
+                      np.bincount(reader, weights=edited_group[group[last_reader]], minlength=n_calls),
+                      np.bincount(intro_holder, minlength=n_results),
+                      np.bincount(intro_holder, weights=unsaid_intro, minlength=n_results),
+                      np.bincount(intro_holder, weights=unique_unsaid, minlength=n_results),
+                      np.bincount(intro_holder, weights=unique_unsaid & is_path_group[intro_groups],
+                                  minlength=n_results), intro_last_said)
+
+
+def _member(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Whether each value is in the sorted `table` (a search per value: the table is the larger)."""
+    if not table.size:
+        return np.zeros(values.size, dtype=bool)
+    return table[np.minimum(np.searchsorted(table, values), table.size - 1)] == values
 
 
 def _last_of_runs(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -340,12 +371,16 @@ def _first_of_runs(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     return values[run_starts(keys)]
 
 
-def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: bool = True
-                   ) -> tuple[list[str], np.ndarray]:
+_NO_WORDS = np.zeros(0, dtype=np.uint64)
+
+
+def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: bool = True,
+                   common: np.ndarray = _NO_WORDS) -> tuple[list[str], np.ndarray]:
     """The pair keys and their feature rows (`FEATURE_NAMES` order), at the end of the transcript, reading
     `scan_chars` characters of each result's ends for words. `lines=False` skips counting each result's
     lines, the one pass over whole results (a model without `result_lines`, as the shipped one, need not
-    pay for it): that column is then NaN."""
+    pay for it): that column is then NaN. `common`: the `portable` hashes of words too common to count as
+    a result's own (the provenance features leave them out)."""
     messages, pairs = transcript.messages, transcript.pairs
     if not pairs:
         return [], np.zeros((0, len(FEATURE_NAMES)))
@@ -355,7 +390,7 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: 
     n_messages, n_pairs = len(messages), len(pairs)
     calls_at = reading.call_at  # in call order, so ascending
     recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
-    w = _word_facts(reading, find_words(buffer), edit, recent_from)
+    w = _word_facts(reading, find_words(buffer), edit, recent_from, common)
     failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result
     failing = buffer.segments_matching(_RETURNCODE)
     failed[reading.owner[failing[reading.kind[failing] == _RESULT]]] = True
@@ -413,6 +448,14 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: 
     X[:, h + 8] = np.log1p(w.reader_paths[c])
     X[:, h + 9] = np.log1p(w.reader_paths_edited[c])
     X[:, h + 10] = np.where(X[:, 8] > 0, 0.0, np.log1p(runs))
+    i = h + 11
+    X[:, i] = np.log1p(w.intro[r])
+    X[:, i + 1] = np.log1p(w.intro_unsaid[r])
+    X[:, i + 2] = np.log1p(w.intro_unique_unsaid[r])
+    X[:, i + 3] = np.log1p(w.intro_unique_unsaid_paths[r])
+    X[:, i + 4] = np.log1p(w.intro_unsaid[r] * per_kchar)
+    X[:, i + 5] = np.log1p(n_messages - 1 - np.where(w.intro_last_said[r] >= 0, w.intro_last_said[r], never))
+    X[:, i + 6] = _rank(X[:, i + 2])
     return [p.key for p in pairs], X
 
 
@@ -424,7 +467,8 @@ def _rank(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def transcript_features(transcript: Transcript, scan_chars: int = SCAN_CHARS) -> dict[str, list[float]]:
+def transcript_features(transcript: Transcript, scan_chars: int = SCAN_CHARS, common: np.ndarray = _NO_WORDS
+                        ) -> dict[str, list[float]]:
     """A feature vector (in `FEATURE_NAMES` order) for every pair, at the end of the transcript."""
-    keys, X = feature_matrix(transcript, scan_chars)
+    keys, X = feature_matrix(transcript, scan_chars, common=common)
     return dict(zip(keys, X.tolist(), strict=True))

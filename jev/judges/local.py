@@ -1,9 +1,13 @@
 """The embedded local judge: a small trained model over decision-time features, offline, no key.
 
-Two heads — P(call still needed), P(result still needed) — each the mean of a standardised logistic
-regression with an isotonic calibration map and shallow boosted trees (scored with numpy), trained by `python -m calibration.train_local` on real agent trajectories
-and shipped as JSON in the package (`local_model.json`, never pickle). Features come from
-`jev.judges.features` and see only the transcript up to the decision point. Deterministic.
+Two heads — P(call still needed), P(result still needed) — trained by `python -m calibration.train_local`
+on real agent trajectories and shipped as JSON in the package (`local_model.json`, never pickle), scored
+with numpy. The call head is the mean of a standardised logistic regression (isotonic calibration map)
+and shallow boosted trees; the result head (version 3) a mixture of boosted trees, one per label proxy,
+each weighted by the inverse of its proxy's base rate, then a logistic map onto the probability that
+either proxy calls the result needed. Features come from `jev.judges.features` and see only the
+transcript up to the decision point; the words too common to count as a result's own ship with the
+weights (`rarity`). Deterministic.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
 from .features import FEATURE_NAMES, SCAN_CHARS, feature_matrix
 
-MODEL = "jev-local-4"  # a new name with new weights: thresholds calibrated for the old ones are refused
+MODEL = "jev-local-5"  # a new name with new weights: thresholds calibrated for the old ones are refused
 _HEADS = ("keep_call", "keep_result")
 
 
@@ -35,8 +39,11 @@ def load_model(path: str | None = None) -> dict[str, Any]:
     """The model document (JSON), checked against the features this code computes; `ConfigError` names
     the field and the rule when it is not a model this version can run. Either version names the
     features it is scored on (names this version computes) and may name `scan_chars`, the characters of each
-    result end they read (120 when absent). Version 1 (0.3.0's): a linear head. Version 2: each head a
-    blend of a linear head and boosted trees."""
+    result end they read (120 when absent). Version 1 (0.3.0's): a linear head. Version 2 (up to
+    `jev-local-4`): each head a blend of a linear head and boosted trees. Version 3: each head a blend or
+    a mixture (`mixture`: weighted boosted trees and a logistic map), with the size exponent the weights
+    were tuned at (`size_exponent`) and the common words (`rarity.common_words`, sorted `portable`
+    hashes)."""
     try:
         text = (Path(path).read_bytes() if path
                 else resources.files(__package__).joinpath("local_model.json").read_bytes())
@@ -46,7 +53,7 @@ def load_model(path: str | None = None) -> dict[str, Any]:
         model = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"local judge model: not JSON ({exc})") from None
-    if not isinstance(model, dict) or model.get("format") != "jev-local-judge" or model.get("version") not in (1, 2):
+    if not isinstance(model, dict) or model.get("format") != "jev-local-judge" or model.get("version") not in (1, 2, 3):
         raise ConfigError("local judge model: unknown format or version")
     features = model.get("features", ())
     # either version names its features and is scored on those columns: a version-1 file (0.3.0's) lists
@@ -64,8 +71,20 @@ def load_model(path: str | None = None) -> dict[str, Any]:
         spec = heads.get(head) if isinstance(heads, dict) else None
         if model["version"] == 1:
             _check_linear(spec, f"heads.{head}", len(features))
+        elif model["version"] == 3 and isinstance(spec, dict) and "mixture" in spec:
+            _check_mixture(spec["mixture"], f"heads.{head}.mixture", len(features))
         else:
             _check_blend(spec, f"heads.{head}", len(features))
+    if model["version"] == 3:
+        exponent = model.get("size_exponent")
+        if not _numbers([exponent]) or not 0 <= exponent <= 4:
+            raise ConfigError("local judge model: size_exponent must be a number in [0, 4] (the exponent the "
+                              "weights were tuned at)")
+        words = (model.get("rarity") or {}).get("common_words", [])
+        if not (isinstance(words, list) and all(isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2 ** 40
+                                                for w in words) and words == sorted(set(words))):
+            raise ConfigError("local judge model: rarity.common_words must be distinct integers in [0, 2**40), "
+                              "ascending")
     return model
 
 
@@ -98,7 +117,10 @@ def _check_blend(spec: Any, where: str, n: int) -> None:
     blend = spec.get("blend")
     if not _numbers([blend]) or not 0.0 <= blend <= 1.0:
         raise ConfigError(f"local judge model: {where}.blend must be a number in [0, 1]")
-    trees = spec.get("trees")
+    _check_trees(spec.get("trees"), where, n)
+
+
+def _check_trees(trees: Any, where: str, n: int) -> None:
     if not isinstance(trees, dict) or not _numbers([trees.get("baseline")]):
         raise ConfigError(f"local judge model: {where}.trees must be an object with a numeric baseline")
     rows = {key: trees.get(key) for key in ("feature", "threshold", "value")}
@@ -112,6 +134,19 @@ def _check_blend(spec: Any, where: str, n: int) -> None:
         if not _numbers(threshold, _SPLITS) or not _numbers(value, _LEAVES):
             raise ConfigError(f"local judge model: {where}.trees.threshold[{k}] and value[{k}] must be "
                               f"{_SPLITS} and {_LEAVES} numbers")
+
+
+def _check_mixture(spec: Any, where: str, n: int) -> None:
+    parts = spec.get("parts") if isinstance(spec, dict) else None
+    if not isinstance(parts, list) or not parts:
+        raise ConfigError(f"local judge model: {where}.parts must be a non-empty list")
+    for k, part in enumerate(parts):
+        if not isinstance(part, dict) or not _numbers([part.get("weight")]) or not part["weight"] > 0:
+            raise ConfigError(f"local judge model: {where}.parts[{k}].weight must be a number > 0")
+        _check_trees(part.get("trees"), f"{where}.parts[{k}]", n)
+    link = spec.get("link")
+    if not isinstance(link, dict) or not _numbers([link.get("slope"), link.get("intercept")]):
+        raise ConfigError(f"local judge model: {where}.link must hold a numeric slope and intercept")
 
 
 def logistic(X: np.ndarray, mean: Any, scale: Any, coef: Any, intercept: float) -> np.ndarray:
@@ -148,39 +183,42 @@ def _leaf_of_code() -> np.ndarray:
 
 
 _LEAF_OF_CODE = _leaf_of_code()
-_PACK = np.uint64(0x0102040810204080)  # times 8 bytes of 0/1 (little-endian): byte k's bit lands at bit 56 + k
-_TOP = np.uint64(56)
 
 
 class _Trees:
     """Boosted trees, each complete to depth 3 (a shallower leaf is stored as a subtree whose splits all go
     left), scored for all rows and all trees at once: a row goes right where its feature is above the
-    threshold; the probability is the logistic of the baseline plus the leaves reached. The 7 splits of a
-    tree are compared side by side (an 8th never goes right), packed into one code per row and tree, and
-    the code looks its leaf up in a table: no walk, one gather."""
+    threshold; the probability is the logistic of the baseline plus the leaves reached. Each distinct
+    (feature, threshold) split is compared once for all rows; a tree's 7 outcomes are gathered and packed
+    into one code per tree and row (bit k: split k goes right), and the code looks its leaf up in a
+    table: no walk, one gather."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.baseline = float(spec["baseline"])
         feature = np.asarray(spec["feature"], dtype=np.intp)  # trees x splits
+        threshold = np.asarray(spec["threshold"], dtype=float)
         n = len(feature)
-        self.feature = np.zeros((n, 8), dtype=np.intp)
-        self.feature[:, :_SPLITS] = feature
-        self.threshold = np.full((n, 8), np.inf)  # the 8th split: nothing is above infinity
-        self.threshold[:, :_SPLITS] = np.asarray(spec["threshold"], dtype=float)
+        unique, index = np.unique(np.rec.fromarrays([feature.ravel(), threshold.ravel()]), return_inverse=True)
+        self.split_feature = np.asarray(unique.f0, dtype=np.intp)  # each distinct split, compared once
+        self.split_threshold = np.asarray(unique.f1, dtype=float)[:, None]
+        self.index = index.reshape(n, _SPLITS)  # trees x splits: each split's distinct comparison
         value = np.asarray(spec["value"], dtype=float)  # trees x leaves
         self.table = value[:, _LEAF_OF_CODE].ravel()  # trees x codes: each code's leaf value
-        self.first_code = np.arange(n, dtype=np.uint64) * np.uint64(2 ** _SPLITS)  # where each tree's codes start
+        self.first_code = (np.arange(n, dtype=np.intp) * 2 ** _SPLITS)[:, None]  # where each tree's codes start
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
-        right = np.take(X, self.feature, axis=1) > self.threshold  # rows x trees x 8, contiguous
-        code = (right.view("<u8")[..., 0] * _PACK) >> _TOP  # rows x trees: bit k set where split k goes right
-        return 1.0 / (1.0 + np.exp(-(self.baseline + self.table[code + self.first_code].sum(axis=1))))
+        outcomes = (X.T[self.split_feature] > self.split_threshold).view(np.uint8)  # splits x rows
+        right = outcomes[self.index]  # trees x 7 x rows
+        code = right[:, 0, :].copy()
+        for k in range(1, _SPLITS):
+            code |= right[:, k, :] << np.uint8(k)
+        return 1.0 / (1.0 + np.exp(-(self.baseline + self.table[code + self.first_code].sum(axis=0))))
 
 
 def score(spec: dict[str, Any], X: np.ndarray, version: int = 2) -> np.ndarray:
     """P(needed) from one head's spec on the model's feature columns `X` (what the judge computes; the
     training script and the benchmarks score with it too)."""
-    return _Head(spec, version)(X)
+    return head_of(spec, version)(X)
 
 
 def score_trees(spec: dict[str, Any], X: np.ndarray) -> np.ndarray:
@@ -188,8 +226,8 @@ def score_trees(spec: dict[str, Any], X: np.ndarray) -> np.ndarray:
     return _Trees(spec)(X)
 
 
-class _Head:
-    """One head: a linear head alone (version 1), or its blend with boosted trees (version 2)."""
+class _Blend:
+    """A linear head alone (version 1), or its blend with boosted trees (versions 2 and 3)."""
 
     def __init__(self, spec: dict[str, Any], version: int) -> None:
         self.linear = _Linear(spec if version == 1 else spec["linear"])
@@ -199,6 +237,35 @@ class _Head:
     def __call__(self, X: np.ndarray) -> np.ndarray:
         p = self.linear(X)
         return p if self.trees is None else self.blend * p + (1.0 - self.blend) * self.trees(X)
+
+
+class _Mixture:
+    """Boosted trees per label proxy, their probabilities summed with weights (each the inverse of its
+    proxy's base rate, scaled to sum to 1: a rare proxy's signal counts as much as a common one's), then
+    a logistic map of the sum's log onto P(needed under either proxy)."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.parts = [(float(part["weight"]), _Trees(part["trees"])) for part in spec["parts"]]
+        self.slope, self.intercept = float(spec["link"]["slope"]), float(spec["link"]["intercept"])
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        return link(mixed([trees(X) for _w, trees in self.parts], [w for w, _t in self.parts]),
+                    self.slope, self.intercept)
+
+
+def mixed(probabilities: list[np.ndarray], weights: list[float]) -> np.ndarray:
+    """The mixture's sum: each part's probability times its weight."""
+    return sum(w * p for w, p in zip(weights, probabilities, strict=True))  # type: ignore[return-value]
+
+
+def link(mixture: np.ndarray, slope: float, intercept: float) -> np.ndarray:
+    """The mixture's probability: logistic(slope * log(sum) + intercept)."""
+    return 1.0 / (1.0 + np.exp(-(slope * np.log(np.maximum(mixture, 1e-12)) + intercept)))
+
+
+def head_of(spec: dict[str, Any], version: int) -> _Blend | _Mixture:
+    """One head as its spec says: a mixture, or a (linear or blended) head."""
+    return _Mixture(spec["mixture"]) if version == 3 and "mixture" in spec else _Blend(spec, version)
 
 
 class LocalJudge:
@@ -214,10 +281,12 @@ class LocalJudge:
         spec = load_model(model_path)
         self.model = MODEL if model_path is None else f"{MODEL}:{Path(model_path).name}"
         self.card = spec.get("card", {})
-        self._heads = {name: _Head(spec["heads"][name], spec["version"]) for name in _HEADS}
+        self._heads = {name: head_of(spec["heads"][name], spec["version"]) for name in _HEADS}
         self._columns = np.asarray([FEATURE_NAMES.index(f) for f in spec["features"]], dtype=np.intp)
         self.scan_chars: int = spec["scan_chars"]  # what the weights were trained reading
         self._lines = "result_lines" in spec["features"]  # the one feature read over whole results
+        self._common = np.asarray((spec.get("rarity") or {}).get("common_words", []), dtype=np.uint64)
+        self.size_exponent: float = float(spec.get("size_exponent", 1.0))  # what its ranking was tuned at
         # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
         # history outlives its plan here
         self._last: tuple[weakref.ref[Any], dict[str, tuple[float, float]]] | None = None
@@ -226,7 +295,7 @@ class LocalJudge:
         """(keep_call, keep_result) for every pair of the transcript, at its end."""
         if self._last is not None and self._last[0]() is transcript:
             return self._last[1]
-        keys, X = feature_matrix(transcript, self.scan_chars, self._lines)
+        keys, X = feature_matrix(transcript, self.scan_chars, self._lines, self._common)
         X = X[:, self._columns]
         out: dict[str, tuple[float, float]] = {}
         if keys:

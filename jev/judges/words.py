@@ -2,9 +2,13 @@
 
 A word is a run of letters, digits, `_./-` and non-ASCII bytes; it is tracked when at least 4 bytes long
 and either 8+ long or not all letters — shaped like a path, identifier or number. Words are identified by
-a 64-bit polynomial hash (once sorted, its top 63 - b bits, b the bits of the segment count: 52 for a
-history of 2 000 segments), so equal words compare equal wherever they sit, without a Python object per
-word.
+a 64-bit polynomial hash of their bytes alone (the same word hashes alike in any buffer, so a table
+shipped with the weights can be looked up: `portable`; once sorted, its top 62 - b bits, b the bits of
+the segment count: 51 for a history of 2 000 segments), so equal words compare equal wherever they sit,
+without a Python object per word. A word is *distinctive* when it holds a letter and a byte of another
+class (a digit, `_`, `-`, `/`, `.` or non-ASCII): near the strict proxy's shape
+(`calibration.labels.distinctive_tokens`) at the cost of one pass over runs, not bytes — camelCase
+alone does not count, a hyphenated word does.
 """
 
 from __future__ import annotations
@@ -20,20 +24,35 @@ _WORD_BYTES = frozenset((string.ascii_letters + string.digits + "_./-").encode()
 _CLASS = bytes(0 if c not in _WORD_BYTES else 1 if chr(c) in string.ascii_letters else 3 if c in b"/." else 2
                for c in range(256))
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
-_POWERS_KEPT = 1 << 19  # powers of the prime kept between calls: 4 MB
+_INVERSE = np.uint64(pow(0x9E3779B97F4A7C15, -1, 1 << 64))  # the prime is odd: it has an inverse mod 2**64
+_POWERS_KEPT = 1 << 19  # powers of the prime kept between calls: 4 MB each table
 _powers = np.ones(1, dtype=np.uint64)
+_inverses = np.ones(1, dtype=np.uint64)
 SEPARATOR_TEXT = "\x00"  # before each segment: not a word byte, so no word spans two segments
 
 
-def _powers_to(n: int) -> np.ndarray:
-    """P**0 .. P**n (mod 2**64); the table is kept for buffers up to `_POWERS_KEPT` bytes."""
-    global _powers
+def _powers_to(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """P**0 .. P**n and P**-0 .. P**-n (mod 2**64); the tables are kept for buffers up to `_POWERS_KEPT`
+    bytes."""
+    global _powers, _inverses
     if _powers.size > n:
-        return _powers[: n + 1]
+        return _powers[: n + 1], _inverses[: n + 1]
     table = np.concatenate(([np.uint64(1)], np.cumprod(np.full(n, _PRIME, dtype=np.uint64))))
+    inverse = np.concatenate(([np.uint64(1)], np.cumprod(np.full(n, _INVERSE, dtype=np.uint64))))
     if n < _POWERS_KEPT:
-        _powers = table
-    return table
+        _powers, _inverses = table, inverse
+    return table, inverse
+
+
+COMMON_SHIFT = 24  # a word's hash without its low 24 bits names it across buffers: tables shipped with
+# weights (the words too common to count) hold these, 40 bits each
+
+
+def portable(words: Words) -> np.ndarray:
+    """Each word's hash as it reads in any buffer (its top 40 bits), to look up in a shipped table."""
+    if words.shift > COMMON_SHIFT:
+        raise ValueError(f"a history of {2 ** (words.shift - 2)}+ segments is beyond the word tables' reach")
+    return words.hash >> np.uint64(COMMON_SHIFT - words.shift)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +91,17 @@ class Words:
     hash: np.ndarray
     segment: np.ndarray
     path: np.ndarray
+    distinctive: np.ndarray  # a letter and a byte of another class (near the strict proxy's shape)
+    shift: int  # the low bits dropped from each word's 64-bit hash to make `hash`
 
 
 def find_words(buffer: Buffer) -> Words:
     """The words worth tracking — at least 4 bytes and either 8+ long or not all letters (shaped like a
     path, identifier or number) — of each segment, hashed position-free: the polynomial hash of a word
-    at [s, e) is scaled by P**(n-s), so equal words hash alike wherever they sit (mod 2**64).
+    at [s, e) is scaled by P**(1-s), so equal words hash alike wherever they sit, in any buffer (mod 2**64).
 
-    The bytes are read as runs of one class (letters, other word bytes, `/` and `.`): a word is a row of
-    runs, all letters when it is one letter run, a path when a run of it is `/` or `.`. So only the hash
-    touches every byte."""
+    The bytes are read as runs of one class: a word is a row of runs, a path when a run of it is `/` or
+    `.`, distinctive when it holds letters and another class. So only the hash touches every byte."""
     data, n = buffer.data, len(buffer.data)
     classes = np.zeros(n + 2, dtype=np.uint8)  # a non-word byte either side: every word starts and ends
     classes[1:-1] = np.frombuffer(data.translate(_CLASS), dtype=np.uint8)
@@ -93,26 +113,30 @@ def find_words(buffer: Buffer) -> Words:
     keep = np.flatnonzero((length >= 8) | ((length >= 4) & ((after - first > 1) | (run[first] != 1))))
     first, after = first[keep], after[keep]
     starts, ends = change[first], change[after]
+    # distinctive: a letter and another class (a run of letters alone, camelCase too, is not)
+    letter_runs = np.concatenate(([0], np.cumsum(run == 1, dtype=np.int32)))
+    distinctive = (after - first > 1) & (letter_runs[after] > letter_runs[first])
     slashes = np.flatnonzero(run == 3) if first.size else first  # runs of `/` or `.`: each in one word at most
     path = np.zeros(starts.size, dtype=bool)
     word = np.searchsorted(first, slashes, side="right") - 1  # the kept word starting at or before each
     inside = (word >= 0) & (after[np.maximum(word, 0)] > slashes)
     path[word[inside]] = True
-    powers = _powers_to(n)
+    powers, inverses = _powers_to(n)
     terms = np.empty(n + 1, dtype=np.uint64)  # each byte times its power, and a 0 to end on
     terms[n] = 0
     np.multiply(np.frombuffer(data, dtype=np.uint8), powers[:n], out=terms[:n])
     spans = np.empty(2 * starts.size, dtype=np.intp)
     spans[::2], spans[1::2] = starts, ends
     sums = np.add.reduceat(terms, spans)[::2] if spans.size else np.zeros(0, dtype=np.uint64)
-    hashes = sums * powers[n - starts]
-    # one sort of one key: the hash's top bits, then the segment, then the path flag (a word's own)
+    hashes = sums * inverses[starts] * _PRIME  # the word's own: sum of byte_j * P**(j+1)
+    # one sort of one key: the hash's top bits, then the segment, then two flags (a word's own)
     segment = buffer.segment_of(starts).astype(np.uint64)
-    shift = np.uint64(int(buffer.bounds.size).bit_length() + 1)
-    key = np.sort(hashes >> shift << shift | segment << np.uint64(1) | path)
-    key = key[run_starts(key >> np.uint64(1))]  # one entry per word and segment
-    segments = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(1)
-    return Words(key >> shift, segments.astype(np.intp), (key & np.uint64(1)).astype(bool))
+    shift = np.uint64(int(buffer.bounds.size).bit_length() + 2)
+    key = np.sort(hashes >> shift << shift | segment << np.uint64(2) | path << np.uint64(1) | distinctive)
+    key = key[run_starts(key >> np.uint64(2))]  # one entry per word and segment
+    segments = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(2)
+    return Words(key >> shift, segments.astype(np.intp), (key >> np.uint64(1) & np.uint64(1)).astype(bool),
+                 (key & np.uint64(1)).astype(bool), int(shift))
 
 
 def run_starts(keys: np.ndarray) -> np.ndarray:

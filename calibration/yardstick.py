@@ -1,0 +1,156 @@
+"""The matched-budget comparison: at each decision point the judge lets go by budget mode, and every other
+policy lets go of whole results in its own order until it has removed as many characters.
+
+Shared by the yardstick (`benchmarks/quality.py`) and the training script, which chooses the local judge's
+capacity, blend and size exponent on it by grouped cross-validation: one rule for what "lost" means.
+Policies: the judge (`jev.policy.budget` on its probabilities), recency (oldest first), biggest-first,
+random, the size-aware oracle (unneeded first, biggest saving first) and drop-all. L = the share of
+later-needed results let go, pooled over points; the gap closed = (L_recency - L_judge) / (L_recency -
+L_oracle); intervals resample groups (sessions, or instances when runs of one instance are grouped).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from jev.apply import SHORT_RESULT_SLACK, truncation_marker
+from jev.policy import CompactionConfig, Judged, budget
+
+from .dataset import Rows, group_of
+
+POLICIES = ("judge", "recency", "biggest-first", "random", "oracle", "drop-all")
+_JUDGE, _RECENCY, _ORACLE = POLICIES.index("judge"), POLICIES.index("recency"), POLICIES.index("oracle")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One decision point: its group (the bootstrap's unit) and the row indices of its candidates."""
+
+    group: str
+    rows: np.ndarray
+
+
+def points(rows: Rows, min_chars: int) -> list[Point]:
+    """The decision points a host would trigger on: at least `min_chars` characters of candidate results."""
+    by_point: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, (s, p) in enumerate(zip(rows.sessions, rows.points, strict=True)):
+        by_point[(str(s), int(p))].append(i)
+    return [Point(group_of(s), np.asarray(ix)) for (s, _), ix in sorted(by_point.items())
+            if rows.result_chars[ix].sum() >= min_chars]
+
+
+def matched(order: np.ndarray, saves: np.ndarray, target: int) -> np.ndarray:
+    """The first results in `order` whose savings reach `target` (none for a target of 0)."""
+    if target <= 0:
+        return order[:0]
+    reach = np.searchsorted(np.cumsum(saves[order]), target)
+    return order[: reach + 1]
+
+
+def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
+           rng: np.random.Generator, needed: np.ndarray, same_form: bool = True, size_exponent: float = 1.0
+           ) -> dict[str, np.ndarray]:
+    """Indices let go at one point by every policy, the others matched to the characters the judge removed
+    (budget mode at `share`, ranking by P(needed) / saves ** `size_exponent`). `same_form`: a let-go result
+    saves what the product's let-go of that pair saves under every policy (its head and marker kept when
+    the judge truncates), so policies differ only in which results they pick; else the others drop whole
+    results."""
+    ix = point.rows
+    chars = rows.result_chars[ix].astype(int)
+    default = CompactionConfig()
+    head = default.truncate_head_chars
+    marker = np.asarray([len(truncation_marker(str(c), default)) for c in rows.call_ids[ix]])  # as the product cuts
+    cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + marker), 0)
+    keys = rows.keys[ix]
+    config = CompactionConfig(target_reduction=share, size_exponent=size_exponent)
+    chosen, removed, _ = budget([Judged(str(k), float(c), float(r), "bash", int(n), int(t))
+                                 for k, c, r, n, t in zip(keys, p_call[ix], p_result[ix], chars, cut_saves,
+                                                          strict=True)], config)
+    judge = np.asarray([j for j, k in enumerate(keys) if chosen[str(k)][0].value != "KEEP"], dtype=int)
+    truncates = p_call[ix] >= config.keep_threshold
+    saves = np.where(truncates, cut_saves, chars) if same_form else chars
+    age = np.argsort([int(str(k)[1:]) for k in keys], kind="stable")
+    need = needed[ix]
+    oracle = np.lexsort((-saves, need))  # unneeded first, biggest saving first within
+    return {"judge": judge,
+            "recency": matched(age, saves, removed),
+            "biggest-first": matched(np.argsort(-saves, kind="stable"), saves, removed),
+            "random": matched(rng.permutation(len(ix)), saves, removed),
+            "oracle": matched(oracle, saves, removed),
+            "drop-all": np.arange(len(ix))}
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Later-needed results let go per policy and group, and needed results per group, for one proxy."""
+
+    groups: list[str]
+    lost: np.ndarray  # policies x groups
+    total: np.ndarray  # groups
+
+    def shares(self) -> np.ndarray:
+        """L per policy, pooled over groups (NaN when nothing was needed)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.lost.sum(1) / self.total.sum()
+
+    def gap(self) -> float:
+        """The gap closed (NaN when recency does no worse than the oracle)."""
+        return float(gap_closed(self.shares()))
+
+
+def gap_closed(L: np.ndarray) -> np.ndarray:
+    """(L_recency - L_judge) / (L_recency - L_oracle) over the last axis of policy shares; NaN where
+    recency does no worse than the oracle (there is no gap to close)."""
+    width = L[..., _RECENCY] - L[..., _ORACLE]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(width > 0, (L[..., _RECENCY] - L[..., _JUDGE]) / np.where(width > 0, width, 1.0), np.nan)
+
+
+def exponent_at(size_exponent: float | np.ndarray, point: Point) -> float:
+    """The size exponent a point is ranked with: the one given, or its rows' own (one per row)."""
+    return float(size_exponent[point.rows[0]]) if np.ndim(size_exponent) else float(size_exponent)
+
+
+def tally(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, labels: dict[str, np.ndarray], share: float,
+          min_chars: int, same_form: bool = True, size_exponent: float | np.ndarray = 1.0, seed: int = 0
+          ) -> dict[str, Tally]:
+    """Per proxy (`labels`: its name and a needed flag per row): what every policy lets go at every point,
+    ranking with `size_exponent` (or each row's own: `exponent_at`)."""
+    pts = points(rows, min_chars)
+    groups = sorted({p.group for p in pts})
+    gi = {g: k for k, g in enumerate(groups)}
+    out = {}
+    for proxy, needed in labels.items():
+        rng = np.random.default_rng(seed)
+        lost = np.zeros((len(POLICIES), len(groups)))
+        total = np.zeros(len(groups))
+        for point in pts:
+            need = needed[point.rows]
+            g = gi[point.group]
+            total[g] += need.sum()
+            gone = let_go(rows, point, p_result, p_call, share, rng, needed, same_form,
+                          exponent_at(size_exponent, point))
+            for k, name in enumerate(POLICIES):
+                lost[k, g] += need[gone[name]].sum()
+        out[proxy] = Tally(groups, lost, total)
+    return out
+
+
+def with_intervals(t: Tally, boot: int, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+    """L per policy and the gap closed, each (estimate, 2.5 %, 97.5 %) over `boot` resamples of groups."""
+    n = len(t.groups)
+    draws = np.random.default_rng(seed + 1).multinomial(n, np.full(n, 1 / n), size=boot)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a draw without needed results has no L (NaN)
+        Lb = (draws @ t.lost.T) / (draws @ t.total)[:, None]  # boot x policies
+
+    def interval(values: np.ndarray) -> list[float]:
+        finite = values[np.isfinite(values)]
+        return np.quantile(finite, [0.025, 0.975]).tolist() if len(finite) else [float("nan")] * 2
+
+    L = t.shares()
+    cell = {name: (float(L[k]), *interval(Lb[:, k])) for k, name in enumerate(POLICIES)}
+    cell["gap closed"] = (t.gap(), *interval(gap_closed(Lb)))
+    return cell
