@@ -69,7 +69,7 @@ from calibration.join import read_records  # noqa: E402
 from calibration.labels import STRICT_LABEL_VERSION, pair_uses  # noqa: E402
 from calibration.rarity import Rarity  # noqa: E402
 from calibration.train_local import checked_scan_chars, corpus_name, scores_of, train  # noqa: E402
-from calibration.yardstick import POLICIES, exponent_at, let_go, points, tally, with_intervals  # noqa: E402
+from calibration.yardstick import POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals  # noqa: E402
 from jev.errors import ConfigError  # noqa: E402
 from jev.judges.features import SCAN_CHARS  # noqa: E402
 from jev.judges.local import MODEL, load_model  # noqa: E402
@@ -163,17 +163,20 @@ def out_of_fold(title: str, rows: Rows, source: Path) -> Cell:
     return Cell(title, rows, source, p_result, p_call, exponent)
 
 
-def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int, boot: int,
+def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int,
              same_form: bool = True, seed: int = 0, extra: dict[str, np.ndarray] | None = None,
-             size_exponent: float | np.ndarray = 1.0) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """Per proxy (the strict one, v1 and v2, then any `extra` labels of the same rows): L per policy and
-    the gap closed, each (point estimate, 2.5 %, 97.5 %), and the points, groups and needed results."""
-    tallies = tally(rows, p_result, p_call, {**proxies(rows), **(extra or {})}, share, min_chars, same_form,
-                    size_exponent, seed)
-    out = {}
-    for proxy, t in tallies.items():
-        out[proxy] = with_intervals(t, boot, seed)
-        out[proxy]["points"] = (float(len(points(rows, min_chars))), float(len(t.groups)), float(t.total.sum()))
+             size_exponent: float | np.ndarray = 1.0) -> dict[str, Tally]:
+    """Per proxy (the strict one, v1 and v2, then any `extra` labels of the same rows): what every policy
+    let go, per group."""
+    return tally(rows, p_result, p_call, {**proxies(rows), **(extra or {})}, share, min_chars, same_form,
+                 size_exponent, seed)
+
+
+def summarized(t: Tally, n_points: int, boot: int, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+    """L per policy and the gap closed, each (point estimate, 2.5 %, 97.5 %), and the points, groups and
+    needed results."""
+    out = with_intervals(t, boot, seed)
+    out["points"] = (float(n_points), float(len(t.groups)), float(t.total.sum()))
     return out
 
 
@@ -352,6 +355,16 @@ def main() -> None:
         v, lo, hi = cell[name]
         return "—" if np.isnan(v) else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
+    def row(title: str, proxy: str, cell: dict, same_form: bool) -> str:
+        if not same_form:
+            return f"| {title} | {proxy} | " + " | ".join(
+                f(cell, p) for p in ("judge", "recency", "biggest-first", "oracle", "gap closed")) + " |"
+        n_points, n_groups, _ = cell["points"]
+        return (f"| {title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
+            f(cell, p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f(cell, 'gap closed')} |")
+
+    by_form: dict[bool, dict[str, dict[str, Tally]]] = {True: defaultdict(dict), False: defaultdict(dict)}
+    n_points = 0
     for c in cells:
         if not points(c.rows, args.min_chars):
             note = f"| {c.title} | — | 0 | no decision point with ≥ {args.min_chars:,} characters of candidate results |"
@@ -359,16 +372,20 @@ def main() -> None:
             whole.append(note)
             print(note, file=sys.stderr)
             continue
-        for proxy, cell in evaluate(c.rows, c.p_result, c.p_call, args.budget, args.min_chars, args.boot,
-                                    extra=extra[str(c.source)], size_exponent=c.size_exponent).items():
-            n_points, n_groups, _ = cell["points"]
-            lines.append(f"| {c.title} | {proxy} | {int(n_points)} ({int(n_groups)}) | " + " | ".join(
-                f(cell, p) for p in POLICIES[:5]) + f" | {cell['drop-all'][0]:.3f} | {f(cell, 'gap closed')} |")
-            print(lines[-1], file=sys.stderr)
-        for proxy, cell in evaluate(c.rows, c.p_result, c.p_call, args.budget, args.min_chars, args.boot,
-                                    same_form=False, extra=extra[str(c.source)], size_exponent=c.size_exponent).items():
-            whole.append(f"| {c.title} | {proxy} | " + " | ".join(
-                f(cell, p) for p in ("judge", "recency", "biggest-first", "oracle", "gap closed")) + " |")
+        n = len(points(c.rows, args.min_chars))
+        n_points += n
+        for same_form, table in ((True, lines), (False, whole)):
+            for proxy, t in evaluate(c.rows, c.p_result, c.p_call, args.budget, args.min_chars, same_form=same_form,
+                                     extra=extra[str(c.source)], size_exponent=c.size_exponent).items():
+                by_form[same_form][proxy][c.title] = t
+                table.append(row(c.title, proxy, summarized(t, n, args.boot), same_form))
+                if same_form:
+                    print(lines[-1], file=sys.stderr)
+    if len(cells) > 1:  # the pooled headline: every cell's groups resampled together
+        for same_form, table in ((True, lines), (False, whole)):
+            for proxy, by_cell in by_form[same_form].items():
+                if len(by_cell) == len(cells):
+                    table.append(row("pooled", proxy, summarized(pooled(by_cell), n_points, args.boot), same_form))
     lost = []
     if args.why_lost:
         lost = ["", f"Why the needed results let go were needed (labels-v1): the first use after the point; "

@@ -101,6 +101,14 @@ class Tally:
         return float(gap_closed(self.shares()))
 
 
+def pooled(tallies: dict[str, Tally]) -> Tally:
+    """One tally of several cells (named by the keys): their groups side by side, each group still the
+    bootstrap's unit, so the pooled interval resamples sessions of every cell."""
+    return Tally([f"{name}/{g}" for name, t in tallies.items() for g in t.groups],
+                 np.concatenate([t.lost for t in tallies.values()], axis=1),
+                 np.concatenate([t.total for t in tallies.values()]))
+
+
 def gap_closed(L: np.ndarray) -> np.ndarray:
     """(L_recency - L_judge) / (L_recency - L_oracle) over the last axis of policy shares; NaN where
     recency does no worse than the oracle (there is no gap to close)."""
