@@ -2,7 +2,8 @@
 
 Every archive has `save(scope, messages) -> ref`, `restore(scope, ref) -> messages` and
 `restore_pair(scope, ref, call_id, occurrence=None) -> messages` (and `restore_bytes(scope, ref)`, the
-verified document; `snapshots(scope)` and `delete(scope, ref)` for the host's retention): `FileArchive` (a local directory), `ObjectStoreArchive`
+verified document; `snapshots(scope)` and `delete(scope, ref)` for the host's retention): `FileArchive` (a
+local directory), `ObjectStoreArchive`
 (any fsspec URL: S3, GCS, Azure, memory, file) and `StoreArchive` (a key-value store with acknowledged
 create-if-absent: `SqliteStore`, `MemoryStore`). `open_archive` picks one from a path or URL, and
 `restore_tool` hands an agent a read-only way back to one archived pair. Retention and ACLs are the host's.
@@ -53,8 +54,8 @@ class Archive(Protocol):
 def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
                  **storage_options: Any) -> Archive:
     """The archive for a location: a local path or `file://` -> `FileArchive`; `sqlite:///path.db` ->
-    `StoreArchive(SqliteStore)` (`sqlite:////abs/path.db` for an absolute path); any other fsspec URL (`s3://bucket/prefix`, `gs://`, `az://`,
-    `memory://`) -> `ObjectStoreArchive` with `storage_options`."""
+    `StoreArchive(SqliteStore)` (`sqlite:////abs/path.db` for an absolute path); any other fsspec URL
+    (`s3://bucket/prefix`, `gs://`, `az://`, `memory://`) -> `ObjectStoreArchive` with `storage_options`."""
     target = os.fspath(path_or_url)
     parts = urlsplit(target)
     if parts.scheme == "file":
@@ -71,5 +72,6 @@ def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_M
     return FileArchive(target, max_bytes)
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "Archive", "ArchiveBase", "FileArchive", "KeyValueStore", "MemoryStore", "ObjectStoreArchive",
-           "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "check_reference", "open_archive", "restore_latest", "restore_tool"]
+__all__ = ["DEFAULT_MAX_BYTES", "Archive", "ArchiveBase", "FileArchive", "KeyValueStore", "MemoryStore",
+           "ObjectStoreArchive", "Scope", "SqliteStore", "StoreArchive", "ToolDefinition", "check_reference",
+           "open_archive", "restore_latest", "restore_tool"]

@@ -92,7 +92,7 @@ class ObjectStoreArchive(ArchiveBase):
             return self.fs.cat_file(path, start=0, end=limit + 1)
         except FileNotFoundError:
             return None
-        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+        except Exception as exc:
             if self._empty(path):  # a range of an empty object is refused (HTTP 416): it holds no snapshot
                 return b""
             raise ArchiveError(f"archive read of {self._url(path)} failed ({_why(exc)})") from None
@@ -100,7 +100,7 @@ class ObjectStoreArchive(ArchiveBase):
     def _empty(self, path: str) -> bool:
         try:
             return self.fs.size(path) == 0
-        except Exception:  # noqa: BLE001 - the read's own error is the one reported
+        except Exception:
             return False
 
     def _url(self, path: str) -> str:
@@ -114,7 +114,7 @@ class ObjectStoreArchive(ArchiveBase):
         try:
             self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             self.fs.pipe_file(path, data, mode="create")
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:
             if not _already_exists(exc):
                 raise ArchiveError(f"archive write of {self._url(path)} failed ({_why(exc)})") from None
             return False
@@ -127,7 +127,7 @@ class ObjectStoreArchive(ArchiveBase):
         try:
             self.fs.invalidate_cache(path)
             return bool(self.fs.exists(path))
-        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+        except Exception as exc:
             raise ArchiveError(f"archive read of {self._url(path)} failed ({_why(exc)})") from None
 
     def _names(self, scope: Scope) -> list[str]:
@@ -139,7 +139,7 @@ class ObjectStoreArchive(ArchiveBase):
             return self.fs.ls(folder, detail=False)
         except FileNotFoundError:
             return []
-        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+        except Exception as exc:
             raise ArchiveError(f"archive listing of {self._url(folder)} failed ({_why(exc)})") from None
 
     def _remove(self, scope: Scope, ref: str) -> bool:
@@ -150,6 +150,6 @@ class ObjectStoreArchive(ArchiveBase):
             self.fs.rm_file(path)
         except FileNotFoundError:
             return False
-        except Exception as exc:  # noqa: BLE001 - storage errors become archive errors
+        except Exception as exc:
             raise ArchiveError(f"archive delete of {self._url(path)} failed ({_why(exc)})") from None
         return True

@@ -202,6 +202,6 @@ class StoreArchive(ArchiveBase):
             return method(*args)
         except ArchiveError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any store failure is an archive failure
+        except Exception as exc:
             what = {"get": "read", "put_if_absent": "write"}.get(name, name)
             raise ArchiveError(f"archive {what} failed ({type(exc).__name__})") from None

@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-
 from jev.errors import ArchiveError
 from jev.restore import BLANK, DESCRIPTION, NAME, SCHEMA, describe, latest_pair, restore_latest
 from jev.scope import Scope

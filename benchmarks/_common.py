@@ -16,8 +16,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "servers"))  # the local servers (loopback only) the benchmarks start, as the tests do
 DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
 
-from calibration.dataset import trajectories  # noqa: E402
-from jev.transcript import Message, ToolResultBlock, ToolUseBlock  # noqa: E402
+from calibration.dataset import trajectories
+from jev.transcript import Message, ToolResultBlock, ToolUseBlock
 
 _SESSIONS: list[list[Message]] = []
 
@@ -57,7 +57,7 @@ def paired(fn: Callable[[], object], baseline: Callable[[], object], repeat: int
         for _ in range(repeat):
             a.append(_round(fn, loops[0]))
             b.append(_round(baseline, loops[1]))
-    return statistics.median(a), statistics.median(b), statistics.median([x / y for x, y in zip(a, b)])
+    return statistics.median(a), statistics.median(b), statistics.median([x / y for x, y in zip(a, b, strict=True)])
 
 
 def timeit(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.2) -> float:

@@ -15,11 +15,11 @@ import uuid
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository and servers/ on sys.path)
-from seaweed import SeaweedFS  # noqa: E402
+from seaweed import SeaweedFS
 
-from archive import FileArchive, ObjectStoreArchive, Scope  # noqa: E402
-from archive.snapshot import encode  # noqa: E402
-from jev import Message, TextBlock, ToolResultBlock, ToolUseBlock  # noqa: E402
+from archive import FileArchive, ObjectStoreArchive, Scope
+from archive.snapshot import encode
+from jev import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 SIZES_MB = (1, 20, 100)
 SCOPE = Scope("bench-user", "bench-agent", "bench-session")

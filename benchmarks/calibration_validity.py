@@ -27,9 +27,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calibration import Rows, select_thresholds  # noqa: E402
-from calibration.synthetic import JUDGES, realised_risks, synthetic  # noqa: E402
-from calibration.thresholds import result_score  # noqa: E402
+from calibration import Rows, select_thresholds
+from calibration.synthetic import JUDGES, realised_risks, synthetic
+from calibration.thresholds import result_score
 
 
 def naive(rows: Rows, alpha: float) -> float:

@@ -21,18 +21,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archive import MemoryStore, StoreArchive  # noqa: E402
-from calibration.dataset import raw_trajectories  # noqa: E402
-from calibration.labels import needed_later  # noqa: E402
-from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats  # noqa: E402
-from jev.billing import (Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after,  # noqa: E402
-                         replay)
-from jev.judges import LocalJudge  # noqa: E402
-from jev.transcript import analyze  # noqa: E402
+from archive import MemoryStore, StoreArchive
+from calibration.dataset import raw_trajectories
+from calibration.labels import needed_later
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
+from jev.billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after, replay
+from jev.judges import LocalJudge
+from jev.transcript import analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"swebench": ("mini-swe-agent-swebench-dev.tar.xz", frozenset({"bash"})),

@@ -31,8 +31,17 @@ import sys
 import time
 
 import numpy as np
-from quality import (SETS, checked_held_out, held_out_arguments, held_out_cells, labelled_cells, out_of_fold, proxies,
-                     scored, trained)
+from quality import (
+    SETS,
+    checked_held_out,
+    held_out_arguments,
+    held_out_cells,
+    labelled_cells,
+    out_of_fold,
+    proxies,
+    scored,
+    trained,
+)
 
 from calibration import select_thresholds
 from calibration.dataset import Rows, build_rows, group_of

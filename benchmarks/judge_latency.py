@@ -21,14 +21,14 @@ from pathlib import Path
 
 import orjson
 from _common import paired, timeit, transcript
-from decisions_server import DecisionsServer  # noqa: E402
+from decisions_server import DecisionsServer
 
-from calibration.train_local import checked_scan_chars  # noqa: E402
-from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json  # noqa: E402
-from jev.judges import LocalJudge, OpenAIDecisionsJudge  # noqa: E402
-from jev.judges.local import load_model  # noqa: E402
-from jev.judges.retry import NO_RETRIES  # noqa: E402
-from jev.transcript import analyze  # noqa: E402
+from calibration.train_local import checked_scan_chars
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json
+from jev.judges import LocalJudge, OpenAIDecisionsJudge
+from jev.judges.local import load_model
+from jev.judges.retry import NO_RETRIES
+from jev.transcript import analyze
 
 SIZES = (50, 200, 400, 800)
 LATENCY = 0.1

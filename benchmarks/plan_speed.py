@@ -19,12 +19,11 @@ import time
 import tracemalloc
 
 import orjson
-
 from _common import paired, timeit, transcript
 
-from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json, formats  # noqa: E402
-from jev.judges import ReplayJudge  # noqa: E402
-from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, analyze  # noqa: E402
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json, formats
+from jev.judges import ReplayJudge
+from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, analyze
 
 SIZES = (40, 400, 4000, 16000)
 CONFIG = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=6, max_state_tokens=20_000_000,
@@ -96,7 +95,7 @@ def main() -> None:
         lc = langchain_messages(messages)
         edit = ClearToolUsesEdit(trigger=0, keep=3)
         # the edit works in place, so each run gets a fresh deep copy made outside the timing
-        t_lc = min(_once(lambda m=copy.deepcopy(lc): edit.apply(m, count_tokens=count_tokens_approximately))
+        t_lc = min(_once(lambda m=copy.deepcopy(lc): edit.apply(m, count_tokens=count_tokens_approximately))  # noqa: B008
                    for _ in range(repeat))
         # what ContextEditingMiddleware does per model call: deep-copy the request's messages, then edit
         t_lc_copy = min(_once(lambda: edit.apply(copy.deepcopy(lc), count_tokens=count_tokens_approximately))

@@ -27,18 +27,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
-import orjson  # noqa: E402
+import numpy as np
+import orjson
 
-from calibration.dataset import build_rows, trajectories  # noqa: E402
-from calibration.labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION, later_reuse, pair_uses, \
-    strict_uses  # noqa: E402
-from calibration.rarity import Rarity  # noqa: E402
-from calibration.train_local import scores_of  # noqa: E402
-from calibration.yardstick import let_go, points  # noqa: E402
-from jev.judges.features import command_text  # noqa: E402
-from jev.judges.local import load_model  # noqa: E402
-from jev.transcript import ToolUseBlock, analyze  # noqa: E402
+from calibration.dataset import build_rows, trajectories
+from calibration.labels import (
+    ALT_LABEL_VERSION,
+    LABEL_VERSION,
+    STRICT_LABEL_VERSION,
+    later_reuse,
+    pair_uses,
+    strict_uses,
+)
+from calibration.rarity import Rarity
+from calibration.train_local import scores_of
+from calibration.yardstick import let_go, points
+from jev.judges.features import command_text
+from jev.judges.local import load_model
+from jev.transcript import ToolUseBlock, analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE": DATA / "mini-swe-agent-swebench-dev.tar.xz", "DeepSeek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}

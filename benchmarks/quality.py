@@ -61,19 +61,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
-from sklearn.model_selection import GroupKFold  # noqa: E402
+import numpy as np
+from sklearn.model_selection import GroupKFold
 
-from calibration.dataset import Rows, build_rows, group_of, trajectories  # noqa: E402
-from calibration.join import read_records  # noqa: E402
-from calibration.labels import STRICT_LABEL_VERSION, pair_uses  # noqa: E402
-from calibration.rarity import Rarity  # noqa: E402
-from calibration.train_local import checked_scan_chars, corpus_name, scores_of, train  # noqa: E402
-from calibration.yardstick import POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals  # noqa: E402
-from jev.errors import ConfigError  # noqa: E402
-from jev.judges.features import SCAN_CHARS  # noqa: E402
-from jev.judges.local import MODEL, load_model  # noqa: E402
-from jev.transcript import analyze  # noqa: E402
+from calibration.dataset import Rows, build_rows, group_of, trajectories
+from calibration.join import read_records
+from calibration.labels import STRICT_LABEL_VERSION, pair_uses
+from calibration.rarity import Rarity
+from calibration.train_local import checked_scan_chars, corpus_name, scores_of, train
+from calibration.yardstick import POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals
+from jev.errors import ConfigError
+from jev.judges.features import SCAN_CHARS
+from jev.judges.local import MODEL, load_model
+from jev.transcript import analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE (Gemini)": DATA / "mini-swe-agent-swebench-dev.tar.xz",

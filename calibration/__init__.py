@@ -8,8 +8,16 @@ Markdown); `dataset` and `train_local` train the embedded local judge.
 
 from .fit import ScoreCalibrator
 from .report import guarantee, report
-from .thresholds import (Calibration, Rows, Selection, TargetSelection, ThresholdSelector, fit, rows_from,
-                         select_thresholds)
+from .thresholds import (
+                         Calibration,
+                         Rows,
+                         Selection,
+                         TargetSelection,
+                         ThresholdSelector,
+                         fit,
+                         rows_from,
+                         select_thresholds,
+)
 
 __all__ = ["Calibration", "Rows", "ScoreCalibrator", "Selection", "TargetSelection", "ThresholdSelector", "fit",
            "guarantee", "report", "rows_from", "select_thresholds"]

@@ -84,7 +84,7 @@ class _Serial:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def imap(self, fn, items, chunksize: int = 1):  # noqa: ANN001, ARG002
+    def imap(self, fn, items, chunksize: int = 1):
         return map(fn, items)
 
 

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from jev.apply import is_tombstone
 from jev.judges.features import command_text, tool_words
+from jev.markers import is_tombstone
 from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript
 
 T = TypeVar("T")

@@ -483,7 +483,7 @@ class ThresholdSelector:
         total = max(float(rows.result_chars.sum()), 1.0)
         curve = [{"target_reduction": t, **_curve_point(outcome, j, delta, bound, self.curve_bounds),
                   "chars_discarded": float(removed[j] / total)} for j, t in enumerate(TARGETS)]
-        n_points = len(np.unique(np.char.add(rows.sessions.astype(str), rows.points.astype(str))))  # type: ignore[union-attr]
+        n_points = len(np.unique(np.char.add(rows.sessions.astype(str), rows.points.astype(str))))
         n_sessions = len(np.unique(rows.sessions))
         j = outcome.certified.index
         if j < 0:

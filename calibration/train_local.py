@@ -48,10 +48,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold
 
+from jev import formats
 from jev.judges.features import FEATURE_NAMES, SCAN_CHARS
 from jev.judges.local import DEPTH, link, logistic, mixed, score, score_trees
-
-from jev import formats
 from jev.transcript import analyze
 
 from .dataset import Rows, build_rows, group_of, raw_trajectories
@@ -104,33 +103,38 @@ def raw_score(head: dict[str, Any], X: np.ndarray) -> np.ndarray:
     return logistic(X, np.asarray(head["mean"]), np.asarray(head["scale"]), np.asarray(head["coef"]), head["intercept"])
 
 
+def _complete(nodes: np.ndarray) -> tuple[list[int], list[float], list[float]]:
+    """One scikit-learn tree (its node records) as complete arrays of depth `DEPTH` in heap order."""
+    splits, leaves = 2 ** DEPTH - 1, 2 ** DEPTH
+    f, t, v = [0] * splits, [_ALWAYS_LEFT] * splits, [0.0] * leaves
+
+    def place(node: int, at: int, depth: int, leaf: float | None = None) -> None:
+        if leaf is None and nodes[node]["is_leaf"]:
+            leaf = float(nodes[node]["value"])
+        if depth == DEPTH:
+            v[at - splits] = float(nodes[node]["value"]) if leaf is None else leaf
+            return
+        if leaf is None:
+            f[at], t[at] = int(nodes[node]["feature_idx"]), float(nodes[node]["num_threshold"])
+            place(int(nodes[node]["left"]), 2 * at + 1, depth + 1)
+            place(int(nodes[node]["right"]), 2 * at + 2, depth + 1)
+        else:  # below a leaf: every split goes left, every leaf holds its value
+            place(node, 2 * at + 1, depth + 1, leaf)
+            place(node, 2 * at + 2, depth + 1, leaf)
+
+    place(0, 0, 0)
+    return f, t, v
+
+
 def fit_trees(X: np.ndarray, y: np.ndarray, capacity: dict[str, Any] | None = None) -> dict[str, Any]:
     """Boosted trees as arrays: each tree complete to `DEPTH` in heap order (a shallower leaf becomes a
     subtree whose splits all go left). scikit-learn keeps its trees in `_predictors` — no public export
     exists — so the arrays are checked against its own scores and training stops if they ever differ.
     `capacity` overrides `TREES` (trees, learning rate, smallest leaf)."""
     model = HistGradientBoostingClassifier(**{**TREES, **(capacity or {})}).fit(X, y)
-    splits, leaves = 2 ** DEPTH - 1, 2 ** DEPTH
     feature, threshold, value = [], [], []
     for (predictor,) in model._predictors:
-        nodes = predictor.nodes
-        f, t, v = [0] * splits, [_ALWAYS_LEFT] * splits, [0.0] * leaves
-
-        def place(node: int, at: int, depth: int, leaf: float | None = None) -> None:
-            if leaf is None and nodes[node]["is_leaf"]:
-                leaf = float(nodes[node]["value"])
-            if depth == DEPTH:
-                v[at - splits] = float(nodes[node]["value"]) if leaf is None else leaf
-                return
-            if leaf is None:
-                f[at], t[at] = int(nodes[node]["feature_idx"]), float(nodes[node]["num_threshold"])
-                place(int(nodes[node]["left"]), 2 * at + 1, depth + 1)
-                place(int(nodes[node]["right"]), 2 * at + 2, depth + 1)
-            else:  # below a leaf: every split goes left, every leaf holds its value
-                place(node, 2 * at + 1, depth + 1, leaf)
-                place(node, 2 * at + 2, depth + 1, leaf)
-
-        place(0, 0, 0)
+        f, t, v = _complete(predictor.nodes)
         feature.append(f), threshold.append(t), value.append(v)
     trees = {"baseline": float(np.ravel(model._baseline_prediction)[0]), "feature": feature,
              "threshold": threshold, "value": value}
@@ -305,7 +309,7 @@ def scores_of(model: dict[str, Any], X: np.ndarray) -> tuple[np.ndarray, np.ndar
     """P(result needed), P(call needed) of a model document's heads for full feature rows `X` (`Rows.X`),
     scored as the local judge scores them."""
     cols = np.asarray([FEATURE_NAMES.index(name) for name in model["features"]])
-    return tuple(score(model["heads"][head], X[:, cols], model["version"])  # type: ignore[return-value]
+    return tuple(score(model["heads"][head], X[:, cols], model["version"])
                  for head in ("keep_result", "keep_call"))
 
 
@@ -333,7 +337,7 @@ def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_C
                    "size_exponent": choice.size_exponent},
         "selection": choice.table}
     model["card"]["keep_call"] = call_metrics
-    model["card"]["data"] = {"rows": int(len(rows.X)), "sessions": len(set(rows.sessions.tolist())),
+    model["card"]["data"] = {"rows": len(rows.X), "sessions": len(set(rows.sessions.tolist())),
                              "instances": len(set(groups.tolist())), "decision_every_pairs": 8,
                              "protected_newest_pairs": 3, "corpus": corpora or []}
     if rarity is not None:

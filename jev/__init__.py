@@ -12,13 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
-from .errors import (ArchiveError, ConfigError, FormatError, JevError, JudgeConnectionError, JudgeError,
-                     JudgeProtocolError, JudgeStatusError, JudgeTimeoutError, StateBudgetError, TranscriptError)
+from .errors import (
+    ArchiveError,
+    ConfigError,
+    FormatError,
+    JevError,
+    JudgeConnectionError,
+    JudgeError,
+    JudgeProtocolError,
+    JudgeStatusError,
+    JudgeTimeoutError,
+    StateBudgetError,
+    TranscriptError,
+)
 from .policy import Action, CompactionConfig, Scores
 from .records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
 from .state import estimate_tokens
-from .transcript import (Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
-                         canonical_json)
+from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
 if TYPE_CHECKING:
     from .compactor import Compactor

@@ -86,7 +86,7 @@ def _run_fresh(coro: Coroutine[Any, Any, T]) -> T:
         _local.helper = True
         try:
             box["value"] = _run_here(coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+        except BaseException as exc:
             box["error"] = exc
         finally:
             close_loop()

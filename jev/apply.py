@@ -8,7 +8,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .markers import TOMBSTONE_PREFIX, TRUNCATION_MARKER, is_tombstone, is_truncated
+from .markers import TOMBSTONE_PREFIX
 from .policy import Action, CompactionConfig
 from .quick import quick_init
 from .state import cut

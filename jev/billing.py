@@ -281,7 +281,7 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
             idle = now - last_time if now is not None and last_time is not None else None
             sent, live = policy.view(live, i - 1, idle)
             shared = 0
-            for old, new in zip(previous, sent):
+            for old, new in zip(previous, sent, strict=False):  # the shared prefix
                 if old is not new:
                     break
                 shared += 1

@@ -15,22 +15,40 @@ from collections.abc import Sequence
 from typing import Any
 
 from .aio import run_sync
-from .cost import (HistoryTokens, check_horizon, cheapest_start, estimate, exact_indices, horizon_from_history,
-                   unprofitable)
 from .apply import LetGo, apply_actions, let_go
+from .cost import (
+    HistoryTokens,
+    cheapest_start,
+    check_horizon,
+    estimate,
+    exact_indices,
+    horizon_from_history,
+    unprofitable,
+)
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
+from .history import Judged as Taken
+from .history import chars_after, take, unchanged
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
-from .policy import (PINNED_SCORES, Action, CompactionConfig, Judged, Scores, budget, decide, judge_exponent,
-                     no_candidates_detail, pins, value_score)
+from .policy import (
+    PINNED_SCORES,
+    Action,
+    CompactionConfig,
+    Judged,
+    Scores,
+    budget,
+    decide,
+    judge_exponent,
+    no_candidates_detail,
+    pins,
+    value_score,
+)
 from .records import PairRecord, build_record, deliver, recommendation, session_of
 from .scope import Scope
-from .history import Judged as Taken, chars_after, take, unchanged
-from .token_target import MAX_REDUCTION, transcript_reduction
 from .state import cut
+from .token_target import MAX_REDUCTION, transcript_reduction
 from .transcript import Message, Pair, Transcript
 from .windows import JudgeCall, plan_requests
-
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 _log = logging.getLogger("jev")

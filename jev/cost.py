@@ -26,8 +26,16 @@ from typing import Any
 
 from .errors import ConfigError
 from .state import estimate_tenths
-from .transcript import (Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Transcript,
-                         canonical_json)
+from .transcript import (
+    Message,
+    OtherBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Transcript,
+    canonical_json,
+)
 from .validate import require_in, require_integer, require_text
 
 MESSAGE_TOKENS = 4  # what a provider adds per message (role, separators): an approximation, the same for all
@@ -115,6 +123,9 @@ def tokens_of_text(text: str) -> int:
     return -(-estimate_tenths(text) // 10)
 
 
+Counter = Callable[[Message], int]  # one message's tokens: `message_tokens` or a host's tokenizer
+
+
 def message_tokens(message: Message) -> int:
     """`tokens_of` one message."""
     return tokens_of((message,))
@@ -140,7 +151,7 @@ class HistoryTokens:
         chars = sum(s for k, s in enumerate(sizes) if k % step == 0) if total > SAMPLE_CHARS else total
         text = tokens_of(sample) - MESSAGE_TOKENS * len(sample)
         self.per_char = text / chars if chars else 0.0
-        self._sizes = {id(m): (m, n) for m, n in zip(messages, sizes)}
+        self._sizes = {id(m): (m, n) for m, n in zip(messages, sizes, strict=True)}
         self._exact = {id(messages[k]): (messages[k], tokens_of((messages[k],))) for k in exact}
 
     def __call__(self, message: Message) -> int:
@@ -174,7 +185,7 @@ def exact_indices(transcript: Transcript) -> frozenset[int]:
 def first_change(before: Sequence[Message], after: Sequence[Message]) -> int:
     """The index of the first message `after` does not share with `before` (the same object, or an equal
     one); `len(after)` when `after` is a prefix of `before`."""
-    for i, (old, new) in enumerate(zip(before, after)):
+    for i, (old, new) in enumerate(zip(before, after, strict=False)):  # the shared length
         if old is not new and old != new:
             return i
     return min(len(before), len(after))

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .errors import ConfigError
 from .cost import CostEstimate
+from .errors import ConfigError
 from .policy import Action, Scores
 from .quick import quick_init
 from .transcript import Message

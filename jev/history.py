@@ -27,9 +27,19 @@ from typing import Any
 import orjson
 
 from .errors import TranscriptError
-from .transcript import (BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message, Transcript, analyze,
-                         canonical_json, json_default, not_json, visible_chars)
-
+from .transcript import (
+    BOOKKEEPING_KEYS,
+    ENVELOPE_KEY,
+    FORMAT_KEY,
+    SOURCE_KEY,
+    Message,
+    Transcript,
+    analyze,
+    canonical_json,
+    json_default,
+    not_json,
+    visible_chars,
+)
 
 _BOOKKEEPING = frozenset(BOOKKEEPING_KEYS)
 

@@ -41,9 +41,9 @@ def quick_init(cls: type[T]) -> type[T]:
     source = (f"def make({', '.join(env)}):\n    def __init__(self, {', '.join(signature)}):\n"
               + "\n".join(body or ["        pass"]) + "\n    return __init__\n")
     namespace: dict[str, Any] = {}
-    exec(source, {}, namespace)  # noqa: S102 - code built above from the class's own field names
+    exec(source, {}, namespace)
     init = namespace["make"](**env)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
-    cls.__init__ = init  # type: ignore[misc]
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls

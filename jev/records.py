@@ -2,7 +2,8 @@
 
 A record holds metadata only: statuses, counts, scores and sizes — never message text, tool inputs or
 outputs, or exception text. `session_id` and `history_messages` (how many messages were judged) let
-`jev label` join a record with the session's later history. A sink is any callable `(context, record)`; the ones here write JSON Lines to
+`jev label` join a record with the session's later history. A sink is any callable `(context, record)`;
+the ones here write JSON Lines to
 any fsspec URL, log through `logging`, or deliver from a bounded background queue.
 """
 
@@ -116,7 +117,7 @@ def deliver(observer: Callable[[Any, Record], None] | None, context: Any, record
         return
     try:
         observer(context, record)
-    except Exception:  # noqa: BLE001 - by contract
+    except Exception:
         log.warning("decision record observer failed; record dropped", exc_info=True)
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .apply import is_truncated
 from .errors import ArchiveError
+from .markers import is_truncated
 from .scope import Scope
 from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
 

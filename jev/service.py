@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 
 from .compactor import Compactor
-from .decision import ExecutionOptions, Mode, Observer
 from .cost import DEFAULT_PROFILE, PROFILES
+from .decision import ExecutionOptions, Mode, Observer
 from .errors import ConfigError, shown
 from .judges.base import Judge
 from .policy import CompactionConfig

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .errors import JevError
 from .cost import HistoryTokens, exact_indices, sampled_tokens
+from .errors import JevError
 from .policy import CompactionConfig, candidates
 from .transcript import Message, Transcript, analyze
 from .validate import require_integer

@@ -162,7 +162,7 @@ def _windowed(transcript: Transcript, judged: Sequence[Pair], config: Compaction
     deepest = 0
     start = 0
     while start < len(judged):
-        for depth, cap in enumerate(INPUT_CAPS):
+        for cap in INPUT_CAPS:
             if cap not in tables:
                 tables[cap] = _Entries(transcript, cap)
             call = _pack(tables[cap], judged, start, config)
@@ -174,7 +174,7 @@ def _windowed(transcript: Transcript, judged: Sequence[Pair], config: Compaction
                 f"pair {pair.key} ({pair.tool}) does not fit in one judge request even alone beside the task "
                 f"at inputs<={INPUT_CAPS[-1]} (max_state_tokens {config.max_state_tokens}, max_request_tokens "
                 f"{config.max_request_tokens})")
-        deepest = max(deepest, depth)
+        deepest = max(deepest, INPUT_CAPS.index(cap))
         calls.append(call)
         start += len(call.batch.questions) // 2
     return RequestPlan(tuple(calls), stage_name(INPUT_CAPS[deepest]), len(calls))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -15,12 +16,15 @@ import pytest
 # the local servers tests start (loopback only) live beside the tests, shared with the benchmarks
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
 
-from seaweed import SeaweedFS  # noqa: E402 - found through the path above
+from seaweed import SeaweedFS
 
 from archive import Archive, FileArchive, ObjectStoreArchive, Scope
-from jev import (CompactionConfig, Compactor, ExecutionOptions, Message, Mode, TextBlock, ToolResultBlock,
-                 ToolUseBlock)
+from jev import CompactionConfig, Compactor, ExecutionOptions, Message, Mode, TextBlock, ToolResultBlock, ToolUseBlock
 from jev.judges import Answers, JudgeRequest
+
+# the summaries on stderr are rich tables sized to the terminal: one width for every run (and every
+# xdist worker, whose temporary paths are longer), so a test reads whole lines
+os.environ["COLUMNS"] = "160"
 
 
 def msg(id: str, role: str, *blocks: Any, **kw: Any) -> Message:

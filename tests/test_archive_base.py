@@ -17,8 +17,16 @@ from pathlib import Path
 import pytest
 from conftest import SCOPE, call, msg, reference_messages, result, s3_archive, text
 
-from archive import (ArchiveBase, FileArchive, MemoryStore, ObjectStoreArchive, Scope, SqliteStore, StoreArchive,
-                     open_archive)
+from archive import (
+    ArchiveBase,
+    FileArchive,
+    MemoryStore,
+    ObjectStoreArchive,
+    Scope,
+    SqliteStore,
+    StoreArchive,
+    open_archive,
+)
 from archive.snapshot import encode
 from jev import ArchiveError, ConfigError
 
@@ -102,7 +110,7 @@ def test_size_limit_on_write_and_on_read(kind) -> None:
     archive = build()
     ref = archive.save(SCOPE, reference_messages())
     archive.max_bytes = 100
-    with pytest.raises(ArchiveError, match="archive limit: snapshot of .* bytes exceeds max_bytes 100"):
+    with pytest.raises(ArchiveError, match=r"archive limit: snapshot of .* bytes exceeds max_bytes 100"):
         archive.save(SCOPE, reference_messages()[:2])
     with pytest.raises(ArchiveError, match="stored snapshot exceeds max_bytes 100"):
         archive.restore(SCOPE, ref)

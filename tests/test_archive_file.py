@@ -107,6 +107,7 @@ def test_a_fifo_or_folder_in_a_snapshots_place_is_refused_at_once(tmp_path: Path
     open waits for a writer); a folder escaped as IsADirectoryError. Both are refused, naming the path, and
     an ENFORCE plan ends as ERROR within its budget, the history unchanged."""
     from conftest import ScriptedJudge, compactor
+
     from jev import Status
     archive = FileArchive(tmp_path)
     history = reference_messages()

@@ -97,6 +97,7 @@ def test_enforce_never_adopts_a_compaction_it_could_not_restore(tmp_path: Path) 
 
 def test_enforce_with_a_non_finite_number_adopts_nothing(tmp_path: Path) -> None:
     from conftest import ScriptedJudge, reference_config
+
     from jev import Compactor, ExecutionOptions, Mode, Status
     messages = reference_messages()
     messages[0] = msg("first", "user", text("task"), metadata={"weight": float("nan")})

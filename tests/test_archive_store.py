@@ -52,7 +52,7 @@ def test_sqlite_store_errors_are_archive_errors_with_the_right_words(tmp_path: P
     db = sqlite3.connect(path)
     db.execute("UPDATE jev_store SET value = ?", (b"{not json",))
     db.commit()
-    with pytest.raises(ArchiveError, match="the stored row for .* is not JSON \\(corrupted\\)"):
+    with pytest.raises(ArchiveError, match=r"the stored row for .* is not JSON \(corrupted\)"):
         archive.restore(SCOPE, ref)
     db.execute("UPDATE jev_store SET value = ?", (b'{"snapshot": "{\\"messages\\": []}"}',))  # tampered, valid JSON
     db.commit()
@@ -62,7 +62,7 @@ def test_sqlite_store_errors_are_archive_errors_with_the_right_words(tmp_path: P
     with pytest.raises(ArchiveError, match="archive checksum mismatch: another document is stored"):
         archive.save(SCOPE, reference_messages())
     (tmp_path / "junk.db").write_bytes(b"this is not a database file at all" * 100)
-    with pytest.raises(ArchiveError, match="sqlite store .*junk.db: file is not a database"):
+    with pytest.raises(ArchiveError, match=r"sqlite store .*junk.db: file is not a database"):
         SqliteStore(tmp_path / "junk.db")
 
 

@@ -34,8 +34,9 @@ def test_restore_latest_looks_past_a_later_snapshot_that_holds_only_the_truncate
     history (snapshot B holds only the cut heads). The agent asking for a result gets the original."""
     import asyncio
 
-    from archive import restore_latest
     from conftest import ScriptedJudge, reference_config
+
+    from archive import restore_latest
     from jev import Compactor, ExecutionOptions, Mode, Status
 
     archive = open_archive(tmp_path)
@@ -64,7 +65,8 @@ def test_restore_latest_looks_past_a_later_snapshot_that_holds_only_the_truncate
 
 def test_a_truncated_result_is_recognised_after_a_format_round_trip() -> None:
     from jev import formats
-    from jev.apply import apply_actions, is_truncated
+    from jev.apply import apply_actions
+    from jev.markers import is_truncated
     from jev.transcript import analyze
 
     messages = reference_messages()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from conftest import Ran, cli
+from conftest import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -22,7 +22,6 @@ from decisions_server import DecisionsServer  # noqa: E402
 from quality import held_out_cells, labelled_cell  # noqa: E402
 
 from calibration.train_local import scores_of  # noqa: E402
-
 from jev import formats  # noqa: E402
 from jev.judges.local import LocalJudge, load_model  # noqa: E402
 from jev.transcript import analyze  # noqa: E402

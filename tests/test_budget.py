@@ -81,7 +81,8 @@ def test_the_service_config_takes_target_reduction() -> None:
     base = {"mode": "SHADOW", "threshold": 0.8, "rejectionThreshold": 0.2, "eligibleTools": ["read"]}
     parsed = service.parse(json.dumps({"jev": {"compaction": {**base, "targetReduction": 0.4}}}))
     assert parsed.config.target_reduction == 0.4
-    for bad, words in ((1.5, "targetReduction must be a number in (0, 1) (got 1.5)"), ("half", "targetReduction must be a number")):
+    for bad, words in ((1.5, "targetReduction must be a number in (0, 1) (got 1.5)"),
+                       ("half", "targetReduction must be a number")):
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
             service.parse(json.dumps({"jev": {"compaction": {**base, "targetReduction": bad}}}))
     with pytest.raises(ConfigError, match="threshold"):  # the thresholds stay required

@@ -4,13 +4,11 @@ certifies (almost) nothing, sessions never straddle splits, and the CLI writes a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Ran, cli
+from conftest import cli
 
 from calibration import Rows, ScoreCalibrator, report, rows_from, select_thresholds
 from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_pvalue
@@ -146,7 +144,8 @@ def test_size_aware_and_per_tool_rules_in_the_config() -> None:
     assert decide(0.1, 0.5, CompactionConfig(), "x", 1_000)[0] is Action.KEEP  # 1 000 chars: the plain score
     assert decide(0.1, 0.5, CompactionConfig(size_exponent=0.0), "x", 10_000)[0] is Action.KEEP  # plain table
     for bad, message in (({"size_exponent": -1}, r"size_exponent must be a number in \[0, 4\]"),
-                         ({"tool_thresholds": {"bash": [0.5, 0.4]}}, r"tool_thresholds\[\'bash\'\] keep must be > discard \(got 0.4 <= 0.5\)"),
+                         ({"tool_thresholds": {"bash": [0.5, 0.4]}},
+                          r"tool_thresholds\[\'bash\'\] keep must be > discard \(got 0.4 <= 0.5\)"),
                          ({"tool_thresholds": {"": [0.1, 0.4]}}, "non-blank tool names")):
         with pytest.raises(ConfigError, match=message):
             CompactionConfig(**bad)

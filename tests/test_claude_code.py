@@ -7,8 +7,6 @@ one `message.id`, tool results in user entries with the structured `toolUseResul
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -180,7 +178,8 @@ def test_a_continued_session_with_an_image_plans_and_says_why_it_kept_what_it_ke
     from jev.judges import ReplayJudge
     messages = formats.load(continued_session())
     assert formats.detect(continued_session()) == "claude-code"
-    decision = Compactor(ReplayJudge({}, default=0.01), CompactionConfig(cost_gate=False, eligible_tools=frozenset({"Read", "Bash"})),
+    decision = Compactor(ReplayJudge({}, default=0.01),
+                         CompactionConfig(cost_gate=False, eligible_tools=frozenset({"Read", "Bash"})),
                          ExecutionOptions(Mode.SHADOW, 5.0)).plan_sync(messages)
     assert decision.status is Status.DECIDED, decision.detail
     rows = {r.call_id: r for r in decision.plan.pairs_table()}

@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Ran, cli, SCOPE, reference_messages, s3_archive
+from conftest import SCOPE, Ran, cli, reference_messages, s3_archive
 
 from archive import FileArchive
-
 from jev import formats
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -261,8 +260,6 @@ def test_compact_in_budget_mode() -> None:
 
 
 def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -> None:
-    import subprocess
-    import sys
     doc = [{"role": "user", "content": "Fix it."},
            {"role": "assistant", "content": None, "tool_calls": [
                {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
@@ -290,8 +287,6 @@ def test_inspect_shows_the_form_the_tools_and_what_could_be_eligible(tmp_path) -
 
 
 def test_compact_show_lists_every_pair_as_json_and_a_table() -> None:
-    import subprocess
-    import sys
     proc = cli(["compact",
                            "examples/data/django__django-11163.traj.json", "--eligible-tools", "bash", "--show"],
                           capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1],
@@ -302,6 +297,19 @@ def test_compact_show_lists_every_pair_as_json_and_a_table() -> None:
     pinned = [row for row in table if row["pinned"]]
     assert pinned and all(row["reason"] == "PINNED" and row["pinned"] == "in the recent window" for row in pinned)
     assert "input_head" in table[0] and "PINNED: in the recent window" in proc.stderr
+
+
+def test_version_and_help_start_without_numpy_rich_or_the_judges() -> None:
+    """Issue 37: `jev --version` loaded 389 modules (numpy, rich, httpx, asyncio) because every command and
+    judge was imported up front; commands now load when they run."""
+    probe = ("import sys, runpy; sys.argv = ['jev', '{flag}']\n"
+             "try: runpy.run_module('jev.cli.main', run_name='__main__')\n"
+             "except SystemExit: pass\n"
+             "print(sorted(m for m in ('numpy', 'rich', 'httpx2', 'httpx', 'asyncio') if m in sys.modules))")
+    for flag in ("--version", "--help"):
+        ran = subprocess.run([sys.executable, "-c", probe.format(flag=flag)], capture_output=True, text=True,
+                             timeout=60, check=False)
+        assert ran.returncode == 0 and ran.stdout.strip().endswith("[]"), (flag, ran.stdout, ran.stderr)
 
 
 @pytest.mark.slow

@@ -7,12 +7,32 @@ import asyncio
 import copy
 
 import pytest
-from conftest import (SCOPE, CountingArchive, ScriptedJudge, call, compactor, msg, reference_config,
-                      reference_messages, result, text)
+from conftest import (
+    SCOPE,
+    CountingArchive,
+    ScriptedJudge,
+    call,
+    compactor,
+    msg,
+    reference_config,
+    reference_messages,
+    result,
+    text,
+)
 
 from archive import FileArchive, Scope
-from jev import (Action, ArchiveError, Compactor, ConfigError, ExecutionOptions, Mode, Reason,
-                 OtherBlock, Status, canonical_json)
+from jev import (
+    Action,
+    ArchiveError,
+    Compactor,
+    ConfigError,
+    ExecutionOptions,
+    Mode,
+    OtherBlock,
+    Reason,
+    Status,
+    canonical_json,
+)
 from jev.apply import truncation_marker
 from jev.judges import Answers, Judge, ReplayJudge
 
@@ -431,7 +451,7 @@ def test_plan_works_from_inside_a_running_loop() -> None:
 def test_repeated_compaction_keeps_earlier_tombstones_and_markers_and_restores_each_snapshot(tmp_path) -> None:
     from archive import FileArchive
     from jev import ToolResultBlock
-    from jev.apply import is_tombstone, is_truncated
+    from jev.markers import is_tombstone, is_truncated
     archive = FileArchive(tmp_path)
     config = reference_config(tombstones=True, restore_tool="restore_archived_result")
     judge = ScriptedJudge(lambda q: 0.99 if q.startswith("call_") or q == "result_t3" else 0.01)

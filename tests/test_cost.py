@@ -9,10 +9,28 @@ import pytest
 from conftest import SCOPE, ScriptedJudge, call, msg, reference_config, reference_messages, result, text
 
 from archive import FileArchive, MemoryStore, StoreArchive
-from jev import (Action, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Reason, Status,
-                 ThinkingBlock, formats)
-from jev.cost import (PROFILES, PricingProfile, cheapest_start, estimate, first_change, horizon_from_history,
-                      message_tokens, pricing, tokens_of)
+from jev import (
+    Action,
+    CompactionConfig,
+    Compactor,
+    ConfigError,
+    ExecutionOptions,
+    Mode,
+    Reason,
+    Status,
+    formats,
+)
+from jev.cost import (
+    PROFILES,
+    PricingProfile,
+    cheapest_start,
+    estimate,
+    first_change,
+    horizon_from_history,
+    message_tokens,
+    pricing,
+    tokens_of,
+)
 from jev.transcript import Message
 
 
@@ -233,7 +251,7 @@ def test_jev_cost_replays_every_form_and_reports_each_policy(tmp_path) -> None:
                           "jev (budget to 1,500)"]
     base = rows["no compaction"]
     assert base["billed_ratio"] == 1.0 and base["needed_results_let_go"]["labels-v1"] == 0
-    for name, row in rows.items():
+    for _name, row in rows.items():
         assert row["calls"] == base["calls"] and 0 < row["cache_read_share"] <= 1
         assert row["largest_request"] <= base["largest_request"] and "requests_over_window" in row
     assert rows["jev (budget to 1,500)"]["compactions_adopted"] >= 1

@@ -53,7 +53,7 @@ def test_deepseek_sessions_are_told_apart_by_run(raw) -> None:
 def test_every_history_and_every_8_pair_prefix_plans_without_error(raw) -> None:
     compactor = Compactor(LocalJudge(), DEFAULT, ExecutionOptions(Mode.SHADOW, budget=30))
     outcomes = Counter()
-    for name, items in raw.items():
+    for _name, items in raw.items():
         for session, data in items:
             messages = formats.load(orjson.loads(data))
             ends = [i + 1 for i, m in enumerate(messages) if any(isinstance(b, ToolResultBlock) for b in m.content)]

@@ -316,7 +316,8 @@ ALL_FORMATS = st.one_of(chat_transcripts().map(lambda d: ("openai-chat", d)),
 @given(ALL_FORMATS, st.data())
 def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) -> None:
     from jev import Action, CompactionConfig
-    from jev.apply import apply_actions, is_tombstone
+    from jev.apply import apply_actions
+    from jev.markers import is_tombstone
     fmt, doc = case
     messages = formats.load(doc, fmt)
     assert formats.dump(messages, fmt) == doc

@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 import pytest
-
 from conftest import ScriptedJudge, compactor, reference_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -46,8 +46,7 @@ def fingerprints(name: str, tmp: Path) -> dict[str, dict[str, str]]:
     """Per session: a digest of what a SHADOW plan decides and records, and of what an ENFORCE plan
     archives and returns (cost gate on, as shipped), with the local judge."""
     from archive import FileArchive, Scope
-
-    from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
+    from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Record, formats
     from jev.judges import LocalJudge
 
     config = CompactionConfig(eligible_tools=TOOLS.get(name, frozenset({"bash"})))
@@ -58,7 +57,10 @@ def fingerprints(name: str, tmp: Path) -> dict[str, dict[str, str]]:
         form = "anthropic" if form == "claude-code" else form  # claude-code is read-only: written back as Anthropic
         messages = formats.load(doc)
         seen: list[dict] = []
-        observer = (lambda _context, record: seen.append(record.to_dict()))
+
+        def observer(_context: object, record: Record) -> None:
+            seen.append(record.to_dict())
+
         row: dict[str, str] = {}
         for mode in (Mode.SHADOW, Mode.ENFORCE):
             archive = FileArchive(tmp / name / file.replace("/", "_") / mode.value)

@@ -84,7 +84,7 @@ def test_a_concurrent_change_keeps_the_live_context(tmp_path) -> None:
             holder["agent"].state.context.append(Msg(name="user", role="user", content=[TextBlock(text="new")]))
             return await super().ask(request)
 
-    a, middleware = agent(Mode.ENFORCE, tmp_path, Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99))
+    a, _middleware = agent(Mode.ENFORCE, tmp_path, Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99))
     holder["agent"] = a
     asyncio.run(a.compress_context())
     assert call_ids(a) == ["c0", "c1", "c2"] and a.state.context[-1].content[0].text == "new"
@@ -138,7 +138,8 @@ def test_a_real_reply_loop_compacts_and_the_next_call_sees_it(tmp_path) -> None:
     from agentscope.tool import FunctionTool, Toolkit
 
     async def run() -> tuple[Agent, Scripted, JevContextMiddleware]:
-        config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
+        config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2,
+                                  minimum_reduction=0.05)
         compactor = Compactor(ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99), config,
                               ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
         middleware = JevContextMiddleware(compactor, trigger=("tool_results", 3), scope=SCOPE, keep_decisions=50)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain.agents import create_agent
@@ -28,7 +28,7 @@ def read_file(path: str) -> str:
 class ScriptedModel(GenericFakeChatModel):
     """Calls read_file on three files, then answers; records the messages it was shown each time."""
 
-    seen: list = []
+    seen: ClassVar[list] = []
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
         return self

@@ -7,7 +7,6 @@ import asyncio
 from typing import Any
 
 import pytest
-
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.items import ModelResponse
 from agents.memory import SQLiteSession
@@ -108,7 +107,8 @@ def test_a_concurrent_change_keeps_the_stored_history(tmp_path) -> None:
             return await super().ask(request)
 
     c = Compactor(Meddling({"call_t1": 0.01, "result_t1": 0.01}, default=0.99),
-                  CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05),
+                  CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2,
+                                   minimum_reduction=0.05),
                   ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
     session = JevSession(underlying, c, trigger_items=5, scope=SCOPE, keep_decisions=50)
     run(session, ScriptedModel())

@@ -22,8 +22,17 @@ from conftest import compactor, reference_config, reference_messages
 from decisions_server import DecisionsServer
 from systemone_server import SystemOneServer, noul
 
-from jev import (ConfigError, JudgeConnectionError, JudgeError, JudgeProtocolError, JudgeStatusError,
-                 JudgeTimeoutError, Mode, Reason, Status)
+from jev import (
+    ConfigError,
+    JudgeConnectionError,
+    JudgeError,
+    JudgeProtocolError,
+    JudgeStatusError,
+    JudgeTimeoutError,
+    Mode,
+    Reason,
+    Status,
+)
 from jev.aio import close_loop
 from jev.judges import JudgeRequest, OpenAIDecisionsJudge, RemoteJudge, SystemOneJudge
 from jev.judges.retry import NO_RETRIES
@@ -223,7 +232,7 @@ def test_a_forked_child_starts_with_no_loops_and_leaves_the_parents_alone() -> N
             try:
                 judge.ask_sync(REQUEST)
                 status = 0
-            except BaseException:  # noqa: BLE001 - reported through the exit status
+            except BaseException:
                 status = 2
             os._exit(status)
         _, status = os.waitpid(pid, 0)

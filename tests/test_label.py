@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -160,7 +158,8 @@ def test_labels_ignore_tombstones_the_library_wrote() -> None:
 
     from calibration.labels import pair_uses
     from jev import CompactionConfig
-    from jev.apply import apply_actions, is_tombstone
+    from jev.apply import apply_actions
+    from jev.markers import is_tombstone
     from jev.policy import Action
     from jev.transcript import analyze
     messages = [msg("0", "user", text("Fix it.")),

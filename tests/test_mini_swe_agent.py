@@ -202,7 +202,7 @@ def test_a_responses_trajectory_reads_as_calls_results_and_thinking_and_writes_b
     assert by_id["call_0009"].result.state == "error"  # `sleep 5` timed out: extra.exception_info
     assert by_id["call_0010"].result.text.startswith("diff --git")  # the exit entry answers the submit call
     thinking = [m for m in messages if any(isinstance(b, ThinkingBlock) for b in m.content)]
-    assert [m.content[0].thinking for m in thinking][0] == "Look at the repository first."
+    assert next(m.content[0].thinking for m in thinking) == "Look at the repository first."
     error = next(m for m in messages if m.role == "user" and "No tool calls found" in m.text)
     assert error.id == "m9" and len(error.content) == 1  # the format error's `extra.response` is bookkeeping
     assert formats.dump(formats.load(doc["messages"], "auto"), "mini-swe-agent") == doc["messages"]

@@ -9,11 +9,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archive import FileArchive
-from jev import (Action, CompactionConfig, Message, Mode, Reason, Status, TextBlock, ToolResultBlock, ToolUseBlock,
-                 canonical_json)
-from jev.apply import is_tombstone
-from jev.policy import pinned_message_indices
+from jev import (
+    Action,
+    CompactionConfig,
+    Message,
+    Mode,
+    Reason,
+    Status,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    canonical_json,
+)
 from jev.history import size
+from jev.markers import is_tombstone
+from jev.policy import pinned_message_indices
 from jev.transcript import analyze
 
 TOOLS = ["read", "search", "write"]

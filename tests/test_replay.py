@@ -4,8 +4,6 @@ token trigger, one record per plan written whole sessions at a time, and clear r
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -61,7 +59,8 @@ def test_replay_refuses_what_it_cannot_do_with_one_line(tmp_path: Path) -> None:
                         (("empty", "--records", "r.jsonl"), b"no transcript"),
                         (("s", "--records", "nowhere/r.jsonl"), b"no such folder"),
                         (("s", "--records", "r.jsonl", "--every", "0"), b"--every must be an integer >= 1 (got 0)"),
-                        (("s", "--records", "r.jsonl", "--trigger-tokens", "0"), b"--trigger-tokens must be an integer >= 1 (got 0)"),
+                        (("s", "--records", "r.jsonl", "--trigger-tokens", "0"),
+                         b"--trigger-tokens must be an integer >= 1 (got 0)"),
                         (("s", "--records", "r.jsonl", "--judge", "nope"), b"--judge must be")):
         (tmp_path / "empty").mkdir(exist_ok=True)
         proc = jev("replay", *args, cwd=tmp_path)

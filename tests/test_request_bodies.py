@@ -108,9 +108,9 @@ def test_the_envelope_counts_in_no_size() -> None:
 
 
 def test_a_body_with_nothing_to_judge_is_refused_by_name() -> None:
-    with pytest.raises(FormatError, match="openai-chat-request.messages: holds no message"):
+    with pytest.raises(FormatError, match=r"openai-chat-request.messages: holds no message"):
         formats.load({"model": "gpt-4o", "messages": []}, "openai-chat-request")
-    with pytest.raises(FormatError, match="anthropic-request.system: must be a string or a list of text blocks"):
+    with pytest.raises(FormatError, match=r"anthropic-request.system: must be a string or a list of text blocks"):
         formats.load({"system": 5, "messages": []}, "anthropic-request")
 
 

@@ -17,10 +17,10 @@ from systemone_server import SystemOneServer as Server
 from systemone_server import noul
 
 from jev import CompactionConfig, ConfigError, JudgeError, Mode, Reason, Status, estimate_tokens
-from jev.policy import PINNED_SCORES
 from jev.judges import JudgeRequest, SystemOneJudge
 from jev.judges.retry import NO_RETRIES
 from jev.judges.systemone import endpoint_url
+from jev.policy import PINNED_SCORES
 from jev.questions import Question
 
 
@@ -70,7 +70,7 @@ def test_key_and_url_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JEV_API_KEY", "fallback")
     assert "fallback" not in repr(SystemOneJudge())
     monkeypatch.delenv("JEV_API_KEY")
-    with pytest.raises(ConfigError, match="TYPESAFE_API_KEY.*JEV_API_KEY"):
+    with pytest.raises(ConfigError, match=r"TYPESAFE_API_KEY.*JEV_API_KEY"):
         SystemOneJudge()
     monkeypatch.setenv("TYPESAFE_API_KEY", "k")
     for bad in ("ftp://x", "not a url", "http://"):
@@ -106,9 +106,8 @@ def _ask(url: str, **kw: object) -> object:
 ])
 def test_failures_and_invalid_responses(status: int, payload: object, message: str) -> None:
     raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-    with Server(lambda h, b: (status, raw)) as server:
-        with pytest.raises(JudgeError, match=message):
-            _ask(server.url)
+    with Server(lambda h, b: (status, raw)) as server, pytest.raises(JudgeError, match=message):
+        _ask(server.url)
 
 
 def test_per_attempt_timeout_is_a_judge_error() -> None:
@@ -195,9 +194,8 @@ def test_budget_ends_the_plan_and_cancels_the_in_flight_request(silent: Silent, 
 ])
 def test_request_validation_sends_nothing(state, questions, message) -> None:
     import asyncio
-    with Server(noul(0.5)) as server:
-        with pytest.raises(JudgeError, match=message):
-            asyncio.run(SystemOneJudge(server.url).ask(JudgeRequest(state, questions)))
+    with Server(noul(0.5)) as server, pytest.raises(JudgeError, match=message):
+        asyncio.run(SystemOneJudge(server.url).ask(JudgeRequest(state, questions)))
     assert server.requests == []
 
 

@@ -6,19 +6,29 @@ import math
 import re
 
 import pytest
+from conftest import call, msg, plain, reference_config, reference_messages, result, text
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from conftest import plain, call, msg, reference_config, reference_messages, result, text
 
-from jev import (Action, CompactionConfig, ConfigError, FormatError, Message, OtherBlock, ThinkingBlock,
-                 TranscriptError, canonical_json, estimate_tokens)
-from jev.apply import TRUNCATION_MARKER, apply_actions, is_truncated
+from jev import (
+    Action,
+    CompactionConfig,
+    ConfigError,
+    FormatError,
+    Message,
+    OtherBlock,
+    ThinkingBlock,
+    TranscriptError,
+    canonical_json,
+    estimate_tokens,
+)
+from jev.apply import apply_actions
 from jev.errors import StateBudgetError
+from jev.markers import TRUNCATION_MARKER, is_truncated
 from jev.policy import candidates, decide, pinned_message_indices
 from jev.questions import batches, questions_map
 from jev.state import build_state, cut, fit_state
 from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, analyze, messages_from_dicts
-
 
 # --- token estimate and cutting -------------------------------------------------------------------
 
@@ -212,7 +222,8 @@ def test_config_errors_name_the_field(kwargs: dict, message: str) -> None:
 
 def test_config_is_hashable_and_compares_by_value() -> None:
     a = CompactionConfig(eligible_tools={"read"})
-    assert a == CompactionConfig(eligible_tools=frozenset({"read"})) and hash(a) == hash(CompactionConfig(eligible_tools={"read"}))
+    assert a == CompactionConfig(eligible_tools=frozenset({"read"}))
+    assert hash(a) == hash(CompactionConfig(eligible_tools={"read"}))
     with pytest.raises(ConfigError, match="unknown CompactionConfig field 'bogus'"):
         CompactionConfig.from_mapping({"bogus": 1})
 

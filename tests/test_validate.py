@@ -9,9 +9,7 @@ import pytest
 
 from jev import CompactionConfig, ConfigError, ExecutionOptions
 from jev.judges.retry import RetryPolicy
-from jev.validate import (integer_rule, require_in, require_integer, require_number, require_positive,
-                          require_text)
-
+from jev.validate import integer_rule, require_in, require_integer, require_number, require_positive, require_text
 
 OPEN_HIGH, OPEN = {"open_high": True}, {"open_low": True, "open_high": True}
 

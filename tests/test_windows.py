@@ -112,7 +112,7 @@ def test_windows_share_one_budget_and_the_concurrency_limit() -> None:
     in_flight = peak = 0
 
     class Slow(ScriptedJudge):
-        async def ask(self, request):  # noqa: ANN001, ANN201
+        async def ask(self, request):
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from rich.progress import Progress
 
@@ -12,8 +11,8 @@ from ..validate import require_in
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_writable, console, flag, write_json
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("calibrate", parents=[parent], help="certify thresholds from labelled shadow rows")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("labelled", metavar="LABELLED", help="labelled rows from `jev label` (JSON Lines, path or URL)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="tolerated R_result and R_call: per session, the share of later-needed results let go and "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from pathlib import Path
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
@@ -18,12 +18,9 @@ from ..decision import Status
 from ..errors import ConfigError, FormatError
 from ..formats import detect, load, parse
 from ..scope import Scope
+from .errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 
-EXIT_OK, EXIT_USAGE, EXIT_ERROR = 0, 2, 3
-
-
-class UsageError(Exception):
-    """Bad usage or unreadable input: one line on stderr, exit 2, nothing on stdout."""
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "UsageError"]  # and the helpers below, for the commands
 
 
 def flag(rule: Callable[..., Any], name: str, value: Any, *args: Any, **kwargs: Any) -> Any:

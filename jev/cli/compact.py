@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from contextlib import nullcontext
 import dataclasses
 import os
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 from ..compactor import Compactor
@@ -16,16 +16,28 @@ from ..formats import FORMATS, dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
-from .common import (EXIT_ERROR, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
-                     check_file_target, console, exit_code, flag, read_json, read_transcript, scope_from_args,
-                     write_json)
 from ..validate import require_integer
+from .common import (
+    EXIT_ERROR,
+    UsageError,
+    add_archive_arguments,
+    add_scope_arguments,
+    archive_from_args,
+    check_file_target,
+    console,
+    exit_code,
+    flag,
+    read_json,
+    read_transcript,
+    scope_from_args,
+    write_json,
+)
 
 DEFAULT_BUDGET = 10.0
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("compact", parents=[parent], help="judge a transcript and propose (or apply) a compaction")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("input", metavar="INPUT|-", help="transcript JSON file, or - for stdin")
     p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
     p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"],
@@ -216,7 +228,7 @@ def _records_sink(url: str) -> JsonlSink:
     check_file_target(url, "--records")
     try:
         return JsonlSink(url)
-    except Exception as exc:  # noqa: BLE001 - any storage stack's failure, named
+    except Exception as exc:
         raise UsageError(f"--records {url!r}: cannot be opened ({type(exc).__name__}: {exc})") from None
 
 
@@ -230,7 +242,7 @@ class _Recorder:
     def __call__(self, context: Any, record: Any) -> None:
         try:
             self.sink(context, record)
-        except Exception as exc:  # noqa: BLE001 - reported by the command, not logged as a library warning
+        except Exception as exc:
             self.error = exc
 
 

@@ -22,7 +22,6 @@ from rich.progress import Progress
 from rich.table import Table
 
 from ..compactor import Compactor
-from ..cost import DEFAULT_PROFILE, PROFILES
 from ..decision import ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import FORMATS, detect, load, parse
@@ -32,9 +31,8 @@ from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, 
 from .replay import sources
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("cost", parents=[parent], help="replay sessions call by call and bill each policy under "
-                                                       "prompt-cache pricing (run it before you enforce)")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("source", metavar="SOURCE", help="folder, glob or fsspec URL of transcripts (.json, .jsonl)")
     p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
     p.add_argument("--trigger-tokens", type=int, default=50_000,

@@ -16,8 +16,8 @@ from ..formats import dump
 from .common import EXIT_ERROR, EXIT_OK, console, write_json
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("demo", parents=[parent], help="run the seed scenario offline (no key, no network)")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("--workdir", help="where the archive goes, kept afterwards (default: a temporary directory, "
                    "removed when the demo ends)")
     p.set_defaults(run=run)
@@ -55,7 +55,8 @@ def _run(args: argparse.Namespace, workdir: Path, kept: bool) -> int:
             "restored_messages": len(ref["restored"]), "restore_equals_original": ref["restored_equal"],
         },
         "local_judge_shadow": {
-            "judge": "embedded local judge (trained on real coding-agent sessions; this synthetic transcript is outside them)", "mode": "SHADOW",
+            "judge": "embedded local judge (trained on real coding-agent sessions; this synthetic transcript is "
+                     "outside them)", "mode": "SHADOW",
             "status": local.status.value, "reason": local.reason.value, "pairs": _scores(local),
         },
     }
@@ -74,9 +75,9 @@ def _summary(out: Any, result: dict[str, Any], ok: bool, kept: bool) -> None:
     table = Table("pair", "ref call", "ref result", "ref action", "local call", "local result", "local reason",
                   title="P(still needed): reference answers beside the embedded local judge (SHADOW)")
     for key, s in ref["pairs"].items():
-        l = local["pairs"].get(key, {})
-        table.add_row(key, f"{s['keep_call']}", f"{s['keep_result']}", s["action"], f"{l.get('keep_call')}",
-                      f"{l.get('keep_result')}", f"{l.get('reason')}")
+        mine = local["pairs"].get(key, {})
+        table.add_row(key, f"{s['keep_call']}", f"{s['keep_result']}", s["action"], f"{mine.get('keep_call')}",
+                      f"{mine.get('keep_result')}", f"{mine.get('reason')}")
     out.print(table)
     out.print("[bold]Compacted history[/]: " + ", ".join(
         f"{m['id']}({m['role']})" for m in ref["compacted_history"]))

@@ -21,8 +21,8 @@ from ..transcript import analyze
 from .common import UsageError, check_file_target, console, read_transcript, write_json
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("inspect", parents=[parent], help="show what a transcript holds, judging nothing")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("input", metavar="INPUT", help="a transcript file (JSON or JSON Lines) or - for stdin")
     p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
     p.add_argument("--out", help="write the JSON here instead of stdout")

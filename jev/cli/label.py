@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import nullcontext
-from typing import Any
 
 import orjson
 from rich.progress import Progress
@@ -14,8 +13,8 @@ from ..errors import FormatError, TranscriptError
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, staged
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("label", parents=[parent], help="label judged pairs from the sessions' later history")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("records", metavar="RECORDS", help="decision records, JSON Lines (path or fsspec URL)")
     p.add_argument("--transcripts", required=True, help="directory (or fsspec URL) of <session_id>.json files")
     p.add_argument("--format", default="auto", help="transcript format")

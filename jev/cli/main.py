@@ -7,13 +7,27 @@ unreadable input (one line, no traceback, nothing on stdout).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import calibrate, compact, cost, demo, inspect, label, replay, restore, snapshots
 from .. import __version__
-from .common import EXIT_USAGE, UsageError
+from .errors import EXIT_USAGE, UsageError
+
+# each command's one-line help; its module (and what it imports: numpy, rich, the judges) loads only when
+# the command runs, so `jev --version` and `jev --help` start in a few dozen milliseconds
+COMMANDS = {
+    "demo": "run the seed scenario offline (no key, no network)",
+    "compact": "judge a transcript and propose (or apply) a compaction",
+    "inspect": "show what a transcript holds, judging nothing",
+    "restore": "restore an archived snapshot",
+    "snapshots": "list a scope's archived snapshots, or delete some",
+    "replay": "replay recorded sessions in SHADOW and write decision records (rollout step 1)",
+    "cost": "replay sessions call by call and bill each policy under prompt-cache pricing (run it before you enforce)",
+    "label": "label judged pairs from the sessions' later history",
+    "calibrate": "certify thresholds from labelled shadow rows",
+}
 
 
 class _Help(argparse.HelpFormatter):
@@ -35,27 +49,26 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parser() -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
+def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `jev` parser. Every command is listed; only the one `argv` names (all of them when `argv` is None)
+    gets its arguments, which imports its module."""
+    parent = _Parser(add_help=False)
     parent.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p = _Parser(prog="jev", description="Judged, reversible context compaction for LLM agents.")
     p.add_argument("--version", action="version", version=f"jev-compaction {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    demo.add_parser(sub, parent)
-    compact.add_parser(sub, parent)
-    inspect.add_parser(sub, parent)
-    restore.add_parser(sub, parent)
-    snapshots.add_parser(sub, parent)
-    replay.add_parser(sub, parent)
-    cost.add_parser(sub, parent)
-    label.add_parser(sub, parent)
-    calibrate.add_parser(sub, parent)
+    named = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+    for name, text in COMMANDS.items():
+        command = sub.add_parser(name, parents=[parent], help=text)
+        if argv is None or name == named:
+            importlib.import_module(f"{__package__}.{name}").configure(command)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parser().parse_args(argv)
+        args = parser(argv).parse_args(argv)
         return int(args.run(args))
     except UsageError as exc:
         print(f"jev: error: {exc}", file=sys.stderr)

@@ -29,9 +29,9 @@ from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, staged, write_json
 from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, config_from_args, judge_from
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("replay", parents=[parent],
-                       help="replay recorded sessions in SHADOW and write decision records (rollout step 1)")
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("source", metavar="SOURCE", help="folder, glob or fsspec URL of transcripts (.json, .jsonl)")
     p.add_argument("--records", required=True, help="JSON Lines file to write the decision records to (must not "
                                                      "exist: a replay never mixes with older records)")

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from archive import check_reference
 
 from ..errors import ArchiveError, FormatError
 from ..formats import dump
-from .common import (EXIT_ERROR, EXIT_OK, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
-                     check_file_target, console, must_exist, scope_from_args, write_json)
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    UsageError,
+    add_archive_arguments,
+    add_scope_arguments,
+    archive_from_args,
+    check_file_target,
+    console,
+    must_exist,
+    scope_from_args,
+    write_json,
+)
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("restore", parents=[parent], help="restore an archived snapshot")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("ref", metavar="REF", help="the archive reference (64 hex characters)")
     add_archive_arguments(p, required=True)
     add_scope_arguments(p, required=True, session_help="archive scope: the session")

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from archive import check_reference
 
 from ..errors import ArchiveError
-from .common import (EXIT_ERROR, EXIT_OK, UsageError, add_archive_arguments, add_scope_arguments, archive_from_args,
-                     console, must_exist, scope_from_args, write_json)
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    UsageError,
+    add_archive_arguments,
+    add_scope_arguments,
+    archive_from_args,
+    console,
+    must_exist,
+    scope_from_args,
+    write_json,
+)
 
 
-def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("snapshots", parents=[parent], help="list a scope's archived snapshots, or delete some")
+def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the subparser `jev.cli.main` made for it."""
     add_archive_arguments(p, required=True)
     add_scope_arguments(p, required=True, session_help="archive scope: the session")
     p.add_argument("--delete", metavar="REF", action="append", default=[],

@@ -16,10 +16,28 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ._common import (dump_arguments, each_message, hollow, hollow_block, loaded, parse_arguments, refill, refill_block,
-                      reproducible_arguments, source_of)
-from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
-                          block_to_dict)
+from ..transcript import (
+    Block,
+    Message,
+    OtherBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    block_to_dict,
+)
+from ._common import (
+    dump_arguments,
+    each_message,
+    hollow,
+    hollow_block,
+    loaded,
+    parse_arguments,
+    refill,
+    refill_block,
+    reproducible_arguments,
+    source_of,
+)
 
 NAME = "agentscope"
 _STATES = {"success": "success", "error": "error", "interrupted": "incomplete", "denied": "rejected",

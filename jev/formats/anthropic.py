@@ -14,9 +14,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
+from ..transcript import (
+    Block,
+    Message,
+    OtherBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    block_to_dict,
+)
 from ._common import each_message, hollow, hollow_block, loaded, refill, refill_block, source_of
-from ..transcript import (Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
-                          block_to_dict)
 
 NAME = "anthropic"
 

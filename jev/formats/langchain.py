@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ._common import loaded, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ._common import loaded, source_of
 
 NAME = "langchain"
 _THINKING = {"reasoning": "reasoning", "thinking": "thinking"}  # part type -> its text field

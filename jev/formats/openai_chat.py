@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ._common import dump_arguments, in_order, loaded, parse_arguments, reproducible_arguments, shared_order, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ._common import dump_arguments, in_order, loaded, parse_arguments, reproducible_arguments, shared_order, source_of
 
 NAME = "openai-chat"
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
@@ -45,7 +45,7 @@ def _parts_to_blocks(content: Any, where: str) -> tuple[tuple[Block, ...], str]:
 
 def _blocks_to_content(blocks: Sequence[Block], form: str) -> Any:
     if form == "list":
-        return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data)  # type: ignore[union-attr]
+        return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data)
                 for b in blocks]
     text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
     if form == "null" and not text:

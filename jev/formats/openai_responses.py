@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ._common import dump_arguments, hollow, loaded, parse_arguments, refill, reproducible_arguments, source_of
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ._common import dump_arguments, hollow, loaded, parse_arguments, refill, reproducible_arguments, source_of
 
 NAME = "openai-responses"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
@@ -138,9 +138,8 @@ def write_item(blocks: Sequence[Block], kept: Any) -> dict[str, Any]:
                     output=output if isinstance(output, str) else (
                         "\n".join(b.text for b in output if isinstance(b, TextBlock))
                         if isinstance(item.get("output"), str) else _dump_content(output, item.get("output"))))
-    elif item.get("type", "message") == "message" and "role" in item:
-        if "content" in item or blocks:
-            item["content"] = _dump_content(blocks, item.get("content", ""))
+    elif item.get("type", "message") == "message" and "role" in item and ("content" in item or blocks):
+        item["content"] = _dump_content(blocks, item.get("content", ""))
     return item
 
 

@@ -19,7 +19,6 @@ from langchain_core.messages import RemoveMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-
 from .. import formats
 from ..compactor import Compactor
 from ..decision import Decision, Mode

@@ -23,7 +23,6 @@ import orjson
 from agents.memory import SessionABC
 from agents.run import CallModelData, ModelInputData
 
-
 from .. import formats
 from ..compactor import Compactor
 from ..decision import Decision, Mode

@@ -1,7 +1,8 @@
 """Judges: one protocol, `async ask(JudgeRequest) -> Answers`.
 
 `SystemOneJudge` (TypeSafe's Jev over HTTP), `OpenAIDecisionsJudge` (OpenAI's Decisions API through the
-`openai` SDK) — both on `RemoteJudge`, the shared HTTP steps —, `LocalJudge` (embedded, offline default), `ReplayJudge` (recorded answers). Each judge's
+`openai` SDK) — both on `RemoteJudge`, the shared HTTP steps —, `LocalJudge` (embedded, offline default),
+`ReplayJudge` (recorded answers). Each judge's
 module (and its HTTP or numpy stack) is imported when the judge is first named, not by `import jev`.
 """
 

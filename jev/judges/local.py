@@ -13,6 +13,7 @@ weights (`rarity`). Deterministic.
 from __future__ import annotations
 
 import functools
+import itertools
 import weakref
 from importlib import resources
 from pathlib import Path
@@ -105,7 +106,7 @@ def _check_linear(spec: Any, where: str, n: int) -> None:
         raise ConfigError(f"local judge model: {where}.intercept must be a number")
     iso = spec.get("isotonic")
     x, y = (iso.get("x"), iso.get("y")) if isinstance(iso, dict) else (None, None)
-    if not (_numbers(x) and _numbers(y, len(x)) and x and all(a <= b for a, b in zip(x, x[1:]))):
+    if not (_numbers(x) and _numbers(y, len(x)) and x and all(a <= b for a, b in itertools.pairwise(x))):
         raise ConfigError(f"local judge model: {where}.isotonic must hold x (ascending) and y, lists of as "
                           "many numbers")
 
@@ -127,7 +128,7 @@ def _check_trees(trees: Any, where: str, n: int) -> None:
     if not all(isinstance(v, list) and v for v in rows.values()) or len({len(v) for v in rows.values()}) != 1:
         raise ConfigError(f"local judge model: {where}.trees must hold feature, threshold and value, one row "
                           "per tree")
-    for k, (feature, threshold, value) in enumerate(zip(*rows.values())):
+    for k, (feature, threshold, value) in enumerate(zip(*rows.values(), strict=True)):
         if not (_numbers(feature, _SPLITS) and all(isinstance(f, int) and 0 <= f < n for f in feature)):
             raise ConfigError(f"local judge model: {where}.trees.feature[{k}] must be {_SPLITS} feature "
                               f"indices below {n}")
@@ -255,7 +256,7 @@ class _Mixture:
 
 def mixed(probabilities: list[np.ndarray], weights: list[float]) -> np.ndarray:
     """The mixture's sum: each part's probability times its weight."""
-    return sum(w * p for w, p in zip(weights, probabilities, strict=True))  # type: ignore[return-value]
+    return sum(w * p for w, p in zip(weights, probabilities, strict=True))
 
 
 def link(mixture: np.ndarray, slope: float, intercept: float) -> np.ndarray:

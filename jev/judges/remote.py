@@ -23,8 +23,14 @@ from typing import Any
 import orjson
 
 from ..aio import run_sync
-from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeProtocolError, JudgeStatusError,
-                      JudgeTimeoutError)
+from ..errors import (
+    ConfigError,
+    JudgeConnectionError,
+    JudgeError,
+    JudgeProtocolError,
+    JudgeStatusError,
+    JudgeTimeoutError,
+)
 from ..questions import Question
 from ..validate import require_positive
 from .base import Answers, JudgeRequest, check_probability, check_usage
@@ -125,7 +131,7 @@ class RemoteJudge:
     def redact(self, text: str) -> str:
         """`text` with the key (and its JSON-escaped form) replaced by `[redacted]`."""
         secret = self._secret
-        if not secret or secret not in text and orjson.dumps(secret).decode()[1:-1] not in text:
+        if not secret or (secret not in text and orjson.dumps(secret).decode()[1:-1] not in text):
             return text
         return text.replace(secret, "[redacted]").replace(orjson.dumps(secret).decode()[1:-1], "[redacted]")
 

@@ -59,7 +59,8 @@ def say(n: int, text: str) -> dict:
 SCRIPT = [
     [reasoning(1, "Look at the repository first."), call(1, "ls -la")],
     [say(2, "Reading the module and its test."), call(2, "cat calc.py"), call(3, "cat test_calc.py")],
-    [reasoning(4, "Run the tests to see the failure."), call(4, "python -m pytest -q test_calc.py 2>&1 | tail -5 || python test_calc.py")],
+    [reasoning(4, "Run the tests to see the failure."),
+     call(4, "python -m pytest -q test_calc.py 2>&1 | tail -5 || python test_calc.py")],
     [say(5, "No tool this turn.")],
     [call(6, "grep -n 'def add' calc.py"), call(11, "wc -l calc.py test_calc.py")],
     [reasoning(7, "Fix the sign."), call(7, "sed -i 's/return a - b/return a + b/' calc.py && cat calc.py")],
