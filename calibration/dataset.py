@@ -32,14 +32,14 @@ def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
     them) only those are read: a run folder also holds `preds.json` and other JSON that is no trajectory."""
     path = Path(source)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
+        files = sorted(p for p in path.rglob("*") if p.name.endswith(formats.TRANSCRIPT_SUFFIXES) and p.is_file())
         for file in _trajectories_only(files, str):
             yield _session(file.relative_to(path).as_posix()), file.read_bytes()
         return
     found: list[tuple[str, bytes]] = []
     with tarfile.open(path, "r|*") as tar:  # one streaming pass: random access into .xz is quadratic
         for member in tar:
-            if member.isfile() and member.name.endswith((".json", ".jsonl")):
+            if member.isfile() and member.name.endswith(formats.TRANSCRIPT_SUFFIXES):
                 found.append((member.name, tar.extractfile(member).read()))  # type: ignore[union-attr]
     for name, data in _trajectories_only(sorted(found), lambda item: item[0]):
         yield _session(name), data

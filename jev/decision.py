@@ -123,13 +123,16 @@ class Decision:
 Observer = Callable[[Any, Any], None]
 
 
+DEFAULT_BUDGET = 10.0  # seconds per plan, the one default of every entry point (Python, service, CLI)
+
+
 @dataclass(frozen=True, slots=True)
 class ExecutionOptions:
     """How plans run: the mode, one wall-clock budget in seconds per plan, a version tag for records,
     and an observer `(context, record)` that receives one decision record per plan."""
 
     mode: Mode = Mode.OFF
-    budget: float = 2.0
+    budget: float = DEFAULT_BUDGET
     version: str = "v1"
     observer: Observer | None = None
 

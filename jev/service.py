@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 
 from .compactor import Compactor
-from .cost import DEFAULT_PROFILE, PROFILES
-from .decision import ExecutionOptions, Mode, Observer
+from .cost import PROFILES
+from .decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Observer
 from .errors import ConfigError, shown
 from .judges.base import Judge
 from .policy import CompactionConfig
@@ -27,13 +27,18 @@ MAX_STATE_TOKENS = 25_000
 MAX_REQUEST_TOKENS = 30_000
 SERVICE_MAX_TRANSCRIPT_CHARS = 5_000_000
 
-_INTEGERS = {  # JSON key -> (CompactionConfig field, default)
-    "preserveRecentMessages": ("preserve_recent_messages", 6),
-    "maxStateTokens": ("max_state_tokens", MAX_STATE_TOKENS),
-    "maxRequestTokens": ("max_request_tokens", MAX_REQUEST_TOKENS),
-    "maxQuestions": ("max_questions", 128),
-    "truncateHeadChars": ("truncate_head_chars", 300),
+_INTEGERS = {  # JSON key -> CompactionConfig field (its default is the setting's)
+    "preserveRecentMessages": "preserve_recent_messages",
+    "maxStateTokens": "max_state_tokens",
+    "maxRequestTokens": "max_request_tokens",
+    "maxQuestions": "max_questions",
+    "truncateHeadChars": "truncate_head_chars",
 }
+
+
+def _default(name: str) -> Any:
+    """A `CompactionConfig` field's default: the service states none of its own."""
+    return CompactionConfig.__dataclass_fields__[name].default
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +95,7 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     if mode is Mode.OFF:
         return None
     version = require_text("compaction setting version", compaction.get("version", "v1"))
-    budget = _integer(compaction, "budgetMillis", 3000)
+    budget = _integer(compaction, "budgetMillis", round(DEFAULT_BUDGET * 1000))
     if not 1 <= budget <= MAX_BUDGET_MILLIS:
         raise ConfigError(f"compaction budget exceeds service limits: budgetMillis must be "
                           f"{integer_rule(1, MAX_BUDGET_MILLIS)} (got {budget})")
@@ -99,20 +104,20 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools):
         raise ConfigError("compaction setting eligibleTools must be a list of non-blank tool names "
                           "(the tools whose history is safe to forget)")
-    ints = {field: _integer(compaction, key, default) for key, (field, default) in _INTEGERS.items()}
+    ints = {field: _integer(compaction, key, _default(field)) for key, field in _INTEGERS.items()}
     for key, limit in (("maxStateTokens", MAX_STATE_TOKENS), ("maxRequestTokens", MAX_REQUEST_TOKENS)):
-        if ints[_INTEGERS[key][0]] > limit:
+        if ints[_INTEGERS[key]] > limit:
             raise ConfigError(f"compaction budget exceeds service limits: {key} must be "
-                              f"{integer_rule(None, limit)} (got {ints[_INTEGERS[key][0]]})")
-    reduction = require_in("compaction setting minimumReduction", compaction.get("minimumReduction", 0.1), 0, 1,
-                           open_high=True)
+                              f"{integer_rule(None, limit)} (got {ints[_INTEGERS[key]]})")
+    reduction = require_in("compaction setting minimumReduction",
+                           compaction.get("minimumReduction", _default("minimum_reduction")), 0, 1, open_high=True)
     target = compaction.get("targetReduction")
     if target is not None:
         target = require_in("compaction setting targetReduction", target, 0, 1, open_low=True, open_high=True)
-    pricing = compaction.get("pricing", DEFAULT_PROFILE)
+    pricing = compaction.get("pricing", _default("pricing"))
     if pricing not in PROFILES:  # a tenant names a profile; its own prices are the host's to set in Python
         raise ConfigError(f"compaction setting pricing must be one of {', '.join(PROFILES)} (got {shown(pricing)})")
-    gate = compaction.get("costGate", True)
+    gate = compaction.get("costGate", _default("cost_gate"))
     if not isinstance(gate, bool):
         raise ConfigError(f"compaction setting costGate must be true or false (got {shown(gate)})")
     try:

@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from ..compactor import Compactor
-from ..decision import Decision, ExecutionOptions, Mode, Plan, Status
+from ..decision import DEFAULT_BUDGET, Decision, ExecutionOptions, Mode, Plan, Status
 from ..errors import ConfigError, FormatError
 from ..formats import FORMATS, dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
@@ -32,8 +32,6 @@ from .common import (
     scope_from_args,
     write_json,
 )
-
-DEFAULT_BUDGET = 10.0
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -22,12 +22,12 @@ from rich.progress import Progress
 from rich.table import Table
 
 from ..compactor import Compactor
-from ..decision import ExecutionOptions, Mode
+from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import FORMATS, detect, load, parse
 from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
-from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, config_from_args, judge_from
+from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
 from .replay import sources
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from rich.progress import Progress
 
 from ..compactor import Compactor
-from ..decision import ExecutionOptions, Mode, Status
+from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import FORMATS, TRANSCRIPT_SUFFIXES, detect, load, parse, session_id
 from ..policy import Action
@@ -27,7 +27,7 @@ from ..state import estimate_tokens
 from ..transcript import Message, analyze, canonical_json, message_to_dict
 from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, staged, write_json
-from .compact import DEFAULT_BUDGET, add_config_arguments, add_judge_arguments, config_from_args, judge_from
+from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
 
 
 def configure(p: argparse.ArgumentParser) -> None:
