@@ -95,9 +95,9 @@ def pair_tenths(pair: Pair) -> int:
     return sum(_entry_tenths(q) for q in questions_for(pair)) + _COMMA
 
 
-def questions_tokens(pairs: Sequence[Pair]) -> int:
-    """Estimated tokens of the questions map of these pairs."""
-    return -(-(_BRACES + sum(pair_tenths(p) for p in pairs) + _COMMA * max(0, len(pairs) - 1)) // 10)
+def questions_tokens_of(count: int, tenths: int) -> int:
+    """Estimated tokens of a questions map of `count` pairs whose `pair_tenths` sum to `tenths`."""
+    return -(-(_BRACES + tenths + _COMMA * max(0, count - 1)) // 10)
 
 
 def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_request_tokens: int) -> list[Batch]:

@@ -10,6 +10,7 @@ each window; only a pair that cannot fit even alone beside the task ends the pla
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 from .errors import StateBudgetError
 from .policy import CompactionConfig
-from .questions import ENVELOPE_TOKENS, Batch, batches, questions_tokens
+from .questions import ENVELOPE_TOKENS, Batch, batches, pair_tenths, questions_tokens_of
 from .state import INPUT_CAPS, STATE_CONTEXT, estimate_tenths_utf8, fit_state, history_entries, stage_name
 from .transcript import Pair, Transcript, canonical_json
 
@@ -106,13 +107,20 @@ class _Window:
             self.tenths += self.entries.tenths[k] + (_COMMA if self.held else 0)
             self.held.add(k)
 
+    def _beyond(self, lo: int, hi: int) -> itertools.chain[int]:
+        """Positions lo..hi outside the span already held whole (all of them before the first span): a
+        growing window costs what it adds, not what it holds, so packing stays linear."""
+        if self.lo < 0:
+            return itertools.chain(range(lo, hi + 1))
+        return itertools.chain(range(lo, min(hi + 1, self.lo)), range(max(lo, self.hi + 1), hi + 1))
+
     def cost_with(self, lo: int, hi: int) -> int:
         """Tenths of the window if it also held positions lo..hi."""
-        extra = [k for k in range(lo, hi + 1) if k not in self.held]
+        extra = [k for k in self._beyond(lo, hi) if k not in self.held]
         return self.tenths + sum(self.entries.tenths[k] for k in extra) + _COMMA * (len(extra) - (not self.held))
 
     def span(self, lo: int, hi: int) -> None:
-        for k in range(lo, hi + 1):
+        for k in self._beyond(lo, hi):
             self.add(k)
         self.lo, self.hi = lo, hi
 
@@ -125,30 +133,33 @@ def _tokens(tenths: int) -> int:
     return -(-tenths // 10)
 
 
-def _fits(state_tenths: int, pairs: Sequence[Pair], config: CompactionConfig, share: float = 1.0) -> bool:
+def _fits(state_tenths: int, pairs: int, question_tenths: int, config: CompactionConfig, share: float = 1.0) -> bool:
+    """Whether a window of this size with `pairs` pairs (their questions' tenths summed) fits one request."""
     state = _tokens(state_tenths)
-    return (state <= config.max_state_tokens * share and 2 * len(pairs) <= config.max_questions
-            and state + questions_tokens(pairs) + ENVELOPE_TOKENS <= config.max_request_tokens)
+    return (state <= config.max_state_tokens * share and 2 * pairs <= config.max_questions
+            and state + questions_tokens_of(pairs, question_tenths) + ENVELOPE_TOKENS <= config.max_request_tokens)
 
 
 def _pack(entries: _Entries, judged: Sequence[Pair], start: int, config: CompactionConfig) -> JudgeCall | None:
     """The window that starts at candidate `start` at this cap, or None if that pair does not fit alone."""
     window = _Window(entries)
     taken: list[Pair] = []
+    asked = 0  # the taken pairs' question tenths, kept as a running sum
     for pair in judged[start:]:
         at = entries.position[pair.call_message]
         lo, hi = (at, at) if not taken else (min(window.lo, at), max(window.hi, at))
-        cost = window.cost_with(lo, hi)
-        if not _fits(cost, [*taken, pair], config, _PACK_SHARE if taken else 1.0):
+        cost, tenths = window.cost_with(lo, hi), pair_tenths(pair)
+        if not _fits(cost, len(taken) + 1, asked + tenths, config, _PACK_SHARE if taken else 1.0):
             break
         taken.append(pair)
+        asked += tenths
         window.span(lo, hi)
     if not taken:
         return None
     last = len(entries.values) - 1
     for step in range(1, WINDOW_CONTEXT + 1):  # neighbours, later ones first: they show what was used since
         for k in (window.hi + step, window.lo - step):
-            if 0 <= k <= last and k not in window.held and _fits(window.cost_with(k, k), taken, config):
+            if 0 <= k <= last and k not in window.held and _fits(window.cost_with(k, k), len(taken), asked, config):
                 window.add(k)
     state = window.state()
     state_tokens = _tokens(window.tenths)
