@@ -12,16 +12,14 @@ create-if-absent: `SqliteStore`, `MemoryStore`). `open_archive` picks one from a
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from jev.errors import ArchiveError
-from jev.transcript import Message
+from jev.scope import Archive, Scope
 
 from .base import DEFAULT_MAX_BYTES, ArchiveBase
 from .file import FileArchive
-from .scope import Scope
 from .snapshot import check_reference
 from .store import KeyValueStore, MemoryStore, SqliteStore, StoreArchive
 from .tool import ToolDefinition, restore_latest, restore_tool
@@ -36,19 +34,6 @@ def __getattr__(name: str) -> Any:
 
         return ObjectStoreArchive
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@runtime_checkable
-class Archive(Protocol):
-    """What the compactor needs from an archive."""
-
-    def save(self, scope: Scope, messages: Sequence[Message]) -> str: ...
-
-    def restore(self, scope: Scope, ref: str) -> list[Message]: ...
-
-    def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]: ...
-
-    def restore_bytes(self, scope: Scope, ref: str) -> bytes: ...
 
 
 def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,

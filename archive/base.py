@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 from jev.errors import ArchiveError
 from jev.restore import extract_pair
+from jev.scope import Scope
 from jev.transcript import Message
 from jev.validate import require_integer
 
 from . import snapshot
-from .scope import Scope
 from .snapshot import check_scope
 
 DEFAULT_MAX_BYTES = 20_000_000

@@ -9,9 +9,9 @@ import tempfile
 from pathlib import Path
 
 from jev.errors import ArchiveError
+from jev.scope import Scope
 
 from .base import DEFAULT_MAX_BYTES, ArchiveBase, check_max_bytes
-from .scope import Scope
 
 __all__ = ["DEFAULT_MAX_BYTES", "FileArchive", "check_max_bytes", "write_pending"]
 

@@ -20,11 +20,11 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from jev.errors import ArchiveError
+from jev.scope import Scope
 
 from . import snapshot
 from .base import DEFAULT_MAX_BYTES, ArchiveBase, check_max_bytes
 from .file import FileArchive
-from .scope import Scope
 from .snapshot import check_scope
 
 

@@ -10,10 +10,10 @@ from typing import Any, NoReturn
 import orjson
 
 from jev.errors import ArchiveError, FormatError
+from jev.scope import Scope
 from jev.transcript import Message, canonical_json, message_problem, messages_from_dicts, unwritable
 
 from . import key_order
-from .scope import Scope
 
 VERSION = 1
 MISSING = "missing snapshot: no snapshot with this reference in this scope"  # never says whether another scope has it

@@ -24,9 +24,9 @@ from typing import Any, Protocol, runtime_checkable
 import orjson
 
 from jev.errors import ArchiveError, ConfigError
+from jev.scope import Scope
 
 from .base import DEFAULT_MAX_BYTES, REFUSED, ArchiveBase, check_max_bytes
-from .scope import Scope
 from .snapshot import check_scope
 
 Namespace = tuple[str, ...]

@@ -27,6 +27,7 @@ from .errors import (
 )
 from .policy import Action, CompactionConfig, Scores
 from .records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
+from .scope import Archive, Scope
 from .state import estimate_tokens
 from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, canonical_json
 
@@ -45,10 +46,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "Action", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError", "Decision",
+    "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError", "Decision",
     "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError", "JudgeError",
     "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
-    "OtherBlock", "PairRecord", "Plan", "Reason", "Record", "Scores", "StateBudgetError", "Status", "TextBlock",
+    "OtherBlock", "PairRecord", "Plan", "Reason", "Record", "Scope", "Scores", "StateBudgetError", "Status", "TextBlock",
     "ThinkingBlock", "ToolResultBlock", "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens",
     "formats",
 ]

@@ -44,7 +44,7 @@ from .policy import (
     value_score,
 )
 from .records import PairRecord, build_record, deliver, recommendation, session_of
-from .scope import Scope
+from .scope import Archive, Scope
 from .state import cut
 from .token_target import MAX_REDUCTION, transcript_reduction
 from .transcript import Message, Pair, Transcript
@@ -82,7 +82,7 @@ class Compactor:
     """Judged, reversible compaction of one agent's history. Holds the judge, config, options and archive."""
 
     def __init__(self, judge: Judge, config: CompactionConfig | None = None,
-                 options: ExecutionOptions | None = None, archive: Any = None) -> None:
+                 options: ExecutionOptions | None = None, archive: Archive | None = None) -> None:
         self.judge = judge
         self.config = config if config is not None else CompactionConfig()
         self.options = options if options is not None else ExecutionOptions()

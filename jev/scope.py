@@ -1,13 +1,16 @@
-"""Who an archived snapshot belongs to: user, agent and session. Lives in `jev` (the compactor checks it,
-the integrations pass it); `archive.Scope` is the same class."""
+"""Who an archived snapshot belongs to (`Scope`: user, agent and session) and what the core needs from the
+archive that keeps it (`Archive`). Both live in the core, as `Judge` does: the compactor checks the scope
+and types its archive; the `archive` package implements the protocol and re-exports both."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from .errors import ConfigError
-from .transcript import canonical_json
+from .transcript import Message, canonical_json
 
 MAX_SCOPE_CHARS = 512
 
@@ -40,3 +43,17 @@ class Scope:
     def digest(self) -> str:
         """SHA-256 hex of the canonical scope JSON: the scope's directory or key prefix."""
         return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
+
+
+@runtime_checkable
+class Archive(Protocol):
+    """What the compactor needs from an archive: save a history before a plan is adopted, and give it
+    (or one pair of it, or its verified bytes) back."""
+
+    def save(self, scope: Scope, messages: Sequence[Message]) -> str: ...
+
+    def restore(self, scope: Scope, ref: str) -> list[Message]: ...
+
+    def restore_pair(self, scope: Scope, ref: str, call_id: str, occurrence: int | None = None) -> list[Message]: ...
+
+    def restore_bytes(self, scope: Scope, ref: str) -> bytes: ...

@@ -164,3 +164,6 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
         raise FormatError(f"{format}: the bookkeeping of messages{kept[:3]} (metadata['jev.source']) is not what "
                           f"the {format} reader keeps ({type(exc).__name__}: {shown(str(exc))}); remove it to write "
                           "those messages afresh") from None
+
+
+__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "detect", "dump", "load", "parse", "session_id", "writable"]
