@@ -43,7 +43,7 @@ from .policy import (
     pins,
     value_score,
 )
-from .records import PairRecord, build_record, deliver, recommendation, session_of
+from .records import build_record, deliver, pair_records, recommendation, session_of
 from .scope import Archive, Scope
 from .state import cut
 from .token_target import MAX_REDUCTION, transcript_reduction
@@ -113,14 +113,14 @@ class Compactor:
         `idle_seconds`: time since the host's last model call (past the pricing's cache lifetime the cache is
         cold, and a compaction re-bills nothing) — both feed the cost gate."""
         started = time.monotonic()
-        record_pairs: tuple[PairRecord, ...] = ()
+        judged_views: tuple[PairView, ...] = ()
         if self.options.mode is Mode.OFF:
             decision = Decision(Status.SKIPPED, Reason.DISABLED)
         else:
             try:
                 check_horizon(horizon, idle_seconds)
                 async with asyncio.timeout(self.options.budget):
-                    decision, record_pairs = await self._plan(messages, scope, horizon, idle_seconds)
+                    decision, judged_views = await self._plan(messages, scope, horizon, idle_seconds)
             except TimeoutError:
                 decision = Decision(Status.ERROR, Reason.TIMEOUT,
                                     detail=f"plan exceeded its budget of {self.options.budget}s",
@@ -128,7 +128,7 @@ class Compactor:
             except asyncio.CancelledError:
                 self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, (), scope, messages)
                 raise
-        self._emit(context, decision, started, record_pairs, scope, messages)
+        self._emit(context, decision, started, judged_views, scope, messages)
         return decision
 
     async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
@@ -184,10 +184,10 @@ class Compactor:
     # --- the plan, step by step ---------------------------------------------------------------
 
     async def _plan(self, messages: Sequence[Message], scope: Scope | None, horizon: int | None,
-                    idle_seconds: float | None) -> tuple[Decision, tuple[PairRecord, ...]]:
-        """The plan's decision and its judged pairs' records (kept when only the archive write fails: the
-        judgments stand). Any failure is an ERROR decision."""
-        pairs: tuple[PairRecord, ...] = ()
+                    idle_seconds: float | None) -> tuple[Decision, tuple[PairView, ...]]:
+        """The plan's decision and its pairs' views, from which its record is made (kept when only the
+        archive write fails: the judgments stand). Any failure is an ERROR decision."""
+        pairs: tuple[PairView, ...] = ()
         try:
             decision, pairs, judged = await self._steps(messages, scope, horizon, idle_seconds)
             if decision.status is Status.DECIDED and decision.plan is not None and self.options.mode is Mode.ENFORCE:
@@ -206,9 +206,9 @@ class Compactor:
                             error_kind=type(exc).__name__), pairs
 
     async def _steps(self, messages: Sequence[Message], scope: Scope | None, horizon: int | None,
-                     idle_seconds: float | None) -> tuple[Decision, tuple[PairRecord, ...], tuple[Message, ...]]:
-        """Everything but the archive write: the decision, the judged pairs' records, and the history as
-        judged (what ENFORCE archives)."""
+                     idle_seconds: float | None) -> tuple[Decision, tuple[PairView, ...], tuple[Message, ...]]:
+        """Everything but the archive write: the decision, the pairs' views, and the history as judged
+        (what ENFORCE archives)."""
         config = self.config
         if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
@@ -239,32 +239,31 @@ class Compactor:
         if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
             chosen = self._placed(transcript, judged, chosen, gone, tokens, horizon, cold, config)
         decisions: dict[str, Action] = {}
-        scores: dict[str, Scores] = {}
-        pair_table: dict[str, tuple[str, str]] = {}
-        views, records = [], []
-        view, record, pinned = views.append, records.append, why.get
+        views: list[PairView] = []
+        view, pinned = views.append, why.get
         removed = 0
-        for p in transcript.pairs:  # one pass: each pair's action, scores and view; a judged one's record
+        for p in transcript.pairs:  # one pass: each pair's view, the plan's one per-pair source
             key, let = p.key, gone.get(p.key)
             if let is None:  # pinned: never judged
                 action, score = _PINNED
+                view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
+                              score.keep_result, action, score.reason, pinned(key, "")))
             else:
                 action, score = chosen[key]
                 if action is not Action.KEEP:
                     removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
-                record(PairRecord(key, p.call_id, p.tool, score.keep_call, score.keep_result, action.value,
-                                  score.reason, p.result_chars, let.truncate_saves, let.drop_saves))
-            decisions[key], scores[key], pair_table[key] = action, score, (p.call_id, p.tool)
-            view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
-                          score.keep_result, action, score.reason, pinned(key, ""),
-                          None if let is None or score.keep_result is None
-                          else value_score(score.keep_result, p.result_chars, config)))
+                view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
+                              score.keep_result, action, score.reason, "",
+                              None if score.keep_result is None else value_score(score.keep_result, p.result_chars,
+                                                                                 config),
+                              let.truncate_saves, let.drop_saves))
+            decisions[key] = action
         compacted = apply_actions(transcript, decisions, config)
         before = transcript.chars
         after = chars_after(compacted, judged_history)
         reduction = 1.0 - after / before if before else 0.0
-        common = dict(decisions=decisions, scores=scores, pairs=pair_table, views=tuple(views),
-                      requests=len(requests.calls),
+        judged_views = tuple(views)
+        common = dict(views=judged_views, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=removed / max(1, sum(p.result_chars for p in judged)),
@@ -273,15 +272,15 @@ class Compactor:
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
-                    tuple(records), transcript.messages)
+                    judged_views, transcript.messages)
         if gated and not cost.pays:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
-                             detail=unprofitable(cost)), tuple(records), transcript.messages)
+                             detail=unprofitable(cost)), judged_views, transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True),
                          detail=shortfall(plan, transcript, self._reachable)
-                         if plan.target_met is False or not self._reachable else ""), tuple(records),
+                         if plan.target_met is False or not self._reachable else ""), judged_views,
                 transcript.messages)
 
     @staticmethod
@@ -372,11 +371,14 @@ class Compactor:
             raise ArchiveError("archive did not acknowledge snapshot")
         return reference
 
-    def _emit(self, context: Any, decision: Decision, started: float, pairs: tuple[PairRecord, ...],
+    def _emit(self, context: Any, decision: Decision, started: float, views: tuple[PairView, ...],
               scope: Any, messages: Any) -> None:
+        """The plan's record, made only when an observer will receive it."""
+        if self.options.observer is None:
+            return
         elapsed_ms = round((time.monotonic() - started) * 1000)
         size = len(messages) if isinstance(messages, Sequence) else 0
         record = build_record(decision, version=self.options.version, mode=self.options.mode.value,
-                              elapsed_ms=elapsed_ms, pairs=pairs, session_id=session_of(scope, context),
+                              elapsed_ms=elapsed_ms, pairs=pair_records(views), session_id=session_of(scope, context),
                               history_messages=size, judge=judge_name(self.judge))
         deliver(self.options.observer, context, record)

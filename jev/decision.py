@@ -48,19 +48,17 @@ class Reason(str, Enum):
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class Plan:
-    """A judged proposal: the candidate history and, per pair key, the action, scores and (call id, tool).
-    `state_stage` is the deepest input cap any request used (`not-sent` for an in-process judge),
-    `windows` how many windows a long history was judged in (0: the whole state in every request), and
-    `request_tokens` the estimated tokens sent to the judge over all requests. `result_share` is the share
-    of the candidates' result characters the plan lets go of (net of kept heads and markers); in budget
-    mode `target_met` says whether it reached `target_reduction` (False: pinned, refused or confidently
-    needed results stopped it short), else None. `cost` is what adopting it does to the bill under prompt
-    caching (`jev.cost`), over the horizon the plan assumed."""
+    """A judged proposal: the candidate history and one `PairView` per pair (`views`, the one per-pair source:
+    `decisions`, `scores` and `pairs` are read from it). `state_stage` is the deepest input cap any request used
+    (`not-sent` for an in-process judge), `windows` how many windows a long history was judged in (0: the whole
+    state in every request), and `request_tokens` the estimated tokens sent to the judge over all requests.
+    `result_share` is the share of the candidates' result characters the plan lets go of (net of kept heads and
+    markers); in budget mode `target_met` says whether it reached `target_reduction` (False: pinned, refused or
+    confidently needed results stopped it short), else None. `cost` is what adopting it does to the bill under
+    prompt caching (`jev.cost`), over the horizon the plan assumed."""
 
     messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody
-    decisions: Mapping[str, Action]
-    scores: Mapping[str, Scores]
-    pairs: Mapping[str, tuple[str, str]]
+    views: tuple[PairView, ...] = field(repr=False)
     requests: int
     input_tokens: int
     output_tokens: int
@@ -71,11 +69,25 @@ class Plan:
     request_tokens: int = 0
     result_share: float = 0.0
     target_met: bool | None = None
-    views: tuple[PairView, ...] = field(default=(), repr=False)
     cost: CostEstimate | None = None
 
+    @property
+    def decisions(self) -> Mapping[str, Action]:
+        """Each pair's action, by key."""
+        return {v.key: v.action for v in self.views}
+
+    @property
+    def scores(self) -> Mapping[str, Scores]:
+        """Each pair's scores and reason, by key."""
+        return {v.key: Scores(v.keep_call, v.keep_result, v.reason) for v in self.views}
+
+    @property
+    def pairs(self) -> Mapping[str, tuple[str, str]]:
+        """Each pair's (call id, tool), by key."""
+        return {v.key: (v.call_id, v.tool) for v in self.views}
+
     def count(self, action: Action) -> int:
-        return sum(1 for a in self.decisions.values() if a is action)
+        return sum(1 for v in self.views if v.action is action)
 
     def pairs_table(self) -> tuple[PairView, ...]:
         """Every pair of the judged history, in key order, with its facts, scores, action and reason."""
@@ -99,6 +111,8 @@ class PairView:
     reason: str
     pinned: str = ""  # why the pair was never judged ("" for a judged one)
     scaled_result: float | None = None  # the result score the threshold table compared (size-aware: per 1000 chars)
+    truncate_saves: int = 0  # characters a TRUNCATE_RESULT of this pair would remove (0 for a pinned pair)
+    drop_saves: int = 0  # characters a DROP_PAIR would remove, net of its tombstone
 
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "call_id": self.call_id, "tool": self.tool, "input_head": self.input_head,

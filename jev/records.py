@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from .decision import Decision, Plan
+from .decision import Decision, PairView, Plan
 from .policy import Action
 from .quick import quick_init
 
@@ -102,6 +102,12 @@ def session_of(scope: Any, context: Any) -> str:
     if isinstance(context, Mapping) and isinstance(context.get("session_id"), str):
         return context["session_id"]
     return ""
+
+
+def pair_records(views: Sequence[PairView]) -> tuple[PairRecord, ...]:
+    """The record's rows: the judged pairs' views (a pinned pair was never judged, so it has no row)."""
+    return tuple(PairRecord(v.key, v.call_id, v.tool, v.keep_call, v.keep_result, v.action.value, v.reason,
+                            v.result_chars, v.truncate_saves, v.drop_saves) for v in views if not v.pinned)
 
 
 def build_record(decision: Decision, *, version: str, mode: str, elapsed_ms: int,
