@@ -151,16 +151,17 @@ class HistoryTokens:
         chars = sum(s for k, s in enumerate(sizes) if k % step == 0) if total > SAMPLE_CHARS else total
         text = tokens_of(sample) - MESSAGE_TOKENS * len(sample)
         self.per_char = text / chars if chars else 0.0
-        self._sizes = {id(m): (m, n) for m, n in zip(messages, sizes, strict=True)}
-        self._exact = {id(messages[k]): (messages[k], tokens_of((messages[k],))) for k in exact}
+        # by identity: a message's position, checked against the list itself (ints only: nothing for the
+        # garbage collector to track per message)
+        self._messages, self._sizes = messages, sizes
+        self._at = {id(m): k for k, m in enumerate(messages)}
+        self._exact = {k: tokens_of((messages[k],)) for k in exact}
 
     def __call__(self, message: Message) -> int:
-        exact = self._exact.get(id(message))
-        if exact is not None and exact[0] is message:
-            return exact[1]
-        hit = self._sizes.get(id(message))
-        if hit is not None and hit[0] is message:
-            return MESSAGE_TOKENS + round(hit[1] * self.per_char)
+        k = self._at.get(id(message))
+        if k is not None and self._messages[k] is message:
+            exact = self._exact.get(k)
+            return exact if exact is not None else MESSAGE_TOKENS + round(self._sizes[k] * self.per_char)
         return tokens_of((message,))  # a message the plan made (a tombstone, a cut result): measured
 
 

@@ -64,7 +64,8 @@ class Judged:
     transcript: Transcript  # the history validated, paired and measured
     parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
     serialized: bytes  # their JSON when judging started
-    kept: list[tuple[Any, tuple[Any, ...]]]  # metadata holding a converter's bookkeeping, with its items then
+    kept: list[Any]  # metadata holding a converter's bookkeeping (the mappings themselves)
+    kept_then: list[dict[Any, Any]]  # their shallow copies when judging started, in the same order
 
     @property
     def chars(self) -> int:
@@ -98,20 +99,21 @@ def take(messages: Sequence[Message], max_chars: int | None = None) -> Judged:
         raise
     _check_limit(transcript.chars, max_chars)
     parts: list[Any] = []
-    kept: list[tuple[Any, tuple[Any, ...]]] = []
-    keep, part = kept.append, parts.append
+    kept: list[Any] = []
+    then: list[dict[Any, Any]] = []
+    keep, kept_as, part = kept.append, then.append, parts.append
     for message in transcript.messages:  # the messages' own metadata; the blocks' parts come from the analysis
         metadata = message.metadata
         if metadata is not None:
             if SOURCE_KEY in metadata or FORMAT_KEY in metadata or ENVELOPE_KEY in metadata:
-                items = tuple(metadata.items())
-                keep((metadata, items))
-                if len(items) > 2 or not metadata.keys() <= _BOOKKEEPING:  # usually a converter's keys alone
-                    parts.extend([v for k, v in items if k not in _BOOKKEEPING])
+                keep(metadata)
+                kept_as(dict(metadata))  # one object per message, where (mapping, items) made four
+                if len(metadata) > 2 or not metadata.keys() <= _BOOKKEEPING:  # usually a converter's keys alone
+                    parts.extend([v for k, v in metadata.items() if k not in _BOOKKEEPING])
             else:
                 part(metadata)
     parts.extend(transcript.mutable)
-    return Judged(transcript, parts, _serialized(parts, transcript.messages), kept)
+    return Judged(transcript, parts, _serialized(parts, transcript.messages), kept, then)
 
 
 def _check_limit(measured: int, max_chars: int | None) -> None:
@@ -128,7 +130,8 @@ def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
         return False
     if not all(map(operator.is_, messages, held)):
         return False
-    if not all(tuple(metadata.items()) == items for metadata, items in judged.kept):
+    if not all(tuple(now.items()) == tuple(then.items())  # the same keys, in order, bound to the same values
+               for now, then in zip(judged.kept, judged.kept_then, strict=True)):
         return False
     try:
         return _serialized(judged.parts) == judged.serialized

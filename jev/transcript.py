@@ -541,7 +541,7 @@ class Transcript:
     messages: tuple[Message, ...]
     pairs: tuple[Pair, ...]
     pending: frozenset[str] = field(default_factory=frozenset)
-    places: Mapping[tuple[bool, int, str], Pair] = field(default_factory=dict)  # (is result, message, id)
+    places: Mapping[str, Pair] = field(default_factory=dict)  # `place(is result, message index, id)` -> pair
     thinking: frozenset[int] = frozenset()  # indices of the messages with a thinking block (they pin themselves)
     opaque: frozenset[int] = frozenset()  # indices of the messages with content jev does not read (pinned too)
     sizes: tuple[int, ...] = ()  # model-visible characters of each message (`visible_chars`)
@@ -549,16 +549,22 @@ class Transcript:
 
     def call_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
-        return self.places.get((False, message_index, call_id))
+        return self.places.get(place(False, message_index, call_id))
 
     def result_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose result is the block `call_id` of message `message_index`."""
-        return self.places.get((True, message_index, call_id))
+        return self.places.get(place(True, message_index, call_id))
 
     @property
     def chars(self) -> int:
         """Model-visible characters of the whole history."""
         return sum(self.sizes)
+
+
+def place(result: bool, message_index: int, call_id: str) -> str:
+    """The key of a call (or result) block in `Transcript.places`: a string, which the garbage collector
+    does not track (a tuple per block made every plan over thousands of pairs pay for full collections)."""
+    return f"{'r' if result else 'c'}{message_index} {call_id}"
 
 
 def _input_json(call: ToolUseBlock, where: str) -> str:
@@ -660,9 +666,9 @@ def analyze(messages: Sequence[Message]) -> Transcript:
                 pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
                             result_chars)
                 pairs.append(pair)
-                places[(True, i, block.id)] = pair
+                places[place(True, i, block.id)] = pair
                 if call[0] != CARRIED_OVER:
-                    places[(False, call[0], block.id)] = pair
+                    places[place(False, call[0], block.id)] = pair
             else:  # an image a user pasted, a file, an unknown part: sent as it is, never changed by a plan
                 if block.type not in _VERBATIM_KINDS:
                     opaque.add(i)
