@@ -299,7 +299,7 @@ class Compactor:
                 lets.append((p.call_message, gone[p.key].drop_saves * tokens.per_char, p.key))
         if not lets:
             return chosen
-        start, _net = cheapest_start([tokens(m) for m in transcript.messages], [(at, n) for at, n, _k in lets],
+        start, _net = cheapest_start(tokens.of_history(), [(at, n) for at, n, _k in lets],
                                      horizon, config.pricing, cold)
         early = {key for at, _n, key in lets if at < start}
         if not early or start == len(transcript.messages):  # none, or no start pays: the gate says so

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
-from .state import estimate_tenths
+from .state import estimate_tenths, estimate_tenths_each
 from .transcript import (
     Message,
     OtherBlock,
@@ -111,11 +111,27 @@ def tokens_of(messages: Sequence[Message]) -> int:
     thinking, calls and results — never ids or metadata — plus `MESSAGE_TOKENS` each, and `MEDIA_TOKENS`
     for an image or document (a provider bills its pixels, not its base64). One estimate over the joined
     text (the estimate is additive across newlines), so a long history costs one vectorised pass."""
-    blocks = [b for m in messages for b in m.content]
+    text, media = _billed([b for m in messages for b in m.content])
+    return MESSAGE_TOKENS * len(messages) + MEDIA_TOKENS * media + -(-estimate_tenths(text) // 10)
+
+
+def _billed(blocks: Sequence[Any]) -> tuple[str, int]:
+    """What the estimate reads of these blocks: their visible text, joined by newlines, and how many
+    images or documents they hold (a result's included)."""
     media = sum(1 for b in blocks if _media(b) or (type(b) is ToolResultBlock and type(b.output) is tuple
                                                    and any(_media(x) for x in b.output)))
-    text = "\n".join(_visible(b) for b in blocks if not _media(b))
-    return MESSAGE_TOKENS * len(messages) + MEDIA_TOKENS * media + -(-estimate_tenths(text) // 10)
+    return "\n".join(_visible(b) for b in blocks if not _media(b)), media
+
+
+def tokens_each(messages: Sequence[Message]) -> list[int]:
+    """`tokens_of((m,))` for each message, estimated in one pass over all their text."""
+    texts, media = [], []
+    for m in messages:
+        text, n = _billed(m.content)
+        texts.append(text.encode())
+        media.append(n)
+    return [MESSAGE_TOKENS + MEDIA_TOKENS * n + -(-tenths // 10)
+            for n, tenths in zip(media, estimate_tenths_each(texts), strict=True)]
 
 
 def tokens_of_text(text: str) -> int:
@@ -156,13 +172,33 @@ class HistoryTokens:
         self._messages, self._sizes = messages, sizes
         self._at = {id(m): k for k, m in enumerate(messages)}
         self._exact = {k: tokens_of((messages[k],)) for k in exact}
+        self._known: list[int] | None = None
 
     def __call__(self, message: Message) -> int:
         k = self._at.get(id(message))
         if k is not None and self._messages[k] is message:
-            exact = self._exact.get(k)
-            return exact if exact is not None else MESSAGE_TOKENS + round(self._sizes[k] * self.per_char)
+            return self.of_history()[k]
         return tokens_of((message,))  # a message the plan made (a tombstone, a cut result): measured
+
+    def of_history(self) -> list[int]:
+        """Every message of the history's tokens, in order (computed once)."""
+        known = self._known
+        if known is None:
+            per_char, exact = self.per_char, self._exact
+            known = self._known = [exact[k] if k in exact else MESSAGE_TOKENS + round(n * per_char)
+                                   for k, n in enumerate(self._sizes)]
+        return known
+
+    def total(self, messages: Sequence[Message]) -> int:
+        """The tokens of `messages`: `sum(map(self, messages))`, the plan's new messages measured together."""
+        at, held, known, total, new = self._at, self._messages, self.of_history(), 0, []
+        for m in messages:
+            k = at.get(id(m))
+            if k is not None and held[k] is m:
+                total += known[k]
+            else:
+                new.append(m)
+        return total + sum(tokens_each(new))
 
 
 def sampled_tokens(texts: Sequence[str]) -> int:
@@ -234,7 +270,8 @@ def estimate(before: Sequence[Message], after: Sequence[Message], horizon: int,
     tokenizer's); `cold`: the cache has expired, so the next call writes whatever it sends."""
     price = pricing(profile)
     require_integer("horizon", horizon, 1)
-    tokens = tokens_of if count is None else (lambda ms: sum(count(m) for m in ms))
+    tokens = (tokens_of if count is None else count.total if isinstance(count, HistoryTokens)
+              else (lambda ms: sum(count(m) for m in ms)))
     k = first_change(before, after)
     head, replaced, rebilled = tokens(before[:k]), tokens(before[k:]), tokens(after[k:])
     read = price.cache_write if cold else price.cache_read  # a cold cache rewrites the original too

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,26 @@ def _estimate_slice(data: bytes) -> int:
         edges = np.concatenate((edges, [letter.size]))
     lengths = edges[1::2] - edges[::2]  # runs alternate start, end
     return 10 * int(((lengths + 5) // 6).sum()) + 5 * digits + 9 * symbols
+
+
+def estimate_tenths_each(texts: Sequence[bytes]) -> list[int]:
+    """`estimate_tenths_utf8` of each text, for many at once: one pass over them joined by newlines (which
+    cost nothing and end letter runs), each character's cost assigned to the text it sits in."""
+    if sum(map(len, texts)) < _VECTOR_FROM:
+        return [estimate_tenths_utf8(t) for t in texts]
+    np = _numpy()
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))  # each text's first byte in the joined buffer
+    classes = np.frombuffer(b"\n".join(texts).translate(_CLASS_TABLE), dtype=np.uint8)
+    owner = np.repeat(np.arange(len(texts)), lengths + 1)[: classes.size]  # the text each byte belongs to
+    n = len(texts)
+    cost = 5 * np.bincount(owner[classes == 1], minlength=n) + 9 * np.bincount(owner[classes == 2], minlength=n)
+    letter = np.concatenate(([0], (classes == 0).view(np.int8), [0]))
+    flips = np.flatnonzero(letter[1:] != letter[:-1])  # run starts and ends, alternating
+    run_start, run_end = flips[::2], flips[1::2]
+    cost += 10 * np.bincount(np.searchsorted(starts, run_start, side="right") - 1, weights=(run_end - run_start + 5) // 6,
+                             minlength=n).astype(np.int64)
+    return cost.tolist()
 
 
 def estimate_tenths(text: str) -> int:

@@ -31,7 +31,7 @@ from jev.cost import (
     pricing,
     tokens_of,
 )
-from jev.transcript import Message
+from jev.transcript import Message, TextBlock
 
 
 def words(n: int) -> str:
@@ -260,3 +260,18 @@ def test_jev_cost_replays_every_form_and_reports_each_policy(tmp_path) -> None:
     assert "billed ×" in proc.stderr.decode() and "needed let go (v1)" in proc.stderr.decode()
     bad = cli(["cost", str(sessions), "--trigger-tokens", "100", "--target-tokens", "200"])
     assert bad.returncode == 2 and b"--target-tokens must be below --trigger-tokens" in bad.stderr
+
+
+def test_tokens_each_equals_tokens_of_one_message_at_a_time() -> None:
+    """The plan's new messages are measured together (one vectorised pass): the same figure as measuring
+    each alone, for plain text, digits, symbols, non-ASCII text, letter runs at the edges and empty text."""
+    import random
+
+    from jev.cost import tokens_each, tokens_of
+    rng = random.Random(7)
+    alphabet = "abcXYZ 0189_./-:\n\té漢🙂" + "q" * 20
+    texts = ["", "a", "abcdefg", "  x", "12.5%", "end with letters abcdefghijklm"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 3000))) for _ in range(60)]
+    messages = [Message(f"m{k}", "user", (TextBlock(t),)) for k, t in enumerate(texts)]
+    assert tokens_each(messages) == [tokens_of((m,)) for m in messages]
+    assert sum(tokens_each(messages[:3])) == sum(tokens_of((m,)) for m in messages[:3])  # the short path too
