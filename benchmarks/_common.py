@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "servers"))  # the local servers (loopback only) the benchmarks start, as the tests do
 DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
+SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"  # 61 of them, shipped: where the dev set is absent
 
 from calibration.dataset import trajectories
 from jev.transcript import Message, ToolResultBlock, ToolUseBlock
@@ -23,10 +24,9 @@ _SESSIONS: list[list[Message]] = []
 
 
 def sessions() -> list[list[Message]]:
+    """Real mini-swe-agent sessions: the dev set's, else the sample shipped in `examples/data`."""
     if not _SESSIONS:
-        if not DATA.exists():
-            sys.exit(f"dev trajectories not found at {DATA}")
-        _SESSIONS.extend(messages for _session, messages in trajectories(DATA))
+        _SESSIONS.extend(messages for _session, messages in trajectories(DATA if DATA.exists() else SAMPLE))
     return _SESSIONS
 
 
@@ -35,7 +35,7 @@ def transcript(pairs: int) -> list[Message]:
     (ids made unique) until it holds `pairs` call/result pairs, ending after a result."""
     out: list[Message] = [sessions()[0][0], sessions()[0][1]]
     count = 0
-    for n, session in enumerate(sessions() * 20):
+    for n, session in enumerate(sessions() * 200):
         for message in session[2:]:
             blocks = tuple(dataclasses.replace(b, id=f"{b.id}.{n}") if isinstance(b, (ToolUseBlock, ToolResultBlock))
                            else b for b in message.content)

@@ -1,0 +1,48 @@
+"""A plan's time grows with the history, not with its square (issue 37): twenty times the pairs (200 ->
+4 000) may take at most 35 times as long — a linear plan reads 20–23x here; a quadratic step costing as
+little as the rest of the plan at 2 500 pairs reads ~50x (checked by injecting one). Timed with the
+garbage collector on (its full collections were the superlinear cost), the best of three runs, on real
+sessions (the dev set's, else the sample shipped in examples/data)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _common import transcript  # noqa: E402
+
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode  # noqa: E402
+from jev.judges import LocalJudge, ReplayJudge  # noqa: E402
+
+BOUND = 35
+SMALL, LARGE = 200, 4000
+WHOLE = CompactionConfig(eligible_tools=frozenset({"bash"}), max_state_tokens=20_000_000,
+                         max_request_tokens=20_100_000, max_questions=512, max_transcript_chars=500_000_000)
+WINDOWED = CompactionConfig(eligible_tools=frozenset({"bash"}), max_state_tokens=60_000, max_request_tokens=180_000,
+                            max_transcript_chars=500_000_000)  # windows at both sizes
+
+
+def _best(compactor: Compactor, messages: list, runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        decision = compactor.plan_sync(messages)
+        times.append(time.perf_counter() - started)
+        assert decision.plan is not None, decision.detail
+    return min(times)
+
+
+@pytest.mark.parametrize("judge, config", [(LocalJudge(), WHOLE), (ReplayJudge({}, default=0.5), WINDOWED)],
+                         ids=["local judge, whole history", "remote-style judge, windows"])
+def test_twenty_times_the_pairs_takes_at_most_35_times_as_long(judge, config) -> None:
+    compactor = Compactor(judge, config, ExecutionOptions(Mode.SHADOW, 120))
+    small, large = transcript(SMALL), transcript(LARGE)
+    _best(compactor, small, 1)  # warm the caches both sizes share
+    ratio = _best(compactor, large) / _best(compactor, small)
+    assert ratio <= BOUND, f"{LARGE // SMALL}x the pairs took {ratio:.1f}x as long"
