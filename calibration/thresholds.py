@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GroupShuffleSplit
 
-from jev.policy import DEFAULT_SIZE_EXPONENT, CompactionConfig, Judged, budget_order, budget_target, value_score
+from jev.policy import DEFAULT_SIZE_EXPONENT, CompactionConfig, Judged, budget_order, budget_target, table, value_score
 from jev.validate import require_in
 
 from .fit import ScoreCalibrator
@@ -544,11 +544,11 @@ def _savings(c: Calibration) -> tuple[bool, float, bool, float]:
 
 
 def applied(d: float, k: float, rows: Rows, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """What the compactor does with thresholds (d, k) (`jev.policy.decide`): the rows let go (dropped or
-    truncated) and the rows left UNCERTAIN. A raw result score >= k is always kept."""
+    """What the compactor does with thresholds (d, k) — `jev.policy.table`, the product's own rule, on
+    every row at once: the rows let go (dropped or truncated) and the rows left UNCERTAIN. A raw result
+    score >= k is always kept."""
     low = (score <= d) & (rows.keep_result < k)
-    drop = low & (rows.keep_call <= d)
-    truncate = low & (rows.keep_call >= k)
+    drop, truncate = table(low, rows.keep_call <= d, rows.keep_call >= k)
     return drop | truncate, low & ~drop & ~truncate
 
 

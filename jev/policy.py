@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from .cost import DEFAULT_PROFILE, PricingProfile, pricing
 from .errors import ConfigError, shown
@@ -352,6 +352,18 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
     return out, removed, target
 
 
+B = TypeVar("B")  # a bool, or a numpy bool array
+
+
+def table(result_low: B, call_low: B, call_high: B, truncate_only: B | bool = False) -> tuple[B, B]:
+    """SPEC §6's table on comparisons already made — the result score at or below the discard threshold
+    (and the raw one under the keep threshold), the call's at or below discard, at or above keep — as
+    (drop, truncate). Python bools for one pair (`decide`) or numpy bool arrays for many (calibration's
+    `applied`), so the rule calibration certifies is the product's. A call whose message carries thinking
+    (`truncate_only`) stays: its result is truncated, never dropped."""
+    return result_low & call_low & (truncate_only ^ True), result_low & (call_high | truncate_only)
+
+
 def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
            result_chars: int = 0, truncate_saves: int | None = None, truncate_only: bool = False
            ) -> tuple[Action, Scores]:
@@ -373,9 +385,10 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
     if keep_result >= k:  # a result the judge is sure is needed is kept, however large
         return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
     r = value_score(keep_result, result_chars, config)
-    if r <= d and keep_call <= d and not truncate_only:
+    drop, truncate = table(r <= d, keep_call <= d, keep_call >= k, truncate_only)
+    if drop:
         return Action.DROP_PAIR, Scores(keep_call, keep_result, "DROP_PAIR")
-    if r <= d and (keep_call >= k or truncate_only):
+    if truncate:
         if truncate_saves is not None and truncate_saves <= 0:
             return Action.KEEP, Scores(keep_call, keep_result, "SHORT_RESULT")
         return Action.TRUNCATE_RESULT, Scores(keep_call, keep_result, "TRUNCATE_RESULT")
