@@ -12,7 +12,7 @@ from typing import Any
 from .errors import ArchiveError
 from .markers import is_truncated
 from .scope import Scope
-from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from .transcript import CARRIED_OVER, Message, TextBlock, ToolResultBlock, ToolUseBlock, analyze, canonical_json
 
 NAME = "restore_archived_result"
 DESCRIPTION = ("Bring back the full, original result of an earlier tool call that was archived when the "
@@ -26,16 +26,16 @@ BLANK = "call_id must be a non-blank string"
 
 def occurrences(messages: Sequence[Message], call_id: str) -> list[tuple[int, int | None]]:
     """Where each pair using `call_id` sits, in order: (message of its call, message of its result or
-    None while pending). Pairing is by order, as `jev.transcript.analyze` pairs: a result answers the
-    latest call with its id, and an id may be reused once its pair is complete."""
-    found: list[list[int | None]] = []
-    for i, message in enumerate(messages):
-        for block in message.content:
-            if isinstance(block, ToolUseBlock) and block.id == call_id:
-                found.append([i, None])
-            elif isinstance(block, ToolResultBlock) and block.id == call_id and found and found[-1][1] is None:
-                found[-1][1] = i
-    return [(c, r) for c, r in found]  # type: ignore[misc]
+    None while pending) — the pairs `jev.transcript.analyze` finds (a result answers the latest call with
+    its id, an id may be reused once its pair is complete), and a call still pending last. A result whose
+    call is not in the history (carried over from an earlier one) has no call to bring back."""
+    transcript = analyze(messages)
+    found: list[tuple[int, int | None]] = [(p.call_message, p.result_message) for p in transcript.pairs
+                                            if p.call_id == call_id and p.call_message != CARRIED_OVER]
+    if call_id in transcript.pending:
+        found.append((max(i for i, m in enumerate(messages) for b in m.content
+                          if isinstance(b, ToolUseBlock) and b.id == call_id), None))
+    return found
 
 
 def extract_pair(messages: Sequence[Message], call_id: str, occurrence: int | None = None) -> list[Message]:
