@@ -14,7 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-import _common  # noqa: F401  (puts the repository and servers/ on sys.path)
+import bench  # noqa: F401  (puts the repository and servers/ on sys.path)
 from seaweed import SeaweedFS
 
 from archive import FileArchive, ObjectStoreArchive, Scope

@@ -44,20 +44,19 @@ from quality import (
 )
 
 from calibration import select_thresholds
-from calibration.dataset import Rows, build_rows, group_of
-from calibration.thresholds import Rows as Labelled
-from calibration.thresholds import parse_size_exponents, result_score
+from calibration.dataset import TrainingRows, build_rows, group_of
+from calibration.thresholds import Rows, parse_size_exponents, result_score
 
 
-def labelled(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Labelled:
+def labelled(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Rows:
     """The rows as `jev label` would write them: one certifying unit per instance (the runs of one instance
     are not independent), or per run when `by_run` (optimistic where an instance has several runs)."""
     units = rows.sessions if by_run else np.asarray([group_of(s) for s in rows.sessions])
-    return Labelled(units, np.full(len(needed), "bash"), p_call, p_result, rows.result_chars, needed,
+    return Rows(units, np.full(len(needed), "bash"), p_call, p_result, rows.result_chars, needed,
                     rows.needed_call | needed)
 
 
-def keep_last_curve(rows: Rows, needed: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def keep_last_curve(rows: TrainingRows, needed: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(risk, savings) of keep-last-N for N = 0, 1, ... over the rows at `index`."""
     points: dict[tuple[str, int], list[int]] = {}
     for i in index:
@@ -80,7 +79,7 @@ def at_risk(risk: np.ndarray, saved: np.ndarray, target: float) -> float:
     return float(np.interp(target, risk[order], saved[order]))
 
 
-def cell(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
+def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
          splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,)
          ) -> list[tuple[float, float, float, float, float]]:
     """(judge risk, judge savings, keep-last-N savings at that risk, ratio, size exponent chosen) per certified

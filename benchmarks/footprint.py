@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tracemalloc
 
-from _common import ROOT
+from bench import ROOT
 
 RUNS = 11
 HEAVY = ("numpy", "httpx", "httpx2", "fsspec", "openai", "sklearn", "langchain_core", "archive", "asyncio")

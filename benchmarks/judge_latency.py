@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import orjson
-from _common import paired, timeit, transcript
+from bench import paired, timeit, transcript
 from decisions_server import DecisionsServer
 
 from calibration.train_local import checked_scan_chars

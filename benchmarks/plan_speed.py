@@ -19,7 +19,7 @@ import time
 import tracemalloc
 
 import orjson
-from _common import paired, timeit, transcript
+from bench import paired, timeit, transcript
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json, formats
 from jev.judges import ReplayJudge

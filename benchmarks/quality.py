@@ -64,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from calibration.dataset import Rows, build_rows, group_of, trajectories
+from calibration.dataset import TrainingRows, build_rows, group_of, trajectories
 from calibration.join import read_records
 from calibration.labels import STRICT_LABEL_VERSION, pair_uses
 from calibration.rarity import Rarity
@@ -87,20 +87,20 @@ class Cell:
     size exponent its budget mode ranks with."""
 
     title: str
-    rows: Rows
+    rows: TrainingRows
     source: Path
     p_result: np.ndarray
     p_call: np.ndarray
     size_exponent: float | np.ndarray = 1.0  # or one per row (each fold of a nested cross-validation its own)
 
 
-def trained(train_rows: Rows) -> dict:
+def trained(train_rows: TrainingRows) -> dict:
     """A model document trained on `train_rows` as `python -m calibration.train_local` trains the shipped
     one (its grouped cross-validated choice included), with the shipped common words."""
     return train(train_rows, rarity=load_model().get("rarity"))
 
 
-def scored(title: str, model: dict, rows: Rows, source: Path) -> Cell:
+def scored(title: str, model: dict, rows: TrainingRows, source: Path) -> Cell:
     """A cell of `rows` scored by a model document, ranked with its size exponent."""
     return Cell(title, rows, source, *scores_of(model, rows.X), float(model.get("size_exponent", 1.0)))
 
@@ -139,7 +139,7 @@ def labelled_cell(source: str) -> Cell:
         values = [r.get(name) for r in records]
         return None if any(v is None for v in values) else np.asarray(values, dtype=bool)
 
-    rows = Rows(np.zeros((len(records), 0)), np.asarray([bool(r["needed_result"]) for r in records]),
+    rows = TrainingRows(np.zeros((len(records), 0)), np.asarray([bool(r["needed_result"]) for r in records]),
                 np.asarray([bool(r["needed_call"]) for r in records]),
                 np.asarray([str(r["session_id"]) for r in records]), np.asarray([str(r["key"]) for r in records]),
                 np.asarray([int(r["decision_point"]) for r in records]),
@@ -150,7 +150,7 @@ def labelled_cell(source: str) -> Cell:
     return Cell(f"{judges[0] or 'judge'} → {corpus_name(source)} (labelled)", rows, Path(source), p_result, p_call)
 
 
-def out_of_fold(title: str, rows: Rows, source: Path) -> Cell:
+def out_of_fold(title: str, rows: TrainingRows, source: Path) -> Cell:
     """A cell scoring every row with a judge trained (selection included) without its group: 5 group
     folds, each training its own grouped cross-validated choice — nested, so no fold picks anything on
     the rows it is scored on. Each fold's points are ranked with that fold's size exponent."""
@@ -163,7 +163,7 @@ def out_of_fold(title: str, rows: Rows, source: Path) -> Cell:
     return Cell(title, rows, source, p_result, p_call, exponent)
 
 
-def evaluate(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int,
+def evaluate(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, share: float, min_chars: int,
              same_form: bool = True, seed: int = 0, extra: dict[str, np.ndarray] | None = None,
              size_exponent: float | np.ndarray = 1.0) -> dict[str, Tally]:
     """Per proxy (the strict one, v1 and v2, then any `extra` labels of the same rows): what every policy
@@ -180,7 +180,7 @@ def summarized(t: Tally, n_points: int, boot: int, seed: int = 0) -> dict[str, t
     return out
 
 
-def proxies(rows: Rows) -> dict[str, np.ndarray]:
+def proxies(rows: TrainingRows) -> dict[str, np.ndarray]:
     """The proxies a cell's rows carry, the strict one first (the headline)."""
     out = {STRICT_LABEL_VERSION: rows.needed_strict} if rows.needed_strict is not None else {}
     out["labels-v1"] = rows.needed_result
@@ -194,7 +194,7 @@ _IDENTIFIER = re.compile(r"[_/0-9]|\.\w|[a-z][A-Z]")
 IDENTIFIERS = "labels-v1, identifiers only (diagnostic)"
 
 
-def identifier_needed(rows: Rows, source: Path) -> np.ndarray:
+def identifier_needed(rows: TrainingRows, source: Path) -> np.ndarray:
     """Per row, labels-v1 counting only identifier-shaped uses after the row's point: re-runs, and words
     that keep a `_`, `/`, digit, inner `.` or inner capital once a trailing `.`/`-` is stripped."""
     at: dict[str, list[int]] = defaultdict(list)
@@ -213,7 +213,7 @@ def identifier_needed(rows: Rows, source: Path) -> np.ndarray:
     return out
 
 
-def why_lost(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, source: Path, share: float, min_chars: int,
+def why_lost(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, source: Path, share: float, min_chars: int,
              scan_chars: int, size_exponent: float | np.ndarray = 1.0) -> dict[str, Counter]:
     """Per policy (judge, recency): of the labels-v1-needed results it lets go, what first made each needed
     after its point — `rerun`, `plain` (a word of letters alone) or `other` word — and, of the words, how

@@ -89,7 +89,7 @@ class _Serial:
 
 
 @dataclass(frozen=True, slots=True)
-class Rows:
+class TrainingRows:
     """Decision-point rows: features `X`, labels, and per-row session, pair key and decision point."""
 
     X: np.ndarray
@@ -105,18 +105,18 @@ class Rows:
     needed_strict: np.ndarray | None = None  # labels-v3-strict, the strict proxy
 
     @classmethod
-    def concat(cls, parts: list[Rows]) -> Rows:
+    def concat(cls, parts: list[TrainingRows]) -> TrainingRows:
         """The rows of several sources, one after the other."""
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
 
-    def take(self, index: np.ndarray) -> Rows:
+    def take(self, index: np.ndarray) -> TrainingRows:
         """The rows at `index`."""
-        return Rows(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
+        return TrainingRows(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
 
 
 def session_rows(session: str, messages: list[Message], every: int = 8, protect: int = 3,
                  scan_chars: int = SCAN_CHARS, rarity: Rarity = Rarity()) -> list[tuple]:
-    """Rows of one session: (features, needed_result, needed_call, session, key, point, result_chars,
+    """TrainingRows of one session: (features, needed_result, needed_call, session, key, point, result_chars,
     needed_result_alt, call_chars, call_id, needed_strict); the features read `scan_chars` of each result
     end; `rarity` holds what is too common to count (the strict proxy's tokens, the features' words)."""
     full = analyze(messages)
@@ -151,7 +151,7 @@ def _rows_of(item: tuple[str, bytes, int, int, int]) -> list[tuple]:
 
 
 def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=None, workers: int | None = None,
-               scan_chars: int = SCAN_CHARS, rarity: Rarity | None = None) -> Rows:
+               scan_chars: int = SCAN_CHARS, rarity: Rarity | None = None) -> TrainingRows:
     """All rows of all sessions in `source`, in session order (sessions spread over `workers` processes).
     `rarity`: what is too common to count (default: the tables shipped with the local judge)."""
     rows: list[tuple] = []
@@ -166,9 +166,9 @@ def build_rows(source: str | Path, every: int = 8, protect: int = 3, progress=No
             if progress is not None:
                 progress(part[0][3] if part else "")
     if not rows:
-        return Rows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(10)))
+        return TrainingRows(np.zeros((0, len(FEATURE_NAMES))), *(np.zeros(0) for _ in range(10)))
     cols = list(zip(*rows, strict=True))
-    return Rows(np.asarray(cols[0], dtype=float), np.asarray(cols[1], dtype=bool), np.asarray(cols[2], dtype=bool),
+    return TrainingRows(np.asarray(cols[0], dtype=float), np.asarray(cols[1], dtype=bool), np.asarray(cols[2], dtype=bool),
                 np.asarray(cols[3]), np.asarray(cols[4]), np.asarray(cols[5]), np.asarray(cols[6]),
                 np.asarray(cols[7], dtype=bool), np.asarray(cols[8]), np.asarray(cols[9]),
                 np.asarray(cols[10], dtype=bool))

@@ -53,7 +53,7 @@ from jev.judges.features import FEATURE_NAMES, SCAN_CHARS
 from jev.judges.local import DEPTH, link, logistic, mixed, score, score_trees
 from jev.transcript import analyze
 
-from .dataset import Rows, build_rows, group_of, raw_trajectories
+from .dataset import TrainingRows, build_rows, group_of, raw_trajectories
 from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
 from .rarity import Rarity, rarity_table
 from .yardstick import tally, with_intervals
@@ -85,7 +85,7 @@ _ALWAYS_LEFT = float(np.finfo(float).max)  # a split every finite value passes t
 
 
 def columns(X: np.ndarray) -> np.ndarray:
-    """The model's feature columns of a full `feature_matrix` (or `Rows.X`)."""
+    """The model's feature columns of a full `feature_matrix` (or `TrainingRows.X`)."""
     return X[:, COLUMNS]
 
 
@@ -200,19 +200,19 @@ def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[dict[str
     return _assemble(X, y, oof), metrics, blended
 
 
-def call_label(rows: Rows) -> np.ndarray:
+def call_label(rows: TrainingRows) -> np.ndarray:
     """What the call head learns (`TRAINING_LABEL`): labels-v1 says the call is needed, or either older
     proxy says the result is."""
     result = rows.needed_result if rows.needed_result_alt is None else rows.needed_result | rows.needed_result_alt
     return rows.needed_call | result
 
 
-def part_labels(rows: Rows) -> dict[str, np.ndarray]:
+def part_labels(rows: TrainingRows) -> dict[str, np.ndarray]:
     """What each part of the result head learns: its proxy's "needed" (`PARTS`)."""
     return {ALT_LABEL_VERSION: rows.needed_result_alt, STRICT_LABEL_VERSION: rows.needed_strict}
 
 
-def result_label(rows: Rows) -> np.ndarray:
+def result_label(rows: TrainingRows) -> np.ndarray:
     """What the result head's probability is of: either proxy calls the result needed."""
     return rows.needed_result_alt | rows.needed_strict
 
@@ -244,7 +244,7 @@ class Choice:
     oof_call: np.ndarray  # the call head's, out of fold
 
 
-def choose(rows: Rows, oof_call: np.ndarray, progress: Callable[[str], None] | None = None) -> Choice:
+def choose(rows: TrainingRows, oof_call: np.ndarray, progress: Callable[[str], None] | None = None) -> Choice:
     """Capacity, strict share and size exponent by instance-grouped 5-fold cross-validation on the
     yardstick: each candidate's result head is fitted without a fold and ranks that fold's decision
     points in budget mode beside the call head's out-of-fold probabilities (`oof_call`, from the same
@@ -289,7 +289,7 @@ def choose(rows: Rows, oof_call: np.ndarray, progress: Callable[[str], None] | N
     return Choice(capacity, share, exponent, fitted, table, p_result, oof_call)
 
 
-def fit_mixture(rows: Rows, choice: Choice) -> dict[str, Any]:
+def fit_mixture(rows: TrainingRows, choice: Choice) -> dict[str, Any]:
     """The result head as shipped: a part per proxy on every row at the chosen capacity, weighted by the
     base rates of these rows and the chosen strict share; the link the chosen candidate's (fitted on its
     out-of-fold sums)."""
@@ -300,20 +300,20 @@ def fit_mixture(rows: Rows, choice: Choice) -> dict[str, Any]:
     return {"mixture": {"parts": parts, "link": choice.link}}
 
 
-def groups_of(rows: Rows) -> np.ndarray:
+def groups_of(rows: TrainingRows) -> np.ndarray:
     """The group of every row: its instance (`calibration.dataset.group_of`)."""
     return np.asarray([group_of(s) for s in rows.sessions])
 
 
 def scores_of(model: dict[str, Any], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """P(result needed), P(call needed) of a model document's heads for full feature rows `X` (`Rows.X`),
+    """P(result needed), P(call needed) of a model document's heads for full feature rows `X` (`TrainingRows.X`),
     scored as the local judge scores them."""
     cols = np.asarray([FEATURE_NAMES.index(name) for name in model["features"]])
     return tuple(score(model["heads"][head], X[:, cols], model["version"])
                  for head in ("keep_result", "keep_call"))
 
 
-def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_CHARS,
+def train(rows: TrainingRows, corpora: list[str] | None = None, scan_chars: int = SCAN_CHARS,
           rarity: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The model document: feature names, the depth they read (`rows` must be built reading it, with
     `rarity`'s tables), both heads, the size exponent and the model card's numbers."""
@@ -345,7 +345,7 @@ def train(rows: Rows, corpora: list[str] | None = None, scan_chars: int = SCAN_C
     return model
 
 
-def cross_model_cells(by_corpus: dict[str, Rows], rarity: dict[str, Any], scan_chars: int, boot: int = 1000,
+def cross_model_cells(by_corpus: dict[str, TrainingRows], rarity: dict[str, Any], scan_chars: int, boot: int = 1000,
                       progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The recipe, selection included, trained on each of two corpora and scored on the other: per proxy,
     L of the judge, recency and the oracle and the gap closed, each with a 95 % interval over the test
@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         def say(text: str) -> None:
             progress.update(task, description=text)
 
-        model = train(Rows.concat(list(by_corpus.values())), list(by_corpus), args.scan_chars, rarity, say)
+        model = train(TrainingRows.concat(list(by_corpus.values())), list(by_corpus), args.scan_chars, rarity, say)
         if args.cells and len(sources) == 2:
             model["card"]["cells"] = cross_model_cells(by_corpus, rarity, args.scan_chars, progress=say)
     Path(args.out).write_bytes(orjson.dumps(model, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")

@@ -19,7 +19,7 @@ import numpy as np
 from jev.apply import SHORT_RESULT_SLACK, truncation_marker
 from jev.policy import CompactionConfig, Judged, budget
 
-from .dataset import Rows, group_of
+from .dataset import TrainingRows, group_of
 
 POLICIES = ("judge", "recency", "biggest-first", "random", "oracle", "drop-all")
 _JUDGE, _RECENCY, _ORACLE = POLICIES.index("judge"), POLICIES.index("recency"), POLICIES.index("oracle")
@@ -33,7 +33,7 @@ class Point:
     rows: np.ndarray
 
 
-def points(rows: Rows, min_chars: int) -> list[Point]:
+def points(rows: TrainingRows, min_chars: int) -> list[Point]:
     """The decision points a host would trigger on: at least `min_chars` characters of candidate results."""
     by_point: dict[tuple[str, int], list[int]] = defaultdict(list)
     for i, (s, p) in enumerate(zip(rows.sessions, rows.points, strict=True)):
@@ -50,7 +50,7 @@ def matched(order: np.ndarray, saves: np.ndarray, target: int) -> np.ndarray:
     return order[: reach + 1]
 
 
-def let_go(rows: Rows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
+def let_go(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
            rng: np.random.Generator, needed: np.ndarray, same_form: bool = True, size_exponent: float = 1.0
            ) -> dict[str, np.ndarray]:
     """Indices let go at one point by every policy, the others matched to the characters the judge removed
@@ -122,7 +122,7 @@ def exponent_at(size_exponent: float | np.ndarray, point: Point) -> float:
     return float(size_exponent[point.rows[0]]) if np.ndim(size_exponent) else float(size_exponent)
 
 
-def tally(rows: Rows, p_result: np.ndarray, p_call: np.ndarray, labels: dict[str, np.ndarray], share: float,
+def tally(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, labels: dict[str, np.ndarray], share: float,
           min_chars: int, same_form: bool = True, size_exponent: float | np.ndarray = 1.0, seed: int = 0
           ) -> dict[str, Tally]:
     """Per proxy (`labels`: its name and a needed flag per row): what every policy lets go at every point,

@@ -107,7 +107,8 @@ def run(args: argparse.Namespace, out: Path) -> None:
           + (f", {plan.count(jev.Action.DROP_PAIR)} pairs dropped, {plan.count(jev.Action.TRUNCATE_RESULT)} "
              f"results truncated, reduction {plan.reduction:.1%}" if plan else "")
           + (f", archived as {plan.archive_reference}" if plan and plan.archive_reference else ""))
-    print(f"report: {out / 'report.md'}" + ("" if args.out else " (temporary: --out DIR keeps it)") + "\nnote: the shipped local judge was trained on these dev sessions, so these "
+    print(f"report: {out / 'report.md'}" + ("" if args.out else " (temporary: --out DIR keeps it)")
+          + "\nnote: the shipped local judge was trained on these dev sessions, so these "
           "numbers are optimistic; calibrate on your own sessions.")
 
 

@@ -21,15 +21,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
 
-import jev  # noqa: E402
-from archive import FileArchive, Scope  # noqa: E402
-from jev.integrations.langchain import JevCompactionMiddleware  # noqa: E402
-from jev.judges import ReplayJudge  # noqa: E402
+import jev
+from archive import FileArchive, Scope
+from jev.integrations.langchain import JevCompactionMiddleware
+from jev.judges import ReplayJudge
 
 FILES = {"old_config.py": "DEBUG = True\n" * 3000, "settings.py": "TIMEOUT = 30\n" * 150,
          "app.py": "def main(): ...\n" * 150, "test_app.py": "def test_main(): assert main()\n" * 150}

@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import jev  # noqa: E402
-from archive import Scope, open_archive, restore_tool  # noqa: E402
-from jev import scenario  # noqa: E402
-from jev.judges import ReplayJudge  # noqa: E402
+import jev
+from archive import Scope, open_archive, restore_tool
+from jev import scenario
+from jev.judges import ReplayJudge
 
 
 def main() -> None:

@@ -27,8 +27,7 @@ from .cost import (
 )
 from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
-from .history import Judged as Taken
-from .history import chars_after, take, unchanged
+from .history import Taken, chars_after, take, unchanged
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
 from .policy import (
     PINNED_SCORES,
@@ -113,14 +112,14 @@ class Compactor:
         `idle_seconds`: time since the host's last model call (past the pricing's cache lifetime the cache is
         cold, and a compaction re-bills nothing) — both feed the cost gate."""
         started = time.monotonic()
-        judged_views: tuple[PairView, ...] = ()
+        views_made: tuple[PairView, ...] = ()
         if self.options.mode is Mode.OFF:
             decision = Decision(Status.SKIPPED, Reason.DISABLED)
         else:
             try:
                 check_horizon(horizon, idle_seconds)
                 async with asyncio.timeout(self.options.budget):
-                    decision, judged_views = await self._plan(messages, scope, horizon, idle_seconds)
+                    decision, views_made = await self._plan(messages, scope, horizon, idle_seconds)
             except TimeoutError:
                 decision = Decision(Status.ERROR, Reason.TIMEOUT,
                                     detail=f"plan exceeded its budget of {self.options.budget}s",
@@ -128,7 +127,7 @@ class Compactor:
             except asyncio.CancelledError:
                 self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, (), scope, messages)
                 raise
-        self._emit(context, decision, started, judged_views, scope, messages)
+        self._emit(context, decision, started, views_made, scope, messages)
         return decision
 
     async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
@@ -189,9 +188,9 @@ class Compactor:
         archive write fails: the judgments stand). Any failure is an ERROR decision."""
         pairs: tuple[PairView, ...] = ()
         try:
-            decision, pairs, judged = await self._steps(messages, scope, horizon, idle_seconds)
+            decision, pairs, history = await self._steps(messages, scope, horizon, idle_seconds)
             if decision.status is Status.DECIDED and decision.plan is not None and self.options.mode is Mode.ENFORCE:
-                plan = dataclasses.replace(decision.plan, archive_reference=await self._archive(scope, judged))
+                plan = dataclasses.replace(decision.plan, archive_reference=await self._archive(scope, history))
                 decision = Decision(Status.DECIDED, Reason.ARCHIVED_PROPOSAL, plan, recommendation(plan, True),
                                     detail=decision.detail)
             return decision, pairs
@@ -212,32 +211,33 @@ class Compactor:
         config = self.config
         if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
             raise ConfigError("ENFORCE needs a complete archive scope (user_id, agent_id, session_id)")
-        judged_history = self._take(messages)
-        transcript = judged_history.transcript
+        taken = self._take(messages)
+        transcript = taken.transcript
         pinned = pins(transcript, config)
         why, truncate_only = pinned.why, pinned.truncate_only  # every non-candidate; calls in thinking messages
-        judged = pinned.candidates(transcript)
-        if not judged:
+        candidates = pinned.candidates(transcript)
+        if not candidates:
             detail = no_candidates_detail(transcript, config)
             return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=detail), (), ()
-        requests = plan_requests(transcript, judged, config, receives_state(self.judge))
+        requests = plan_requests(transcript, candidates, config, receives_state(self.judge))
         probabilities, tokens_in, tokens_out = await self._ask_all(requests.calls, transcript)
 
-        if not unchanged(messages, judged_history):
+        if not unchanged(messages, taken):
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged"), (), ()
 
-        gone = let_go(judged, config)
-        chosen, target = self._budget(judged, probabilities, gone, truncate_only)
+        gone = let_go(candidates, config)
+        chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
         if chosen is None:  # the threshold table, pair by pair
             chosen = {p.key: decide(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
-                                    p.result_chars, gone[p.key].truncate_saves, p.key in truncate_only) for p in judged}
+                                    p.result_chars, gone[p.key].truncate_saves, p.key in truncate_only)
+                      for p in candidates}
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
         tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
         if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
-            chosen = self._placed(transcript, judged, chosen, gone, tokens, horizon, cold, config)
+            chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
         decisions: dict[str, Action] = {}
         views: list[PairView] = []
         view, pinned = views.append, why.get
@@ -260,38 +260,38 @@ class Compactor:
             decisions[key] = action
         compacted = apply_actions(transcript, decisions, config)
         before = transcript.chars
-        after = chars_after(compacted, judged_history)
+        after = chars_after(compacted, taken)
         reduction = 1.0 - after / before if before else 0.0
-        judged_views = tuple(views)
-        common = dict(views=judged_views, requests=len(requests.calls),
+        views_made = tuple(views)
+        common = dict(views=views_made, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
-                      result_share=removed / max(1, sum(p.result_chars for p in judged)),
+                      result_share=removed / max(1, sum(p.result_chars for p in candidates)),
                       target_met=None if target is None else removed >= target)
         cost = estimate(transcript.messages, compacted, horizon, config.pricing, tokens, cold)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
-                    judged_views, transcript.messages)
+                    views_made, transcript.messages)
         if gated and not cost.pays:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
-                             detail=unprofitable(cost)), judged_views, transcript.messages)
+                             detail=unprofitable(cost)), views_made, transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True),
                          detail=shortfall(plan, transcript, self._reachable)
-                         if plan.target_met is False or not self._reachable else ""), judged_views,
+                         if plan.target_met is False or not self._reachable else ""), views_made,
                 transcript.messages)
 
     @staticmethod
-    def _placed(transcript: Transcript, judged: Sequence[Pair], chosen: dict[str, tuple[Action, Scores]],
+    def _placed(transcript: Transcript, candidates: Sequence[Pair], chosen: dict[str, tuple[Action, Scores]],
                 gone: dict[str, LetGo], tokens: HistoryTokens, horizon: int, cold: bool, config: CompactionConfig
                 ) -> dict[str, tuple[Action, Scores]]:
         """The table's let-gos from the start that bills least (`jev.cost.cheapest_start`) on: one before it
         stays, reason CACHED_PREFIX (letting it go would re-bill more than it saves). When no start pays,
         the let-gos stay as the table wants them and the gate refuses the plan (UNPROFITABLE)."""
         lets = []
-        for p in judged:
+        for p in candidates:
             action = chosen[p.key][0]
             if action is Action.TRUNCATE_RESULT:
                 lets.append((p.result_message, gone[p.key].truncate_saves * tokens.per_char, p.key))
@@ -346,7 +346,7 @@ class Compactor:
             merged.update(checked)
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
-    def _budget(self, judged: Sequence[Pair], probabilities: dict[str, float | None], gone: dict[str, LetGo],
+    def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: dict[str, LetGo],
                 truncate_only: frozenset[str]) -> tuple[dict[str, tuple[Action, Scores]] | None, int | None]:
         """Budget mode's action and scores per judged pair, and the characters it must remove; (None, None)
         on the threshold table, which decides pair by pair. `gone`: what letting go of each pair removes;
@@ -356,7 +356,7 @@ class Compactor:
         chosen, _removed, target = budget(
             [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
                     p.result_chars, gone[p.key].truncate_saves, gone[p.key].drop_saves, p.key in truncate_only)
-             for p in judged], self.config)
+             for p in candidates], self.config)
         return chosen, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:

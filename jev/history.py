@@ -58,7 +58,7 @@ def _encode(value: Any) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class Judged:
+class Taken:
     """What a plan remembers of the history it judged."""
 
     transcript: Transcript  # the history validated, paired and measured
@@ -83,7 +83,7 @@ def _serialized(parts: list[Any], messages: Sequence[Message] = ()) -> bytes:
         not_json(list(messages), "messages", TranscriptError)
 
 
-def take(messages: Sequence[Message], max_chars: int | None = None) -> Judged:
+def take(messages: Sequence[Message], max_chars: int | None = None) -> Taken:
     """The history as judged: analyzed, its mutable parts set aside. `TranscriptError` in SPEC §2's order:
     more than `max_chars` model-visible characters first ("transcript limit"), then what analysis finds."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
@@ -113,7 +113,7 @@ def take(messages: Sequence[Message], max_chars: int | None = None) -> Judged:
             else:
                 part(metadata)
     parts.extend(transcript.mutable)
-    return Judged(transcript, parts, _serialized(parts, transcript.messages), kept, then)
+    return Taken(transcript, parts, _serialized(parts, transcript.messages), kept, then)
 
 
 def _check_limit(measured: int, max_chars: int | None) -> None:
@@ -122,7 +122,7 @@ def _check_limit(measured: int, max_chars: int | None) -> None:
                               f"exceed max_transcript_chars {max_chars}")
 
 
-def unchanged(messages: Sequence[Message], judged: Judged) -> bool:
+def unchanged(messages: Sequence[Message], judged: Taken) -> bool:
     """The change guard: the caller's list holds the same messages and their mutable parts, looked at
     again where they were, serialize to the same bytes."""
     held = judged.transcript.messages
@@ -149,7 +149,7 @@ def fingerprint(messages: Sequence[Message]) -> bytes:
     return digest.digest()
 
 
-def chars_after(compacted: Sequence[Message], judged: Judged) -> int:
+def chars_after(compacted: Sequence[Message], judged: Taken) -> int:
     """Model-visible characters of the compacted list: messages the plan kept as they were are counted from
     the judged sizes, only those it rebuilt or made (a cut result's message, a tombstone) are measured."""
     transcript = judged.transcript

@@ -32,7 +32,7 @@ class DecisionsServer(LoopbackServer):
         outer = self
 
         class Handler(JsonHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.read_json()
                 with outer._lock:
                     outer.requests.append(body)

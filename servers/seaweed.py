@@ -81,7 +81,7 @@ class SeaweedFS:
                 fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.storage_options)
                 fs.ls("")
                 return
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError("SeaweedFS did not become ready in time")

@@ -21,7 +21,7 @@ class SystemOneServer(LoopbackServer):
         outer = self
 
         class Handler(JsonHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.read_json()
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 outer.requests.append((self.path, headers, body))

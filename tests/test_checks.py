@@ -16,7 +16,7 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_passes() -> None:
-    ran = _run("ruff", "check", "jev", "archive", "calibration", "benchmarks", "tests")
+    ran = _run("ruff", "check", "jev", "archive", "calibration", "benchmarks", "tests", "examples", "servers")
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 

@@ -27,8 +27,8 @@ needs_data = pytest.mark.skipif(not (DATA.exists() and DEEPSEEK.exists()),
 @pytest.fixture(scope="session")
 def rows():
     """The rows the shipped judge is trained on: both dev sets."""
-    from calibration.dataset import Rows, build_rows
-    return Rows.concat([build_rows(DATA), build_rows(DEEPSEEK)])
+    from calibration.dataset import TrainingRows, build_rows
+    return TrainingRows.concat([build_rows(DATA), build_rows(DEEPSEEK)])
 
 
 @pytest.fixture(scope="session")
@@ -432,7 +432,7 @@ def test_result_lines_are_counted_only_for_weights_that_read_them() -> None:
 
 def test_exported_trees_score_as_scikit_learn_does_on_and_between_thresholds() -> None:
     """The judge packs each tree's splits into one code and looks its leaf up; scikit-learn walks the tree.
-    Rows sitting exactly on a threshold go left in both."""
+    TrainingRows sitting exactly on a threshold go left in both."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     from calibration.train_local import TREES, fit_trees

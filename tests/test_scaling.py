@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import transcript  # noqa: E402
+from bench import transcript  # noqa: E402
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode  # noqa: E402
 from jev.judges import LocalJudge, ReplayJudge  # noqa: E402

@@ -26,7 +26,7 @@ from ..transcript import (
     ToolUseBlock,
     block_to_dict,
 )
-from ._common import (
+from .converters import (
     dump_arguments,
     each_message,
     hollow,

@@ -24,7 +24,7 @@ from ..transcript import (
     ToolUseBlock,
     block_to_dict,
 )
-from ._common import each_message, hollow, hollow_block, loaded, refill, refill_block, source_of
+from .converters import each_message, hollow, hollow_block, loaded, refill, refill_block, source_of
 
 NAME = "anthropic"
 

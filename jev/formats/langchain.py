@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import FormatError, shown
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ._common import loaded, source_of
+from .converters import loaded, source_of
 
 NAME = "langchain"
 _THINKING = {"reasoning": "reasoning", "thinking": "thinking"}  # part type -> its text field

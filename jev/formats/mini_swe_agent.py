@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import FormatError
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from . import openai_chat, openai_responses
-from ._common import in_order, loaded, shared_order, source_of
+from .converters import in_order, loaded, shared_order, source_of
 
 NAME = "mini-swe-agent"
 TOOL = "bash"

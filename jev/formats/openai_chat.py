@@ -14,7 +14,15 @@ from typing import Any
 
 from ..errors import FormatError, shown
 from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
-from ._common import dump_arguments, in_order, loaded, parse_arguments, reproducible_arguments, shared_order, source_of
+from .converters import (
+    dump_arguments,
+    in_order,
+    loaded,
+    parse_arguments,
+    reproducible_arguments,
+    shared_order,
+    source_of,
+)
 
 NAME = "openai-chat"
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}

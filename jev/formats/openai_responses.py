@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import FormatError, shown
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ._common import dump_arguments, hollow, loaded, parse_arguments, refill, reproducible_arguments, source_of
+from .converters import dump_arguments, hollow, loaded, parse_arguments, refill, reproducible_arguments, source_of
 
 NAME = "openai-responses"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
