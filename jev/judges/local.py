@@ -38,10 +38,10 @@ _SPLITS, _LEAVES = 2 ** DEPTH - 1, 2 ** DEPTH
 @functools.lru_cache(maxsize=4)
 def load_model(path: str | None = None) -> dict[str, Any]:
     """The model document (JSON), checked against the features this code computes; `ConfigError` names
-    the field and the rule when it is not a model this version can run. Either version names the
+    the field and the rule when it is not a model this code can run. Every version names the
     features it is scored on (names this version computes) and may name `scan_chars`, the characters of each
-    result end they read (120 when absent). Version 1 (0.3.0's): a linear head. Version 2 (up to
-    `jev-local-4`): each head a blend of a linear head and boosted trees. Version 3: each head a blend or
+    result end they read (120 when absent). Version 1 (`jev-local-1`): a linear head. Version 2 (`jev-local-2`
+    to `jev-local-4`): each head a blend of a linear head and boosted trees. Version 3: each head a blend or
     a mixture (`mixture`: weighted boosted trees and a logistic map), with the size exponent the weights
     were tuned at (`size_exponent`) and the common words (`rarity.common_words`, sorted `portable`
     hashes)."""
@@ -57,13 +57,13 @@ def load_model(path: str | None = None) -> dict[str, Any]:
     if not isinstance(model, dict) or model.get("format") != "jev-local-judge" or model.get("version") not in (1, 2, 3):
         raise ConfigError("local judge model: unknown format or version")
     features = model.get("features", ())
-    # either version names its features and is scored on those columns: a version-1 file (0.3.0's) lists
-    # that release's features, which this version still computes among its own
+    # every version names its features and is scored on those columns: a version-1 file lists fewer
+    # features than this code computes, all of them among its own
     if (not isinstance(features, list) or not features or not all(isinstance(f, str) for f in features)
             or not set(features) <= set(FEATURE_NAMES) or len(set(features)) != len(features)):
         raise ConfigError("local judge model: features must name distinct features this version computes "
                           "(retrain it)")
-    scan = model.setdefault("scan_chars", SCAN_CHARS)  # files before 0.4 read the default depth
+    scan = model.setdefault("scan_chars", SCAN_CHARS)  # a file without it was trained at the default depth
     if isinstance(scan, bool) or not isinstance(scan, int) or scan < 1:
         raise ConfigError("local judge model: scan_chars must be an integer >= 1 (the characters of each result "
                           "end the features read)")
