@@ -12,8 +12,9 @@ create-if-absent: `SqliteStore`, `MemoryStore`). `open_archive` picks one from a
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from jev.errors import ArchiveError
 from jev.scope import Archive, Scope
@@ -43,18 +44,30 @@ def open_archive(path_or_url: str | os.PathLike[str], max_bytes: int = DEFAULT_M
     (`s3://bucket/prefix`, `gs://`, `az://`, `memory://`) -> `ObjectStoreArchive` with `storage_options`."""
     target = os.fspath(path_or_url)
     parts = urlsplit(target)
-    if parts.scheme == "file":
-        return FileArchive(parts.path, max_bytes)
-    if parts.scheme == "sqlite":
-        path = parts.path[1:] if not parts.netloc else ""  # SQLAlchemy style: sqlite:///rel.db, sqlite:////abs.db
-        if not path:
-            raise ArchiveError("sqlite archive URL needs a file path: sqlite:///relative.db or sqlite:////abs.db")
-        return StoreArchive(SqliteStore(path), max_bytes)
-    if parts.scheme and len(parts.scheme) > 1:  # one letter would be a Windows drive
-        from .object_store import ObjectStoreArchive
+    scheme = parts.scheme if len(parts.scheme) > 1 else ""  # one letter would be a Windows drive
+    return _OPENERS.get(scheme, _object_store)(target, parts, max_bytes, storage_options)
 
-        return ObjectStoreArchive(target, max_bytes, **storage_options)
-    return FileArchive(target, max_bytes)
+
+def _file(target: str, parts: SplitResult, max_bytes: int, _options: dict[str, Any]) -> Archive:
+    return FileArchive(parts.path if parts.scheme == "file" else target, max_bytes)
+
+
+def _sqlite(_target: str, parts: SplitResult, max_bytes: int, _options: dict[str, Any]) -> Archive:
+    path = parts.path[1:] if not parts.netloc else ""  # SQLAlchemy style: sqlite:///rel.db, sqlite:////abs.db
+    if not path:
+        raise ArchiveError("sqlite archive URL needs a file path: sqlite:///relative.db or sqlite:////abs.db")
+    return StoreArchive(SqliteStore(path), max_bytes)
+
+
+def _object_store(target: str, _parts: SplitResult, max_bytes: int, options: dict[str, Any]) -> Archive:
+    from .object_store import open_url  # fsspec is imported when an object store is first named
+
+    return open_url(target, max_bytes, **options)
+
+
+# scheme -> opener, as fsspec's registry maps protocols to filesystems; any other scheme is an fsspec URL
+_OPENERS: dict[str, Callable[[str, SplitResult, int, dict[str, Any]], Archive]] = {
+    "": _file, "file": _file, "sqlite": _sqlite}
 
 
 __all__ = ["DEFAULT_MAX_BYTES", "Archive", "ArchiveBase", "FileArchive", "KeyValueStore", "MemoryStore",

@@ -6,9 +6,9 @@ surfaces as `FileExistsError`, or (SeaweedFS answers 412 without the condition n
 as `OSError` EINVAL) as an error whose cause carries HTTP status 412 / `PreconditionFailed`: both mean
 "already exists", and the existing object is then verified — never overwritten. Any other error, EINVAL
 without a 412 behind it included, is a failed write. A local path (`file://`, or a URL fsspec resolves to
-its local filesystem) is handed to `FileArchive`, so it gets the same protection: temp file + fsync +
-atomic rename, 0700/0600 modes, and no symlinked root, scope directory or snapshot followed. Snapshots
-are content-addressed, so two writers racing on one reference write identical bytes.
+its local filesystem) is refused: it is `FileArchive`'s (`open_archive` sends it there), whose writes are
+atomic and which follows no symlink. Snapshots are content-addressed, so two writers racing on one
+reference write identical bytes.
 """
 
 from __future__ import annotations
@@ -58,22 +58,36 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _resolved(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
+    """fsspec's filesystem and path for `url`, or the `ArchiveError` saying why there is none."""
+    try:
+        return fsspec.core.url_to_fs(url, **storage_options)
+    except ImportError as exc:
+        raise ArchiveError(f"archive URL {url!r} needs an fsspec backend that is not installed ({exc})") from None
+    except (ValueError, TypeError) as exc:
+        raise ArchiveError(f"archive URL {url!r} cannot be opened ({exc})") from None
+
+
+def open_url(url: str, max_bytes: int = DEFAULT_MAX_BYTES, **storage_options: Any) -> FileArchive | ObjectStoreArchive:
+    """The archive for an fsspec URL: `FileArchive` where fsspec resolves it to the local filesystem, else
+    an `ObjectStoreArchive`."""
+    fs, root = _resolved(url, storage_options)
+    if isinstance(fs, LocalFileSystem):
+        return FileArchive(root, max_bytes)
+    return ObjectStoreArchive(url, max_bytes, **storage_options)
+
+
 class ObjectStoreArchive(ArchiveBase):
     """Snapshots under an fsspec URL; `storage_options` go to the filesystem (credentials, endpoint, …)."""
 
     def __init__(self, url: str, max_bytes: int = DEFAULT_MAX_BYTES, **storage_options: Any) -> None:
         self.max_bytes = check_max_bytes(max_bytes)
-        try:
-            self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
-        except ImportError as exc:
-            raise ArchiveError(f"archive URL {url!r} needs an fsspec backend that is not installed ({exc})") from None
-        except (ValueError, TypeError) as exc:
-            raise ArchiveError(f"archive URL {url!r} cannot be opened ({exc})") from None
+        self.fs, root = _resolved(url, storage_options)
+        if isinstance(self.fs, LocalFileSystem):  # fsspec's would follow symlinks and write in two steps
+            raise ArchiveError(f"archive URL {url!r} is a local path: use FileArchive (open_archive picks it), "
+                               "which writes atomically and follows no symlink")
         self.url = url
         self.root = root.rstrip("/")
-        # fsspec's local filesystem follows symlinks and writes in two steps: the file archive's primitives
-        # do neither (its own `max_bytes` is unused: the limits are checked here, by the base)
-        self._local = FileArchive(root) if isinstance(self.fs, LocalFileSystem) else None
 
     def __repr__(self) -> str:  # storage options (credentials) are never shown
         return f"ObjectStoreArchive({self.url!r}, max_bytes={self.max_bytes})"
@@ -85,8 +99,6 @@ class ObjectStoreArchive(ArchiveBase):
     # --- storage primitives (ArchiveBase) ----------------------------------------------------------
 
     def _read(self, scope: Scope, ref: str, limit: int) -> bytes | None:
-        if self._local is not None:
-            return self._local._read(scope, ref, limit)
         path = self.path(scope, ref)
         try:  # a ranged read: a stored object over the limit is never fetched whole
             return self.fs.cat_file(path, start=0, end=limit + 1)
@@ -108,8 +120,6 @@ class ObjectStoreArchive(ArchiveBase):
         return self.fs.unstrip_protocol(path)
 
     def _create(self, scope: Scope, ref: str, data: bytes) -> bool:
-        if self._local is not None:
-            return self._local._create(scope, ref, data)
         path = self.path(scope, ref)
         try:
             self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
@@ -121,8 +131,6 @@ class ObjectStoreArchive(ArchiveBase):
         return True
 
     def _exists(self, scope: Scope, ref: str) -> bool:
-        if self._local is not None:
-            return self._local._exists(scope, ref)
         path = self.path(scope, ref)
         try:
             self.fs.invalidate_cache(path)
@@ -131,8 +139,6 @@ class ObjectStoreArchive(ArchiveBase):
             raise ArchiveError(f"archive read of {self._url(path)} failed ({_why(exc)})") from None
 
     def _names(self, scope: Scope) -> list[str]:
-        if self._local is not None:
-            return self._local._names(scope)
         folder = f"{self.root}/{scope.digest()}"
         try:
             self.fs.invalidate_cache(folder)
@@ -143,8 +149,6 @@ class ObjectStoreArchive(ArchiveBase):
             raise ArchiveError(f"archive listing of {self._url(folder)} failed ({_why(exc)})") from None
 
     def _remove(self, scope: Scope, ref: str) -> bool:
-        if self._local is not None:
-            return self._local._remove(scope, ref)
         path = self.path(scope, ref)
         try:  # S3 answers a delete of a missing key with success: the base asked `_exists` first
             self.fs.rm_file(path)

@@ -70,7 +70,7 @@ def kind(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Callable[
         build = lambda: ObjectStoreArchive(spec["url"])  # noqa: E731
     elif name == "file":
         spec = {"kind": "url", "url": f"file://{tmp_path}/objects", "options": {}}
-        build = lambda: ObjectStoreArchive(spec["url"])  # noqa: E731
+        build = lambda: open_archive(spec["url"])  # noqa: E731  (a FileArchive: a local URL is its)
     elif name == "sqlite":
         spec = {"kind": "sqlite", "path": str(tmp_path / "archive.db")}
         build = lambda: StoreArchive(SqliteStore(spec["path"]))  # noqa: E731
@@ -164,6 +164,11 @@ def _tamper(name: str, archive: ArchiveBase, ref: str, change=_edit) -> None:
     elif name == "bare":
         key = next(k for k in archive.data if k[1] == ref)
         archive.data[key] = change(archive.data[key])
+    elif isinstance(archive, FileArchive):
+        path = archive.root / SCOPE.digest() / f"{ref}.json"
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(change(data))
     else:
         path = archive.path(SCOPE, ref)
         data = archive.fs.cat_file(path)
@@ -191,12 +196,12 @@ _WRITER = textwrap.dedent("""
     import json, sys
     sys.path[:0] = ["tests", "servers"]
     from conftest import SCOPE, msg, text
-    from archive import ObjectStoreArchive, SqliteStore, StoreArchive
+    from archive import SqliteStore, StoreArchive, open_archive
     spec, payload = json.loads(sys.argv[1]), sys.argv[2]
     if spec["kind"] == "sqlite":
         archive = StoreArchive(SqliteStore(spec["path"]))
     else:
-        archive = ObjectStoreArchive(spec["url"], skip_instance_cache=True, **spec["options"])
+        archive = open_archive(spec["url"], skip_instance_cache=True, **spec["options"])
     print(archive.save(SCOPE, [msg("m", "user", text(payload))]))
 """)
 
@@ -212,6 +217,8 @@ def _objects(name: str, archive: ArchiveBase) -> int:
         return len(archive.store._data)
     if name == "bare":
         return len(archive.data)
+    if isinstance(archive, FileArchive):
+        return len([p for p in archive.root.rglob("*.json") if not p.name.startswith(".")])
     return len([p for p in archive.fs.find(archive.root) if p.endswith(".json") and "/.pending-" not in p])
 
 

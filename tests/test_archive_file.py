@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import SCOPE, reference_messages
 
-from archive import FileArchive, ObjectStoreArchive, Scope
+from archive import FileArchive, ObjectStoreArchive, Scope, open_archive
+from archive.object_store import open_url
 from jev import ArchiveError
 
 
@@ -34,10 +35,20 @@ def test_layout_modes_and_a_second_save_that_writes_nothing(tmp_path: Path) -> N
 
 
 LOCAL = [pytest.param(FileArchive, id="FileArchive"),
-         pytest.param(lambda root: ObjectStoreArchive(f"file://{root}"), id="ObjectStoreArchive-file-url")]
+         pytest.param(lambda root: open_archive(f"file://{root}"), id="open_archive-file-url"),
+         pytest.param(lambda root: open_url(f"local://{root}"), id="open_url-fsspec-local")]
 
 
-@pytest.mark.parametrize("make", LOCAL)  # an fsspec file:// URL gets the file archive's protection
+def test_a_local_url_is_the_file_archives_never_an_object_stores(tmp_path: Path) -> None:
+    """Issue 37: an fsspec URL on the local filesystem opens a FileArchive (atomic writes, no symlink
+    followed); ObjectStoreArchive refuses it by name instead of hiding a second class inside itself."""
+    for url in (f"file://{tmp_path}", f"local://{tmp_path}"):
+        assert isinstance(open_archive(url), FileArchive)
+        with pytest.raises(ArchiveError, match="is a local path: use FileArchive"):
+            ObjectStoreArchive(url)
+
+
+@pytest.mark.parametrize("make", LOCAL)  # an fsspec URL on the local filesystem gets the file archive's protection
 def test_symlinked_root_or_scope_directory_is_refused(tmp_path: Path, make) -> None:
     real = tmp_path / "real"
     real.mkdir()
