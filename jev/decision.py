@@ -89,6 +89,15 @@ class Plan:
     def count(self, action: Action) -> int:
         return sum(1 for v in self.views if v.action is action)
 
+    def figures(self) -> dict[str, Any]:
+        """The plan's figures by name, in one order: what a record's recommendation states as text and
+        `jev compact` writes as JSON."""
+        return {"requests": self.requests, "state_stage": self.state_stage, "windows": self.windows,
+                "request_tokens": self.request_tokens, "result_share": self.result_share,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "reduction": self.reduction,
+                "target_met": self.target_met, "archive_reference": self.archive_reference,
+                "cost": self.cost.as_dict() if self.cost is not None else None}
+
     def pairs_table(self) -> tuple[PairView, ...]:
         """Every pair of the judged history, in key order, with its facts, scores, action and reason."""
         return self.views

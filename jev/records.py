@@ -80,14 +80,17 @@ class Record:
         return orjson.dumps(self.to_dict())
 
 
+RECOMMENDED = ("requests", "state_stage", "windows", "request_tokens", "result_share", "input_tokens",
+               "output_tokens", "reduction")  # the figures every record's recommendation states
+
+
 def recommendation(plan: Plan | None, decided: bool) -> dict[str, str]:
     """The string map a host reads from a record (all values strings, as the reference has them)."""
     if plan is None:
         return {}
-    rec = {"requests": str(plan.requests), "state_stage": plan.state_stage, "windows": str(plan.windows),
-           "request_tokens": str(plan.request_tokens), "result_share": f"{plan.result_share:.4f}",
-           "input_tokens": str(plan.input_tokens), "output_tokens": str(plan.output_tokens),
-           "reduction": f"{plan.reduction:.4f}"}
+    figures = plan.figures()
+    rec = {name: f"{figures[name]:.4f}" if isinstance(figures[name], float) else str(figures[name])
+           for name in RECOMMENDED}
     if decided:
         rec.update({"pairs_removed": str(plan.count(Action.DROP_PAIR)),
                     "results_truncated": str(plan.count(Action.TRUNCATE_RESULT)),

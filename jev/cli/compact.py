@@ -120,6 +120,9 @@ def judge_from(spec: str, url: str | None, model: str | None) -> Any:
     raise UsageError(f"--judge must be local, local:FILE, systemone, openai or replay:FILE (got {spec!r})")
 
 
+NO_PLAN = Plan((), (), 0, 0, 0, "", 0.0).figures()  # the figures of a decision without a plan: an empty one's
+
+
 def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -> dict[str, Any]:
     plan = decision.plan
     adopted = decision.status is Status.DECIDED and mode is Mode.ENFORCE and plan is not None
@@ -130,17 +133,7 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -
         "scores": {k: {"keep_call": s.keep_call, "keep_result": s.keep_result, "reason": s.reason}
                    for k, s in plan.scores.items()} if plan else {},
         "pairs": {k: {"call_id": c, "tool": t} for k, (c, t) in plan.pairs.items()} if plan else {},
-        "requests": plan.requests if plan else 0,
-        "state_stage": plan.state_stage if plan else "",
-        "windows": plan.windows if plan else 0,
-        "request_tokens": plan.request_tokens if plan else 0,
-        "result_share": plan.result_share if plan else 0.0,
-        "target_met": plan.target_met if plan else None,
-        "input_tokens": plan.input_tokens if plan else 0,
-        "output_tokens": plan.output_tokens if plan else 0,
-        "reduction": plan.reduction if plan else 0.0,
-        "archive_reference": plan.archive_reference if plan else "",
-        "cost": plan.cost.as_dict() if plan and plan.cost else None,
+        **(plan.figures() if plan else NO_PLAN),
     }
     if decision.detail:
         out["detail"] = decision.detail
