@@ -48,12 +48,14 @@ def transcript(pairs: int) -> list[Message]:
 
 
 def paired(fn: Callable[[], object], baseline: Callable[[], object], repeat: int = 5,
-           min_time: float = 0.2) -> tuple[float, float, float]:
+           min_time: float = 0.2, collector: bool = False) -> tuple[float, float, float]:
     """Median seconds per call of `fn` and of `baseline`, and the median of their per-round ratio: each
-    round times one then the other back to back, so a machine whose speed drifts slows both alike."""
+    round times one then the other back to back, so a machine whose speed drifts slows both alike. The
+    garbage collector is paused unless `collector` (then give rounds long enough to hold its full
+    collections: `min_time`)."""
     loops = _loops(fn, min_time / repeat), _loops(baseline, min_time / repeat)
     a, b = [], []
-    with _collector_paused():
+    with contextlib.nullcontext() if collector else _collector_paused():
         for _ in range(repeat):
             a.append(_round(fn, loops[0]))
             b.append(_round(baseline, loops[1]))

@@ -347,9 +347,15 @@ def _plain_message(message: Message) -> bool:
                     or not block.name.isascii():
                 return False
         elif kind is ToolResultBlock:
-            if type(block.id) is not str or type(block.name) is not str or type(block.output) is not str \
-                    or block.metadata is not None or not block.output.isascii() or not block.id.isascii() \
-                    or not block.name.isascii():
+            output = block.output
+            if type(block.id) is not str or type(block.name) is not str or block.metadata is not None \
+                    or not block.id.isascii() or not block.name.isascii():
+                return False
+            if type(output) is str:
+                if not output.isascii():
+                    return False
+            elif type(output) is not tuple or not all(  # a result of text parts (Anthropic, LangChain lists)
+                    type(part) is TextBlock and type(part.text) is str and part.text.isascii() for part in output):
                 return False
         elif kind is not ThinkingBlock or type(block.thinking) is not str or not block.thinking.isascii():
             return False

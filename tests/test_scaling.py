@@ -1,8 +1,13 @@
-"""A plan's time grows with the history, not with its square (issue 37): twenty times the pairs (200 ->
-4 000) may take at most 35 times as long — a linear plan reads 20–23x here; a quadratic step costing as
-little as the rest of the plan at 2 500 pairs reads ~50x (checked by injecting one). Timed with the
-garbage collector on (its full collections were the superlinear cost), the best of three runs, on real
-sessions (the dev set's, else the sample shipped in examples/data)."""
+"""A plan's time grows with the history, not with its square (issue 37). On the whole history, twenty
+times the pairs (200 -> 4 000) may take at most 35 times as long: a linear plan reads 20–23x here, and a
+quadratic step costing as little as the rest of the plan at 2 500 pairs reads ~50x (checked by injecting
+one). In windows, ten times the pairs (400 -> 4 000, windowed at both sizes) may take at most 20 times
+as long (it reads 12–14x). Timed with the garbage collector on (its full collections were the
+superlinear cost), the best of three runs, on real sessions (the dev set's, else the sample shipped in
+examples/data).
+
+Not guarded, and superlinear: every window carries all of the history's user text (the task), so a
+history whose user messages keep growing makes windows that hold fewer pairs each (README, Performance)."""
 
 from __future__ import annotations
 
@@ -20,8 +25,6 @@ from bench import transcript  # noqa: E402
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode  # noqa: E402
 from jev.judges import LocalJudge, ReplayJudge  # noqa: E402
 
-BOUND = 35
-SMALL, LARGE = 200, 4000
 WHOLE = CompactionConfig(eligible_tools=frozenset({"bash"}), max_state_tokens=20_000_000,
                          max_request_tokens=20_100_000, max_questions=512, max_transcript_chars=500_000_000)
 WINDOWED = CompactionConfig(eligible_tools=frozenset({"bash"}), max_state_tokens=60_000, max_request_tokens=180_000,
@@ -38,11 +41,12 @@ def _best(compactor: Compactor, messages: list, runs: int = 3) -> float:
     return min(times)
 
 
-@pytest.mark.parametrize("judge, config", [(LocalJudge(), WHOLE), (ReplayJudge({}, default=0.5), WINDOWED)],
+@pytest.mark.parametrize("judge, config, small, large, bound",
+                         [(LocalJudge(), WHOLE, 200, 4000, 35), (ReplayJudge({}, default=0.5), WINDOWED, 400, 4000, 20)],
                          ids=["local judge, whole history", "remote-style judge, windows"])
-def test_twenty_times_the_pairs_takes_at_most_35_times_as_long(judge, config) -> None:
+def test_a_plan_grows_linearly_with_the_history(judge, config, small: int, large: int, bound: int) -> None:
     compactor = Compactor(judge, config, ExecutionOptions(Mode.SHADOW, 120))
-    small, large = transcript(SMALL), transcript(LARGE)
-    _best(compactor, small, 1)  # warm the caches both sizes share
-    ratio = _best(compactor, large) / _best(compactor, small)
-    assert ratio <= BOUND, f"{LARGE // SMALL}x the pairs took {ratio:.1f}x as long"
+    short, long = transcript(small), transcript(large)
+    _best(compactor, short, 1)  # warm the caches both sizes share
+    ratio = _best(compactor, long) / _best(compactor, short)
+    assert ratio <= bound, f"{large // small}x the pairs took {ratio:.1f}x as long (at most {bound}x)"
