@@ -77,12 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from ..transcript import analyze
     trigger, target = _checked(args)
     out = console(args.quiet)
-    try:
-        found = sources(args.source)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"SOURCE {args.source!r}: {exc}") from None
-    if not found:
-        raise UsageError(f"SOURCE {args.source!r}: no transcript (.json, .traj.json, .jsonl) found")
+    found = sources(args.source)
     config = config_from_args(args)
     judge = judge_from(args.judge, args.judge_url, args.judge_model)
     try:

@@ -48,7 +48,18 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def sources(url: str) -> list[tuple[str, Any]]:
-    """(session id, fsspec file) for every transcript `url` names, in name order."""
+    """(session id, fsspec file) for every transcript `url` names, in name order; a `UsageError` naming
+    SOURCE when it cannot be listed or names none."""
+    try:
+        found = _sources(url)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"SOURCE {url!r}: {exc}") from None
+    if not found:
+        raise UsageError(f"SOURCE {url!r}: no transcript ({', '.join(TRANSCRIPT_SUFFIXES)}) found")
+    return found
+
+
+def _sources(url: str) -> list[tuple[str, Any]]:
     import fsspec
 
     fs, _token, paths = fsspec.get_fs_token_paths(url)
@@ -122,12 +133,7 @@ def run(args: argparse.Namespace) -> int:
         if value is not None:
             flag(require_integer, name, value, 1)
     check_file_target(args.records, "--records", fresh=True)  # a replay never mixes with older records
-    try:
-        found = sources(args.source)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"SOURCE {args.source!r}: {exc}") from None
-    if not found:
-        raise UsageError(f"SOURCE {args.source!r}: no transcript (.json, .traj.json, .jsonl) found")
+    found = sources(args.source)
     config = config_from_args(args)
     judge = judge_from(args.judge, args.judge_url, args.judge_model)
     batch: list[bytes] = []
