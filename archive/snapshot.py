@@ -9,9 +9,11 @@ from typing import Any, NoReturn
 
 import orjson
 
+from jev.canonical import canonical_json, unwritable
+from jev.checks import message_problem
 from jev.errors import ArchiveError, FormatError
 from jev.scope import Scope
-from jev.transcript import Message, canonical_json, message_problem, messages_from_dicts, unwritable
+from jev.transcript import Message, messages_from_dicts
 
 from . import key_order
 

@@ -28,9 +28,9 @@ from archive import MemoryStore, StoreArchive
 from calibration.dataset import raw_trajectories
 from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
+from jev.analysis import analyze
 from jev.billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after, replay
 from jev.judges import LocalJudge
-from jev.transcript import analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"swebench": ("mini-swe-agent-swebench-dev.tar.xz", frozenset({"bash"})),

@@ -25,10 +25,10 @@ from decisions_server import DecisionsServer
 
 from calibration.train_local import checked_scan_chars
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json
+from jev.analysis import analyze
 from jev.judges import LocalJudge, OpenAIDecisionsJudge
 from jev.judges.local import load_model
 from jev.judges.retry import NO_RETRIES
-from jev.transcript import analyze
 
 SIZES = (50, 200, 400, 800)
 LATENCY = 0.1

@@ -42,9 +42,10 @@ from calibration.labels import (
 from calibration.rarity import Rarity
 from calibration.train_local import scores_of
 from calibration.yardstick import let_go, points
+from jev.analysis import analyze
 from jev.judges.features import command_text
 from jev.judges.local import load_model
-from jev.transcript import ToolUseBlock, analyze
+from jev.transcript import ToolUseBlock
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE": DATA / "mini-swe-agent-swebench-dev.tar.xz", "DeepSeek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}

@@ -70,10 +70,10 @@ from calibration.labels import STRICT_LABEL_VERSION, pair_uses
 from calibration.rarity import Rarity
 from calibration.train_local import checked_scan_chars, corpus_name, scores_of, train
 from calibration.yardstick import POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals
+from jev.analysis import analyze
 from jev.errors import ConfigError
 from jev.judges.features import SCAN_CHARS
 from jev.judges.local import MODEL, load_model
-from jev.transcript import analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE (Gemini)": DATA / "mini-swe-agent-swebench-dev.tar.xz",

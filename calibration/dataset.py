@@ -19,8 +19,10 @@ import numpy as np
 import orjson
 
 from jev import formats
+from jev.analysis import analyze
+from jev.canonical import canonical_json
 from jev.judges.features import FEATURE_NAMES, SCAN_CHARS, transcript_features
-from jev.transcript import Message, analyze, canonical_json
+from jev.transcript import Message
 
 from .labels import later_reuse, pair_uses, strict_uses
 from .rarity import Rarity

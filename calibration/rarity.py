@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from jev.analysis import Transcript
 from jev.judges.features import command_text
 from jev.judges.words import Buffer, find_words, portable
-from jev.transcript import ToolResultBlock, ToolUseBlock, Transcript
+from jev.transcript import ToolResultBlock, ToolUseBlock
 
 from .labels import RARE_SHARE, frequent, session_tokens
 

@@ -49,9 +49,9 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold
 
 from jev import formats
+from jev.analysis import analyze
 from jev.judges.features import FEATURE_NAMES, SCAN_CHARS
 from jev.judges.local import DEPTH, link, logistic, mixed, score, score_trees
-from jev.transcript import analyze
 
 from .dataset import TrainingRows, build_rows, group_of, raw_trajectories
 from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION

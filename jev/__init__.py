@@ -11,6 +11,7 @@ load when first used.
 from typing import TYPE_CHECKING, Any
 
 from . import formats
+from .canonical import canonical_json
 from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
 from .errors import (
     ArchiveError,
@@ -29,7 +30,7 @@ from .policy import Action, CompactionConfig, Scores
 from .records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
 from .scope import Archive, Scope
 from .state import estimate_tokens
-from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from .compactor import Compactor

@@ -8,11 +8,13 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .analysis import Pair, Transcript
+from .canonical import canonical_json
 from .markers import TOMBSTONE_PREFIX
 from .policy import Action, CompactionConfig
 from .quick import quick_init
 from .state import cut
-from .transcript import Block, Message, Pair, TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
+from .transcript import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 SHORT_RESULT_SLACK = 160
 _INPUT_HEAD = 60

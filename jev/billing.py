@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .analysis import Transcript, analyze
 from .cost import DEFAULT_PROFILE, PricingProfile, message_tokens, pricing, tokens_of_text
 from .decision import Mode, Status
-from .transcript import Message, ToolResultBlock, Transcript, analyze
+from .transcript import Message, ToolResultBlock
 
 CLEARED = "[cleared]"  # LangChain's ClearToolUsesEdit placeholder
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .aio import run_sync
+from .analysis import Pair, Transcript
 from .apply import LetGo, apply_actions, let_go
 from .cost import (
     HistoryTokens,
@@ -46,7 +47,7 @@ from .records import build_record, deliver, pair_records, recommendation, sessio
 from .scope import Archive, Scope
 from .state import cut
 from .token_target import MAX_REDUCTION, transcript_reduction
-from .transcript import Message, Pair, Transcript
+from .transcript import Message
 from .windows import JudgeCall, plan_requests
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows

@@ -24,18 +24,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .analysis import Transcript
+from .canonical import canonical_json
 from .errors import ConfigError
 from .state import estimate_tenths, estimate_tenths_each
-from .transcript import (
-    Message,
-    OtherBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    Transcript,
-    canonical_json,
-)
+from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from .validate import require_in, require_integer, require_text
 
 MESSAGE_TOKENS = 4  # what a provider adds per message (role, separators): an approximation, the same for all

@@ -1,7 +1,7 @@
 """The caller's history as judged, taken once at the start of a plan: the very message objects, their
 analysis (pairs and model-visible sizes), and what the change guard re-reads.
 
-Sizes count model-visible content only (`jev.transcript.visible_chars`) — never envelopes, ids or
+Sizes count model-visible content only (`jev.analysis.visible_chars`) — never envelopes, ids or
 metadata: a history loaded from any form has the same blocks, so the transcript limit and the reduction
 do not depend on the form it came in.
 
@@ -26,20 +26,10 @@ from typing import Any
 
 import orjson
 
+from .analysis import Transcript, analyze, visible_chars
+from .canonical import canonical_json, json_default, not_json
 from .errors import TranscriptError
-from .transcript import (
-    BOOKKEEPING_KEYS,
-    ENVELOPE_KEY,
-    FORMAT_KEY,
-    SOURCE_KEY,
-    Message,
-    Transcript,
-    analyze,
-    canonical_json,
-    json_default,
-    not_json,
-    visible_chars,
-)
+from .transcript import BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message
 
 _BOOKKEEPING = frozenset(BOOKKEEPING_KEYS)
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar
 
+from .analysis import CARRIED_OVER, Pair, Transcript
 from .cost import DEFAULT_PROFILE, PricingProfile, pricing
 from .errors import ConfigError, shown
 from .markers import is_truncated
 from .quick import quick_init
-from .transcript import CARRIED_OVER, Pair, Transcript
 from .validate import require_in, require_integer, require_text
 
 SUSPENDED_METADATA_KEYS = ("suspended", "pending", "jev.suspended")

@@ -6,10 +6,11 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .analysis import Pair
+from .canonical import canonical_json
 from .errors import StateBudgetError
 from .quick import quick_init
 from .state import estimate_tenths
-from .transcript import Pair, canonical_json
 
 ENVELOPE_TOKENS = 20
 

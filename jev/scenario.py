@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .canonical import canonical_json
 from .compactor import Compactor
 from .decision import Decision, ExecutionOptions, Mode, Status
 from .judges import LocalJudge, ReplayJudge
 from .policy import CompactionConfig
 from .records import Record
 from .scope import Scope
-from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock, canonical_json
+from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 CONSTRAINT = "Never edit generated files. Fix the failing count test."
 OBSOLETE = "obsolete file contents "

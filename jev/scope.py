@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from .canonical import canonical_json
 from .errors import ConfigError
-from .transcript import Message, canonical_json
+from .transcript import Message
 
 MAX_SCOPE_CHARS = 512
 

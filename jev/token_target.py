@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from .analysis import Transcript, analyze
 from .cost import HistoryTokens, exact_indices, sampled_tokens
 from .errors import JevError
 from .policy import CompactionConfig, candidates
-from .transcript import Message, Transcript, analyze
+from .transcript import Message
 from .validate import require_integer
 
 MAX_REDUCTION = 0.99  # target_reduction must stay below 1: the rest is for the head of a truncation

@@ -473,7 +473,7 @@ def test_repeated_compaction_keeps_earlier_tombstones_and_markers_and_restores_e
 
 
 def test_the_pairs_table_joins_every_fact_and_says_why_a_pair_was_pinned() -> None:
-    from jev.transcript import analyze
+    from jev.analysis import analyze
     messages = reference_messages()
     messages.insert(5, msg("c-other", "assistant", call("other", "write", {"path": "out.txt", "text": "x" * 200})))
     messages.insert(6, msg("r-other", "tool", result("other", "ok", name="write")))

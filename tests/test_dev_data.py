@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Reason, Status, formats
+from jev.analysis import analyze
 from jev.judges import LocalJudge, ReplayJudge
-from jev.transcript import ToolResultBlock, analyze
+from jev.transcript import ToolResultBlock
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SETS = {"swebench": DATA / "mini-swe-agent-swebench-dev.tar.xz", "deepseek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}

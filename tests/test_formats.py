@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jev import FormatError, formats
-from jev.transcript import TextBlock, ToolUseBlock, analyze
+from jev.analysis import analyze
+from jev.transcript import TextBlock, ToolUseBlock
 
 CHAT = [
     {"role": "system", "content": "You fix tests."},

@@ -11,11 +11,11 @@ import pytest
 from conftest import call, msg, other_tools_history, result, text
 
 from jev import ConfigError, JudgeError, formats
+from jev.analysis import analyze
 from jev.judges import JudgeRequest, LocalJudge
 from jev.judges.features import CATEGORIES, FEATURE_NAMES, category, transcript_features
 from jev.judges.local import load_model
 from jev.questions import questions_for
-from jev.transcript import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"

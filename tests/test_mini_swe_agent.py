@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from jev import CompactionConfig, formats
+from jev.analysis import analyze
 from jev.errors import FormatError
 from jev.history import take
 from jev.policy import candidates
-from jev.transcript import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, analyze
+from jev.transcript import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 ENVELOPE = {"trajectory_format": "mini-swe-agent-1.1", "instance_id": "demo__demo-1",
             "info": {"exit_status": "Submitted", "submission": "diff --git a/x b/x\n"}}

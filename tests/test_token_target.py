@@ -22,8 +22,8 @@ def test_the_excess_becomes_a_share_of_the_candidate_results() -> None:
     r = reduction_for_tokens(messages, tokens, tokens - 1_000, CONFIG)
     # 1 000 of the host's tokens over: in SPEC §4 tokens (the host's count against the estimate of the same
     # history), then in result characters at the results' own rate, out of 12 000 candidate characters
+    from jev.analysis import analyze
     from jev.cost import HistoryTokens, sampled_tokens
-    from jev.transcript import analyze
     t = analyze(messages)
     estimated = sum(map(HistoryTokens(t.messages, t.sizes), t.messages))
     per_token = 12_000 / sampled_tokens([p.result.text for p in t.pairs])

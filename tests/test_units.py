@@ -22,13 +22,14 @@ from jev import (
     canonical_json,
     estimate_tokens,
 )
+from jev.analysis import analyze
 from jev.apply import apply_actions
 from jev.errors import StateBudgetError
 from jev.markers import TRUNCATION_MARKER, is_truncated
 from jev.policy import candidates, decide, pinned_message_indices
 from jev.questions import batches, questions_map
 from jev.state import build_state, cut, fit_state
-from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, analyze, messages_from_dicts
+from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, messages_from_dicts
 
 # --- token estimate and cutting -------------------------------------------------------------------
 
@@ -374,8 +375,8 @@ def _visible(blocks) -> int:
 
 
 def test_reduction_sizes_count_model_visible_content_only() -> None:
+    from jev.analysis import visible_chars
     from jev.history import chars_after, take
-    from jev.transcript import visible_chars
     messages = reference_messages()
     messages.insert(1, msg("u", "user", text("ünïcödé text"), ThinkingBlock("hm")))
     messages[2] = messages[2].replace(metadata={"jev.source": {"big": "x" * 5000}, "host": [1, 2]})
@@ -433,8 +434,8 @@ def test_vectorised_token_estimate_is_additive_across_its_slices(monkeypatch) ->
 def test_quick_init_values_behave_as_their_dataclasses() -> None:
     import dataclasses
 
+    from jev.analysis import Pair
     from jev.quick import quick_init
-    from jev.transcript import Pair
     block = ToolResultBlock("c", "read", ["x"])  # type: ignore[arg-type]  # __post_init__ still runs: list -> tuple
     assert block.output == ("x",) and block.state == "success" and block.metadata is None
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -481,3 +482,17 @@ def test_the_shared_value_rules() -> None:
     assert [is_probability(v) for v in (0, 1, 0.5, 1.0000001, -0.0, False)] == [True, True, True, False, True, False]
     assert [is_positive(v) for v in (1e-9, 0, -1, float("inf"))] == [True, False, False, False]
     assert [is_integer(v, 0, 3) for v in (0, 3, 4, -1, 2.0, True)] == [True, True, False, False, False, False]
+
+
+def test_names_that_left_jev_transcript_still_import_from_it_with_a_warning() -> None:
+    """Issue 37 split the transcript module (model / canonical JSON / checks / analysis); one home per
+    name, and the old import path keeps working for a host's code, with a DeprecationWarning."""
+    import jev.analysis
+    import jev.canonical
+    import jev.transcript
+    with pytest.warns(DeprecationWarning, match="moved to jev.analysis.analyze"):
+        assert jev.transcript.analyze is jev.analysis.analyze
+    with pytest.warns(DeprecationWarning, match="moved to jev.canonical.canonical_json"):
+        assert jev.transcript.canonical_json is jev.canonical.canonical_json
+    with pytest.raises(AttributeError):
+        jev.transcript.no_such_name  # noqa: B018

@@ -9,11 +9,13 @@ import pytest
 from conftest import ScriptedJudge, compactor, long_history, reference_config, reference_messages
 
 from jev import CompactionConfig, Mode, Reason, Status
+from jev.analysis import analyze
+from jev.canonical import canonical_json
 from jev.judges import LocalJudge, ReplayJudge
 from jev.judges.base import receives_state
 from jev.policy import candidates
 from jev.state import INPUT_CAPS, state_tokens
-from jev.transcript import ToolUseBlock, analyze, canonical_json
+from jev.transcript import ToolUseBlock
 from jev.windows import NOT_SENT, WINDOW_CONTEXT, plan_requests
 
 CONFIG = dict(eligible_tools=frozenset({"read"}), preserve_recent_messages=6, minimum_reduction=0.0)

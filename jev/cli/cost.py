@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from archive import MemoryStore, StoreArchive
     from calibration.labels import needed_later
 
+    from ..analysis import analyze
     from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, replay
-    from ..transcript import analyze
     trigger, target = _checked(args)
     out = console(args.quiet)
     found = sources(args.source)

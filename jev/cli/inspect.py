@@ -13,11 +13,11 @@ import argparse
 import re
 from typing import Any
 
+from ..analysis import analyze
 from ..errors import JevError
 from ..formats import FORMATS
 from ..history import size
 from ..policy import CompactionConfig, candidates
-from ..transcript import analyze
 from .common import UsageError, check_file_target, console, read_transcript, write_json
 
 

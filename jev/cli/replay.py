@@ -18,13 +18,15 @@ from typing import Any
 
 from rich.progress import Progress
 
+from ..analysis import analyze
+from ..canonical import canonical_json
 from ..compactor import Compactor
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import FORMATS, TRANSCRIPT_SUFFIXES, detect, load, parse, session_id
 from ..policy import Action
 from ..state import estimate_tokens
-from ..transcript import Message, analyze, canonical_json, message_to_dict
+from ..transcript import Message, message_to_dict
 from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, staged, write_json
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from

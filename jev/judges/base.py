@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ..analysis import Transcript
 from ..errors import JudgeProtocolError
 from ..questions import Question
-from ..transcript import Transcript
 from ..validate import is_probability
 
 

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock, Transcript, canonical_json
+from ..analysis import Transcript
+from ..canonical import canonical_json
+from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock
 from .words import Buffer, Words, find_words, portable, run_starts
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
@@ -396,7 +398,7 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: 
     failed[reading.owner[failing[reading.kind[failing] == _RESULT]]] = True
 
     if reading.result_at.size != n_pairs:  # analyze pairs every result, in the order they appear
-        raise ValueError("feature_matrix needs a transcript validated by jev.transcript.analyze")
+        raise ValueError("feature_matrix needs a transcript validated by jev.analysis.analyze")
     edit_at = reading.call_at[edit]
     r = np.arange(n_pairs)  # pairs are numbered in the order their results appear, as results are here
     c = reading.result_call

@@ -1,0 +1,231 @@
+"""Validation and pairing (SPEC §2) with the sizes of what the model sees, in one pass over the blocks:
+`analyze` turns a message list into a `Transcript` (its pairs, where each block sits, what is pending)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import orjson
+
+from .canonical import CANONICAL_OPTIONS, canonical_json, chars, json_default, not_json
+from .checks import message_problem, plain_message
+from .errors import TranscriptError
+from .quick import quick_init
+from .transcript import (
+    VERBATIM_KINDS,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+
+def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "content", first: int = 0) -> int:
+    """Characters of what the model sees of `blocks`: text, thinking, each call's tool name and canonical
+    input, each result's text, other blocks as their canonical JSON — never envelopes, ids or metadata, so
+    a history's size does not depend on the form it was loaded from. With `parts`, every mutable value
+    inside the blocks (call inputs, result metadata, other blocks' JSON objects) is appended to it.
+    `analyze` applies the same rules inline (it runs on every plan); a unit test keeps the two equal. A
+    value with no JSON form is refused naming its place (`where`: the blocks' path, `first`: the index of
+    `blocks[0]` there)."""
+    total = 0
+    for k, block in enumerate(blocks, first):
+        kind = type(block)
+        if kind is TextBlock:
+            total += len(block.text)
+        elif kind is ToolResultBlock:
+            output = block.output
+            if parts is not None and block.metadata is not None:
+                parts.append(block.metadata)
+            total += len(output) if type(output) is str else visible_chars(output, parts, f"{where}[{k}].output")
+        elif kind is ToolUseBlock:
+            value = block.input
+            if type(value) is str:
+                total += len(block.name) + len(value)
+            else:
+                try:
+                    total += len(block.name) + len(canonical_json(value).decode())
+                except TypeError:
+                    not_json(value, f"{where}[{k}].input", TranscriptError)
+                if parts is not None:
+                    parts.append(value)
+        elif kind is ThinkingBlock:
+            total += len(block.thinking)
+        else:  # an unknown block: its JSON object is what the model is sent
+            data = getattr(block, "data", block)
+            try:
+                total += chars(canonical_json(data))
+            except TypeError:
+                not_json(data, f"{where}[{k}]", TranscriptError)
+            if parts is not None:
+                parts.append(data)
+    return total
+
+
+CARRIED_OVER = -1  # the `call_message` of a result whose call is not in the history (see `analyze`)
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A call and its result: key `tK` in the order results appear; indices point into the messages."""
+
+    key: str
+    call_id: str
+    tool: str
+    call_message: int
+    result_message: int
+    call: ToolUseBlock
+    result: ToolResultBlock
+    input_json: str  # the call's input as canonical JSON, made once: the state, tombstones and views show it
+    result_chars: int  # characters of the result's text, counted once: ranking, budgets and records use it
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class Transcript:
+    """A validated message list with its pair table and the ids of calls still pending.
+
+    Call ids may be reused once their pair is complete (providers accept it), so a block is found by its
+    place — `call_pair(i, id)` / `result_pair(i, id)`, `i` the message index — never by its id alone."""
+
+    messages: tuple[Message, ...]
+    pairs: tuple[Pair, ...]
+    pending: frozenset[str] = field(default_factory=frozenset)
+    places: Mapping[str, Pair] = field(default_factory=dict)  # `place(is result, message index, id)` -> pair
+    thinking: frozenset[int] = frozenset()  # indices of the messages with a thinking block (they pin themselves)
+    opaque: frozenset[int] = frozenset()  # indices of the messages with content jev does not read (pinned too)
+    sizes: tuple[int, ...] = ()  # model-visible characters of each message (`visible_chars`)
+    mutable: tuple[Any, ...] = ()  # the mutable values inside the blocks, in order (what a change guard re-reads)
+
+    def call_pair(self, message_index: int, call_id: str) -> Pair | None:
+        """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
+        return self.places.get(place(False, message_index, call_id))
+
+    def result_pair(self, message_index: int, call_id: str) -> Pair | None:
+        """The pair whose result is the block `call_id` of message `message_index`."""
+        return self.places.get(place(True, message_index, call_id))
+
+    @property
+    def chars(self) -> int:
+        """Model-visible characters of the whole history."""
+        return sum(self.sizes)
+
+
+def place(result: bool, message_index: int, call_id: str) -> str:
+    """The key of a call (or result) block in `Transcript.places`: a string, which the garbage collector
+    does not track (a tuple per block made every plan over thousands of pairs pay for full collections)."""
+    return f"{'r' if result else 'c'}{message_index} {call_id}"
+
+
+def _input_json(call: ToolUseBlock, where: str) -> str:
+    try:
+        return orjson.dumps(call.input, default=json_default, option=CANONICAL_OPTIONS).decode()
+    except orjson.JSONEncodeError:
+        not_json(call.input, f"{where}.input", TranscriptError)
+
+
+def _check_message(message: Any, i: int) -> None:
+    """Raise `TranscriptError` naming what is wrong with `messages[i]`, if anything."""
+    if not isinstance(message, Message):
+        raise TranscriptError(f"messages[{i}] is a {type(message).__name__}, not a jev.Message")
+    problem = message_problem(message, f"messages[{i}]")
+    if problem is not None:
+        raise TranscriptError(problem)
+
+
+def _refuse(messages: Sequence[Message], i: int, problem: str) -> NoReturn:
+    """Raise `problem` (a pairing or content error at `messages[i]`) — unless a later message is malformed
+    or repeats an id: those are reported first, as a list validated before pairing would."""
+    seen: set[str] = set()
+    for k, message in enumerate(messages):
+        if k > i and (type(message) is not Message or not plain_message(message)):
+            _check_message(message, k)
+        if message.id in seen:
+            raise TranscriptError(f"duplicate message id {message.id!r} at messages[{k}]")
+        seen.add(message.id)
+    raise TranscriptError(problem)
+
+
+def analyze(messages: Sequence[Message]) -> Transcript:
+    """Validate a transcript, pair its calls and results, and measure it (model-visible characters per
+    message, and the mutable values a change guard re-reads), or raise `TranscriptError` naming the culprit.
+
+    Pairing is by order: a result answers the open call with its id; an id used again after its pair
+    completed starts a new pair; only two calls open at once with one id are ambiguous. A history that
+    continues an earlier one (a Claude Code session resumed in a new file) may begin with results whose
+    calls are not in it: a result before the history's first call, answering an id not seen before, is
+    such a *carried-over* result — a pair of its own whose `call_message` is -1 (its call block a stand-in
+    with no input, in no message), which policy pins. One pass over the blocks does all of it: this runs
+    at the start of every plan."""
+    seen_messages: set[str] = set()
+    open_calls: dict[str, tuple[int, ToolUseBlock, str]] = {}
+    completed: set[str] = set()
+    pairs: list[Pair] = []
+    places: dict[tuple[bool, int, str], Pair] = {}
+    thinking: set[int] = set()
+    sizes: list[int] = []
+    parts: list[Any] = []
+    part, size_of = parts.append, sizes.append
+    opaque: set[int] = set()
+    called = False  # a call seen yet: before the first, a result without one is carried over
+    for i, message in enumerate(messages):
+        if type(message) is not Message or not plain_message(message):  # the usual message passes here
+            _check_message(message, i)
+        if message.id in seen_messages:
+            raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
+        seen_messages.add(message.id)
+        total = 0
+        for j, block in enumerate(message.content):
+            kind = type(block)
+            if kind is TextBlock:
+                total += len(block.text)
+            elif kind is ThinkingBlock:
+                thinking.add(i)
+                total += len(block.thinking)
+            elif kind is ToolUseBlock:
+                if not block.id.strip() or block.id in open_calls:
+                    _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
+                            + (" (blank)" if not block.id.strip() else
+                               f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
+                value = block.input
+                json = _input_json(block, f"messages[{i}].content[{j}]")
+                total += len(block.name) + (len(value) if type(value) is str else len(json))
+                if type(value) is not str:
+                    part(value)
+                open_calls[block.id] = (i, block, json)
+                called = True
+            elif kind is ToolResultBlock:
+                call = open_calls.get(block.id)
+                if call is None and not called and block.id not in completed and block.id.strip():
+                    call = (CARRIED_OVER, ToolUseBlock(block.id, block.name, None), "null")
+                    open_calls[block.id] = call
+                if call is None or call[0] >= i or call[1].name != block.name:
+                    _refuse(messages, i, f"unpaired result {block.id!r} ({block.name}) at messages[{i}].content[{j}]"
+                            + (": its call already has a result" if call is None and block.id in completed else ""))
+                del open_calls[block.id]
+                completed.add(block.id)
+                output = block.output
+                if block.metadata is not None:
+                    part(block.metadata)
+                if type(output) is str:
+                    result_chars = len(output)
+                    total += result_chars
+                else:
+                    result_chars = len(block.text)
+                    total += visible_chars(output, parts, f"messages[{i}].content[{j}].output")
+                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
+                            result_chars)
+                pairs.append(pair)
+                places[place(True, i, block.id)] = pair
+                if call[0] != CARRIED_OVER:
+                    places[place(False, call[0], block.id)] = pair
+            else:  # an image a user pasted, a file, an unknown part: sent as it is, never changed by a plan
+                if block.type not in VERBATIM_KINDS:
+                    opaque.add(i)
+                total += visible_chars((block,), parts, f"messages[{i}].content", j)
+        size_of(total)
+    return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
+                      frozenset(opaque), tuple(sizes), tuple(parts))
