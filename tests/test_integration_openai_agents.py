@@ -143,10 +143,16 @@ def test_input_filter_compacts_the_view_only(tmp_path) -> None:
     decisions: list = []
     session = SQLiteSession("s4")
     config = RunConfig(call_model_input_filter=input_filter(compactor(Mode.ENFORCE, tmp_path), scope=SCOPE,
-                                                            decisions=decisions))
+                                                            decisions=decisions, keep_decisions=50))
     assert run(session, model, config).final_output == "done"
     assert stored_call_ids(session) == ["call1", "call2", "call3"]  # the session keeps everything
     assert any(d.status.value == "DECIDED" for d in decisions)
+    assert len(decisions) == len(model.inputs)  # one per model call, all 50 kept
+    bounded: list = []  # issue 37: the list grew with every model call; now the last keep_decisions (1)
+    config = RunConfig(call_model_input_filter=input_filter(compactor(Mode.ENFORCE, tmp_path), scope=SCOPE,
+                                                            decisions=bounded))
+    run(SQLiteSession("s4-bounded"), ScriptedModel(), config)
+    assert len(bounded) == 1
     assert not any(isinstance(i, dict) and i.get("call_id") == "call1" for i in model.inputs[-1])
 
 

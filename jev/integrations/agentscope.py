@@ -83,9 +83,9 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
         decision = self.host.keep(await compactor.plan(messages, scope=scope,
                                                        context={"session_id": agent.state.session_id},
                                                        horizon=self.host.horizon_for(agent)))
-        if mode is not Mode.SHADOW and self.host.adopts(decision) and _dicts(agent.state.context) == judged:
-            compacted = formats.dump(list(self.host.adopted(decision, scope)), FORMAT)
-            agent.state.context[:] = [Msg.model_validate(d) for d in compacted]
+        adopted = self.host.commit(decision, scope, lambda: _dicts(agent.state.context) == judged)
+        if adopted is not None:
+            agent.state.context[:] = [Msg.model_validate(d) for d in formats.dump(list(adopted), FORMAT)]
         self.host.planned(_count(agent.state.context, self.trigger[0]))
         if mode is Mode.SHADOW:
             await next_handler()

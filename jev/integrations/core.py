@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..compactor import Compactor
@@ -111,13 +111,23 @@ class HostCompaction:
         self.recent.append(decision)
         return decision
 
-    def adopts(self, decision: Decision) -> bool:
-        """The commit rule: only an ENFORCE plan that DECIDED is adopted (the host then checks its history
-        is still the one judged)."""
+    def commit(self, decision: Decision, scope: Scope | None, unchanged: Callable[[], bool]
+               ) -> tuple[Message, ...] | None:
+        """The commit guard every adapter uses: an ENFORCE plan that DECIDED is adopted only while the
+        host's history is still the one judged — `unchanged()`, the host's own look at its store, asked
+        only then. The compacted messages (the snapshot's reference kept for restores), or None: leave the
+        history as it is."""
+        return self._adopted(decision, scope) if self._adopts(decision) and unchanged() else None
+
+    async def acommit(self, decision: Decision, scope: Scope | None, unchanged: Callable[[], Awaitable[bool]]
+                      ) -> tuple[Message, ...] | None:
+        """`commit` for a host whose store is read asynchronously."""
+        return self._adopted(decision, scope) if self._adopts(decision) and await unchanged() else None
+
+    def _adopts(self, decision: Decision) -> bool:
         return self.mode is Mode.ENFORCE and decision.status is Status.DECIDED and decision.plan is not None
 
-    def adopted(self, decision: Decision, scope: Scope | None) -> tuple[Message, ...]:
-        """The compacted messages of an adopted plan; its snapshot's reference is kept for restores."""
+    def _adopted(self, decision: Decision, scope: Scope | None) -> tuple[Message, ...]:
         assert decision.plan is not None
         if scope is not None and decision.plan.archive_reference:
             self.references.append((scope, decision.plan.archive_reference))

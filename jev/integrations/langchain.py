@@ -97,10 +97,12 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         return self.compactor.options.mode is Mode.ENFORCE and self._fires(state["messages"])
 
     def _commit(self, decision: Decision, live: list[Any], before: bytes, scope: Scope | None) -> dict[str, Any] | None:
-        if not self.host.adopts(self.host.keep(decision)) or fingerprint(formats.load(live, "langchain")) != before:
+        adopted = self.host.commit(self.host.keep(decision), scope,
+                                   lambda: fingerprint(formats.load(live, "langchain")) == before)
+        if adopted is None:
             self.host.planned(self._count(live))  # not adopted, or the live history moved on: keep it
             return None
-        compacted = formats.dump(list(self.host.adopted(decision, scope)), "langchain")
+        compacted = formats.dump(list(adopted), "langchain")
         self.host.planned(self._count(compacted))
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted]}
 

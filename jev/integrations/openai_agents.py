@@ -81,10 +81,14 @@ class JevSession(Adapter, SessionABC):
         compactor = self.host.sized(judged, lambda: self.token_counter(items))
         decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
                                                        horizon=self.host.horizon_for(self)))
-        if not self.host.adopts(decision) or await self.underlying.get_items() != items:  # moved on: keep it
+        async def unchanged() -> bool:
+            return await self.underlying.get_items() == items
+
+        adopted = await self.host.acommit(decision, self.scope, unchanged)
+        if adopted is None:  # not adopted, or the session moved on: keep it
             self.host.planned(len(items))
             return
-        compacted = formats.dump(list(self.host.adopted(decision, self.scope)), FORMAT)
+        compacted = formats.dump(list(adopted), FORMAT)
         self.host.planned(len(compacted))
         await self.underlying.clear_session()
         try:
@@ -102,19 +106,23 @@ class JevSession(Adapter, SessionABC):
 
 def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions: list[Decision] | None = None,
                  target_tokens: int | None = None,
-                 token_counter: Callable[[list[Any]], int] = estimated_tokens) -> Callable[[CallModelData[Any]], Any]:
+                 token_counter: Callable[[list[Any]], int] = estimated_tokens,
+                 keep_decisions: int = 1) -> Callable[[CallModelData[Any]], Any]:
     """A `call_model_input_filter`: each model call gets the compacted input on DECIDED in ENFORCE, the input
-    unchanged otherwise (SHADOW only records). The session's stored history is never touched."""
-    host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens)
+    unchanged otherwise (SHADOW only records). The session's stored history is never touched. `decisions`,
+    when given, holds the last `keep_decisions` decisions (it grew with every model call before)."""
+    host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens, keep_decisions=keep_decisions)
 
     async def compact_input(data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
         judged = formats.load(items, FORMAT)
         decision = await host.sized(judged, lambda: token_counter(items)).plan(judged, scope=scope)
-        if decisions is not None:
+        if decisions is not None:  # the caller's list, bounded as every adapter's: the last keep_decisions
             decisions.append(decision)
-        if host.adopts(decision):
-            items = formats.dump(list(host.adopted(decision, None)), FORMAT)
+            del decisions[:-keep_decisions]
+        adopted = host.commit(decision, None, lambda: True)  # the call's own input: nothing else can change it
+        if adopted is not None:
+            items = formats.dump(list(adopted), FORMAT)
         return ModelInputData(input=items, instructions=data.model_data.instructions)
 
     return compact_input
