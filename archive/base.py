@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from jev.archived_pair import extract_pair
 from jev.errors import ArchiveError
-from jev.restore import extract_pair
 from jev.scope import Scope
 from jev.transcript import Message
 from jev.validate import require_integer

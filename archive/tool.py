@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jev.archived_pair import BLANK, DESCRIPTION, NAME, SCHEMA, describe, latest_pair, restore_latest
 from jev.errors import ArchiveError
-from jev.restore import BLANK, DESCRIPTION, NAME, SCHEMA, describe, latest_pair, restore_latest
 from jev.scope import Scope
 
 from .snapshot import check_reference

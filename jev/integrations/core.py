@@ -23,10 +23,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ..archived_pair import restore_latest
 from ..compactor import Compactor
 from ..decision import Decision, Mode, Status
 from ..errors import ConfigError
-from ..restore import restore_latest
 from ..scope import Scope
 from ..token_target import check_target_tokens
 from ..transcript import Message

@@ -20,10 +20,10 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .. import formats
+from ..archived_pair import DESCRIPTION, NAME
 from ..compactor import Compactor
 from ..decision import Decision, Mode
 from ..history import fingerprint
-from ..restore import DESCRIPTION, NAME
 from ..scope import Scope
 from .core import Adapter, HostCompaction, check_trigger
 

@@ -24,9 +24,9 @@ from agents.memory import SessionABC
 from agents.run import CallModelData, ModelInputData
 
 from .. import formats
+from ..archived_pair import DESCRIPTION, NAME, SCHEMA
 from ..compactor import Compactor
 from ..decision import Decision, Mode
-from ..restore import DESCRIPTION, NAME, SCHEMA
 from ..scope import Scope
 from ..state import estimate_tokens
 from .core import Adapter, HostCompaction, check_count
