@@ -113,14 +113,14 @@ class Compactor:
         `idle_seconds`: time since the host's last model call (past the pricing's cache lifetime the cache is
         cold, and a compaction re-bills nothing) — both feed the cost gate."""
         started = time.monotonic()
-        views_made: tuple[PairView, ...] = ()
+        views: tuple[PairView, ...] = ()
         if self.options.mode is Mode.OFF:
             decision = Decision(Status.SKIPPED, Reason.DISABLED)
         else:
             try:
                 check_horizon(horizon, idle_seconds)
                 async with asyncio.timeout(self.options.budget):
-                    decision, views_made = await self._plan(messages, scope, horizon, idle_seconds)
+                    decision, views = await self._plan(messages, scope, horizon, idle_seconds)
             except TimeoutError:
                 decision = Decision(Status.ERROR, Reason.TIMEOUT,
                                     detail=f"plan exceeded its budget of {self.options.budget}s",
@@ -128,7 +128,7 @@ class Compactor:
             except asyncio.CancelledError:
                 self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, (), scope, messages)
                 raise
-        self._emit(context, decision, started, views_made, scope, messages)
+        self._emit(context, decision, started, views, scope, messages)
         return decision
 
     async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
@@ -263,8 +263,8 @@ class Compactor:
         before = transcript.chars
         after = chars_after(compacted, taken)
         reduction = 1.0 - after / before if before else 0.0
-        views_made = tuple(views)
-        common = dict(views=views_made, requests=len(requests.calls),
+        pair_views = tuple(views)
+        common = dict(views=pair_views, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=removed / max(1, sum(p.result_chars for p in candidates)),
@@ -273,15 +273,15 @@ class Compactor:
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
-                    views_made, transcript.messages)
+                    pair_views, transcript.messages)
         if gated and not cost.pays:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
-                             detail=unprofitable(cost)), views_made, transcript.messages)
+                             detail=unprofitable(cost)), pair_views, transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True),
                          detail=shortfall(plan, transcript, self._reachable)
-                         if plan.target_met is False or not self._reachable else ""), views_made,
+                         if plan.target_met is False or not self._reachable else ""), pair_views,
                 transcript.messages)
 
     @staticmethod
