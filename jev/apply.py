@@ -8,7 +8,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .analysis import Pair, Transcript
+from .analysis import Pair, Transcript, place
 from .canonical import canonical_json
 from .markers import TOMBSTONE_PREFIX
 from .policy import Action, CompactionConfig
@@ -104,9 +104,9 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
     but their content; a message left with no blocks is removed. With `config.tombstones` each dropped
     pair leaves its tombstone line as a message of its own right after where its call was (a message
     made here, so every form writes it afresh; never a lone result)."""
-    # blocks by place (is result, message index, id): a call id may be reused once its pair is complete
-    dropped: set[tuple[bool, int, str]] = set()
-    replaced: dict[tuple[bool, int, str], ToolResultBlock] = {}
+    # blocks by `place` (call or result, message index, id): a call id may be reused once its pair is complete
+    dropped: set[str] = set()
+    replaced: dict[str, ToolResultBlock] = {}
     tombstones: dict[int, list[Message]] = {}  # message index of a dropped call -> the lines it leaves
     touched: set[int] = set()
     for pair in transcript.pairs:
@@ -114,7 +114,7 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
         if action is Action.KEEP:
             continue
         if action is Action.DROP_PAIR:
-            dropped.update(((False, pair.call_message, pair.call_id), (True, pair.result_message, pair.call_id)))
+            dropped.update((place(False, pair.call_message, pair.call_id), place(True, pair.result_message, pair.call_id)))
             touched.update((pair.call_message, pair.result_message))
             if config.tombstones:
                 holder = transcript.messages[pair.call_message]
@@ -124,8 +124,8 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
             output = truncated_output(pair, config)
             if output is not None:
                 r = pair.result
-                replaced[(True, pair.result_message, pair.call_id)] = ToolResultBlock(r.id, r.name, output, r.state,
-                                                                                      r.metadata)
+                replaced[place(True, pair.result_message, pair.call_id)] = ToolResultBlock(r.id, r.name, output,
+                                                                                           r.state, r.metadata)
                 touched.add(pair.result_message)
     out: list[Message] = []
     for i, message in enumerate(transcript.messages):
@@ -135,10 +135,10 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
         blocks: list[Block] = []
         for block in message.content:
             if isinstance(block, (ToolUseBlock, ToolResultBlock)):
-                place = (isinstance(block, ToolResultBlock), i, block.id)
-                if place in dropped:
+                at = place(isinstance(block, ToolResultBlock), i, block.id)
+                if at in dropped:
                     continue
-                block = replaced.get(place, block)
+                block = replaced.get(at, block)
             blocks.append(block)
         if blocks:
             out.append(Message(message.id, message.role, tuple(blocks), message.name, message.metadata,
@@ -149,11 +149,11 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
     return out
 
 
-def _assert_results_have_calls(transcript: Transcript, dropped: set[tuple[bool, int, str]]) -> None:
+def _assert_results_have_calls(transcript: Transcript, dropped: set[str]) -> None:
     """Provider rules hold: every call let go of takes its result with it (blocks leave only through
     `dropped`, so this is all that could leave a result without its call)."""
-    for is_result, i, call_id in dropped:
-        if not is_result:
-            pair = transcript.call_pair(i, call_id)
-            if pair is None or (True, pair.result_message, call_id) not in dropped:
-                raise RuntimeError(f"internal error: result {call_id!r} would survive without its call")
+    for at in dropped:
+        if at[0] == "c":  # a call's place: its pair's result must go too
+            pair = transcript.places.get(at)
+            if pair is None or place(True, pair.result_message, pair.call_id) not in dropped:
+                raise RuntimeError(f"internal error: result of call place {at!r} would survive without its call")
