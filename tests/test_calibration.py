@@ -193,6 +193,39 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
     assert not (out / "thresholds.json").exists()  # never a silent (or stale) threshold
 
 
+def test_cli_calibrate_certifies_on_the_label_named(tmp_path: Path) -> None:
+    """`--label labels-v3-strict` counts the strict proxy's "needed" (`needed_result_strict`) in R_result:
+    where labels-v1 calls every result needed, certifying on the strict label lets go of more; the stamp
+    names the label; a file without the column is refused by name (exit 2), nothing written."""
+    rows = synthetic(120, "beta", np.random.default_rng(9))
+    labelled = tmp_path / "labelled.jsonl"
+    with labelled.open("w") as f:
+        for i in range(len(rows.sessions)):
+            f.write(json.dumps({"session_id": rows.sessions[i], "tool": "bash", "key": f"t{i}",
+                                "keep_call": rows.keep_call[i], "keep_result": rows.keep_result[i],
+                                "result_chars": int(rows.result_chars[i]), "reason": "UNCERTAIN",
+                                "needed_result": True, "needed_result_strict": bool(rows.needed_result[i]),
+                                "needed_call": bool(rows.needed_call[i])}) + "\n")
+    v1 = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--out", str(tmp_path / "v1")],
+             cwd=ROOT, capture_output=True, timeout=120)
+    out = tmp_path / "strict"
+    strict = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--label", "labels-v3-strict",
+                  "--out", str(out)], cwd=ROOT, capture_output=True, timeout=120)
+    assert strict.returncode == 0, strict.stderr.decode()
+    stamped = json.loads((out / "thresholds.json").read_text())
+    assert stamped["calibrated_for"]["label_version"] == "labels-v3-strict"
+    assert v1.returncode == 0, v1.stderr.decode()
+    lenient = json.loads((tmp_path / "v1" / "thresholds.json").read_text())
+    assert stamped["discard_threshold"] > lenient["discard_threshold"]  # 0.119 against 0.039 here
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "needed_result_strict"})
+                            + "\n" for line in labelled.read_text().splitlines()))
+    refused = cli(["calibrate", str(bare), "--alpha", "0.1", "--delta", "0.1", "--label", "labels-v3-strict",
+                   "--out", str(tmp_path / "bare")], cwd=ROOT, capture_output=True, timeout=120)
+    assert refused.returncode == 2 and b"needed_result_strict" in refused.stderr
+    assert not (tmp_path / "bare").exists()
+
+
 def budget_rows(n_sessions: int, rng: np.random.Generator, points: int = 4, pairs: int = 12) -> Rows:
     """Sessions with several decision points each, pairs carrying what a truncation and a drop remove."""
     cols: dict[str, list] = {k: [] for k in ("s", "call", "result", "chars", "nr", "nc", "point", "key", "ts", "ds")}
