@@ -78,6 +78,11 @@ def test_jev_label_joins_records_with_transcripts(tmp_path: Path) -> None:
     reuse = later_reuse(analyze(messages))
     assert {r["key"]: r["needed_result_reuse"] for r in rows} == {k: reuse[k] > cut - 1 for k in by_key}
     assert any(r["needed_result_reuse"] for r in rows) and not all(r["needed_result_reuse"] for r in rows)
+    # and the strict proxy, its rarity cut the shipped table's (never these sessions')
+    from calibration.labels import strict_uses
+    from calibration.rarity import Rarity
+    strict = strict_uses(analyze(messages), Rarity.shipped().tokens)
+    assert {r["key"]: r["needed_result_strict"] for r in rows} == {k: strict[k] > cut - 1 for k in by_key}
 
 
 def test_jev_label_missing_records_file_is_a_usage_error(tmp_path: Path) -> None:
