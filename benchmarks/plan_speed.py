@@ -82,15 +82,14 @@ def main() -> None:
         size = len(canonical_json(messages))
         judge = ReplayJudge(answers_for(messages), default=0.5)
         records: list = []
-        compactor = Compactor(judge, CONFIG, ExecutionOptions(Mode.SHADOW, 600, "bench",
-                                                               lambda _c, r: records.append(r)))
+        options = ExecutionOptions(Mode.SHADOW, 600, "bench", lambda _c, r: records.append(r))
 
         def load_and_plan() -> None:  # a host that hands over JSON
-            decision = compactor.plan_sync(formats.load(data, "jev"))
+            decision = Compactor(judge, CONFIG, options).plan_sync(formats.load(data, "jev"))
             assert decision.plan is not None, decision.detail
 
-        def plan() -> None:  # a host that holds jev messages
-            decision = compactor.plan_sync(messages)
+        def plan() -> None:  # a host that holds jev messages, planning them for the first time
+            decision = Compactor(judge, CONFIG, options).plan_sync(messages)
             assert decision.plan is not None, decision.detail
 
         repeat = 5 if pairs <= 4000 else 2  # the median of 5 where the goal is set
@@ -128,21 +127,24 @@ def collected() -> None:
     the cost that grows faster than the history), cold (a history the compactor has not planned) and
     warm (the history it planned, grown by one pair), each against the floor of the history (timed in turns
     with the cold plan; one pair more changes it by a quarter of a percent at 400 pairs)."""
-    print("\nlocal judge, garbage collector on:")
+    print("\nlocal judge, garbage collector on (cold: a compactor that has planned nothing; warm: one that planned "
+          "the history before it grew by one pair, read from there):")
     print(f"{'pairs':>6} {'cold ms':>8} {'floor ms':>9} {'cold/floor':>11} {'warm ms':>8} {'warm/floor':>11}")
     cold = {}
     for pairs in (400, 4000):
-        messages, grown = transcript(pairs), transcript(pairs + 1)
-        compactor = Compactor(LocalJudge(), CONFIG, ExecutionOptions(Mode.SHADOW, 600, "bench"))
+        messages = transcript(pairs)
+        grown = [*messages, *transcript(pairs + 1)[len(messages):]]  # the same message objects, one pair more
+        judge, options = LocalJudge(), ExecutionOptions(Mode.SHADOW, 600, "bench")
 
         floor = floor_of(messages)
-        t_cold, t_floor, ratio = paired(lambda m=messages, c=compactor: c.plan_sync(m), floor, repeat=5,
-                                        min_time=4.0, collector=True)
+        t_cold, t_floor, ratio = paired(lambda m=messages: Compactor(judge, CONFIG, options).plan_sync(m), floor,
+                                        repeat=5, min_time=4.0, collector=True)
 
-        def warm(c=compactor, m=messages, g=grown) -> None:  # the same history grown by one pair
-            c.plan_sync(m)
+        def warm(m=messages, g=grown) -> None:  # the history planned before, grown by one pair
+            compactor = Compactor(judge, CONFIG, options)
+            compactor.plan_sync(m)
             started = time.perf_counter()
-            c.plan_sync(g)
+            compactor.plan_sync(g)
             warm.spent += time.perf_counter() - started
 
         warm.spent = 0.0

@@ -160,72 +160,117 @@ def analyze(messages: Sequence[Message]) -> Transcript:
     such a *carried-over* result — a pair of its own whose `call_message` is -1 (its call block a stand-in
     with no input, in no message), which policy pins. One pass over the blocks does all of it: this runs
     at the start of every plan."""
-    seen_messages: set[str] = set()
-    open_calls: dict[str, tuple[int, ToolUseBlock, str]] = {}
-    completed: set[str] = set()
-    pairs: list[Pair] = []
-    places: dict[tuple[bool, int, str], Pair] = {}
-    thinking: set[int] = set()
-    sizes: list[int] = []
-    parts: list[Any] = []
-    part, size_of = parts.append, sizes.append
-    opaque: set[int] = set()
-    called = False  # a call seen yet: before the first, a result without one is carried over
-    for i, message in enumerate(messages):
-        if type(message) is not Message or not plain_message(message):  # the usual message passes here
-            _check_message(message, i)
-        if message.id in seen_messages:
-            raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
-        seen_messages.add(message.id)
-        total = 0
-        for j, block in enumerate(message.content):
-            kind = type(block)
-            if kind is TextBlock:
-                total += len(block.text)
-            elif kind is ThinkingBlock:
-                thinking.add(i)
-                total += len(block.thinking)
-            elif kind is ToolUseBlock:
-                if not block.id.strip() or block.id in open_calls:
-                    _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
-                            + (" (blank)" if not block.id.strip() else
-                               f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
-                value = block.input
-                json = _input_json(block, f"messages[{i}].content[{j}]")
-                total += len(block.name) + (len(value) if type(value) is str else len(json))
-                if type(value) is not str:
-                    part(value)
-                open_calls[block.id] = (i, block, json)
-                called = True
-            elif kind is ToolResultBlock:
-                call = open_calls.get(block.id)
-                if call is None and not called and block.id not in completed and block.id.strip():
-                    call = (CARRIED_OVER, ToolUseBlock(block.id, block.name, None), "null")
-                    open_calls[block.id] = call
-                if call is None or call[0] >= i or call[1].name != block.name:
-                    _refuse(messages, i, f"unpaired result {block.id!r} ({block.name}) at messages[{i}].content[{j}]"
-                            + (": its call already has a result" if call is None and block.id in completed else ""))
-                del open_calls[block.id]
-                completed.add(block.id)
-                output = block.output
-                if block.metadata is not None:
-                    part(block.metadata)
-                if type(output) is str:
-                    result_chars = len(output)
-                    total += result_chars
-                else:
-                    result_chars = len(block.text)
-                    total += visible_chars(output, parts, f"messages[{i}].content[{j}].output")
-                pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
-                            result_chars)
-                pairs.append(pair)
-                places[place(True, i, block.id)] = pair
-                if call[0] != CARRIED_OVER:
-                    places[place(False, call[0], block.id)] = pair
-            else:  # an image a user pasted, a file, an unknown part: sent as it is, never changed by a plan
-                if block.type not in VERBATIM_KINDS:
-                    opaque.add(i)
-                total += visible_chars((block,), parts, f"messages[{i}].content", j)
-        size_of(total)
-    return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
-                      frozenset(opaque), tuple(sizes), tuple(parts))
+    return _Scan().run(messages, 0)
+
+
+def extend(previous: Transcript, messages: Sequence[Message]) -> Transcript:
+    """`analyze(messages)` for a history that begins with `previous.messages` (the very same objects, whose
+    mutable parts the caller has checked are unchanged: `jev.history.unchanged`): only the messages after
+    them are read — what a host planning the same history grown by a few messages pays for."""
+    return _Scan.resumed(previous).run(messages, len(previous.messages))
+
+
+class _Scan:
+    """The state of one pass over a history's blocks: everything `analyze` accumulates, so that a pass can
+    resume where an earlier one ended (`extend`)."""
+
+    def __init__(self) -> None:
+        self.seen_messages: set[str] = set()
+        self.open_calls: dict[str, tuple[int, ToolUseBlock, str]] = {}
+        self.completed: set[str] = set()
+        self.pairs: list[Pair] = []
+        self.places: dict[str, Pair] = {}
+        self.thinking: set[int] = set()
+        self.opaque: set[int] = set()
+        self.sizes: list[int] = []
+        self.parts: list[Any] = []
+        self.called = False  # a call seen yet: before the first, a result without one is carried over
+
+    @classmethod
+    def resumed(cls, previous: Transcript) -> _Scan:
+        """The state at the end of the pass that made `previous` (its pending calls found from the end)."""
+        scan = cls()
+        messages = previous.messages
+        scan.seen_messages = {m.id for m in messages}
+        scan.pairs, scan.places = list(previous.pairs), dict(previous.places)
+        scan.thinking, scan.opaque = set(previous.thinking), set(previous.opaque)
+        scan.sizes, scan.parts = list(previous.sizes), list(previous.mutable)
+        scan.completed = {p.call_id for p in previous.pairs}
+        scan.called = bool(previous.pending) or any(p.call_message != CARRIED_OVER for p in previous.pairs)
+        missing = set(previous.pending)
+        for i in range(len(messages) - 1, -1, -1):  # a pending call is the latest block with its id
+            if not missing:
+                break
+            for block in messages[i].content:
+                if type(block) is ToolUseBlock and block.id in missing:
+                    missing.discard(block.id)
+                    scan.open_calls[block.id] = (i, block, _input_json(block, f"messages[{i}]"))
+        return scan
+
+    def run(self, messages: Sequence[Message], start: int) -> Transcript:
+        """Read `messages[start:]` on from this state; the transcript of the whole list."""
+        seen_messages, open_calls, completed, pairs, places = (self.seen_messages, self.open_calls, self.completed,
+                                                               self.pairs, self.places)
+        thinking, opaque, sizes, parts = self.thinking, self.opaque, self.sizes, self.parts
+        part, size_of = parts.append, sizes.append
+        called = self.called
+        for i in range(start, len(messages)):
+            message = messages[i]
+            if type(message) is not Message or not plain_message(message):  # the usual message passes here
+                _check_message(message, i)
+            if message.id in seen_messages:
+                raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
+            seen_messages.add(message.id)
+            total = 0
+            for j, block in enumerate(message.content):
+                kind = type(block)
+                if kind is TextBlock:
+                    total += len(block.text)
+                elif kind is ThinkingBlock:
+                    thinking.add(i)
+                    total += len(block.thinking)
+                elif kind is ToolUseBlock:
+                    if not block.id.strip() or block.id in open_calls:
+                        _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
+                                + (" (blank)" if not block.id.strip() else
+                                   f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
+                    value = block.input
+                    json = _input_json(block, f"messages[{i}].content[{j}]")
+                    total += len(block.name) + (len(value) if type(value) is str else len(json))
+                    if type(value) is not str:
+                        part(value)
+                    open_calls[block.id] = (i, block, json)
+                    called = True
+                elif kind is ToolResultBlock:
+                    call = open_calls.get(block.id)
+                    if call is None and not called and block.id not in completed and block.id.strip():
+                        call = (CARRIED_OVER, ToolUseBlock(block.id, block.name, None), "null")
+                        open_calls[block.id] = call
+                    if call is None or call[0] >= i or call[1].name != block.name:
+                        _refuse(messages, i, f"unpaired result {block.id!r} ({block.name}) at messages[{i}].content[{j}]"
+                                + (": its call already has a result" if call is None and block.id in completed else ""))
+                    del open_calls[block.id]
+                    completed.add(block.id)
+                    output = block.output
+                    if block.metadata is not None:
+                        part(block.metadata)
+                    if type(output) is str:
+                        result_chars = len(output)
+                        total += result_chars
+                    else:
+                        result_chars = len(block.text)
+                        total += visible_chars(output, parts, f"messages[{i}].content[{j}].output")
+                    pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
+                                result_chars)
+                    pairs.append(pair)
+                    places[place(True, i, block.id)] = pair
+                    if call[0] != CARRIED_OVER:
+                        places[place(False, call[0], block.id)] = pair
+                else:  # an image a user pasted, a file, an unknown part: sent as it is, never changed by a plan
+                    if block.type not in VERBATIM_KINDS:
+                        opaque.add(i)
+                    total += visible_chars((block,), parts, f"messages[{i}].content", j)
+            size_of(total)
+        self.called = called
+        return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
+                          frozenset(opaque), tuple(sizes), tuple(parts))

@@ -101,7 +101,9 @@ class Compactor:
             raise ConfigError(f"calibrated_for: these thresholds were certified for judge {stamped!r}, not {name!r}; "
                               "shadow, label and calibrate again with this judge")
         self.archive = archive
-        self._sized_on: Taken | None = None  # set on `for_tokens`' copies only
+        # the last history this compactor took (one): a plan of the same history grown by a few messages reads
+        # only those (`jev.history.take`), and `for_tokens`' copy judges the very history it was sized on
+        self._taken: Taken | None = None
         self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
 
     # --- public API -----------------------------------------------------------------------------
@@ -157,11 +159,11 @@ class Compactor:
         — `tokens` long as the host counts them — under `target_tokens` (`jev.token_target`). Itself when
         there is no target, the history is already under it, or nothing could be let go. The copy keeps
         the analysis it sized the plan on: planning that same list, unchanged (the change guard proves
-        it), judges it without analyzing it again; any other list is taken afresh."""
+        it), judges it without analyzing it again."""
         if target_tokens is None or tokens <= target_tokens:
             return self
         try:
-            taken = take(messages, self.config.max_transcript_chars)
+            taken = self._take(messages)
         except JevError:  # not a history this compactor can judge: its plan says why
             return self
         reduction = transcript_reduction(taken.transcript, tokens, target_tokens, self.config)
@@ -169,17 +171,15 @@ class Compactor:
             return self
         other = copy.copy(self)
         other.config = dataclasses.replace(self.config, target_reduction=reduction)
-        other._sized_on = taken
+        other._taken = taken
         other._reachable = reduction < MAX_REDUCTION  # capped: even every candidate result would not do
         return other
 
     def _take(self, messages: Sequence[Message]) -> Taken:
-        """The history as judged: the analysis `for_tokens` sized this copy on when `messages` is still
-        that history, else analyzed now."""
-        taken = self._sized_on
-        if taken is not None and unchanged(messages, taken):
-            return taken
-        return take(messages, self.config.max_transcript_chars)
+        """The history as judged, read from where the last one this compactor took ended when it begins
+        with those very messages, unchanged (`jev.history.take`), and kept for the next."""
+        taken = self._taken = take(messages, self.config.max_transcript_chars, previous=self._taken)
+        return taken
 
     # --- the plan, step by step ---------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from .analysis import Transcript, analyze, visible_chars
+from .analysis import Transcript, analyze, extend, visible_chars
 from .canonical import canonical_json, json_default, not_json
 from .errors import TranscriptError
 from .transcript import BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message
@@ -73,13 +73,20 @@ def _serialized(parts: list[Any], messages: Sequence[Message] = ()) -> bytes:
         not_json(list(messages), "messages", TranscriptError)
 
 
-def take(messages: Sequence[Message], max_chars: int | None = None) -> Taken:
+def take(messages: Sequence[Message], max_chars: int | None = None, previous: Taken | None = None) -> Taken:
     """The history as judged: analyzed, its mutable parts set aside. `TranscriptError` in SPEC §2's order:
-    more than `max_chars` model-visible characters first ("transcript limit"), then what analysis finds."""
+    more than `max_chars` model-visible characters first ("transcript limit"), then what analysis finds.
+    With `previous` (an earlier plan's), a history that begins with the very messages it judged, their
+    mutable parts unchanged (`unchanged`), is read from where that one ended (`jev.analysis.extend`)."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise TranscriptError("messages must be a list of jev.Message")
+    held = len(previous.transcript.messages) if previous is not None else 0
+    if previous is not None and not (0 < held <= len(messages) and unchanged(messages[:held], previous)):
+        previous, held = None, 0
+    if previous is not None and held == len(messages):
+        return previous  # the same history, unchanged: judged as it was
     try:
-        transcript = analyze(messages)
+        transcript = extend(previous.transcript, messages) if previous is not None else analyze(messages)
     except TranscriptError as exc:  # analysis runs first (it measures too), so the limit is checked here
         try:
             measured = sum(map(size, messages))
@@ -91,8 +98,12 @@ def take(messages: Sequence[Message], max_chars: int | None = None) -> Taken:
     parts: list[Any] = []
     kept: list[Any] = []
     then: list[dict[Any, Any]] = []
+    if previous is not None:  # the earlier messages' own metadata, as that plan set it aside
+        parts.extend(previous.parts[: len(previous.parts) - len(previous.transcript.mutable)])
+        kept.extend(previous.kept)
+        then.extend(previous.kept_then)
     keep, kept_as, part = kept.append, then.append, parts.append
-    for message in transcript.messages:  # the messages' own metadata; the blocks' parts come from the analysis
+    for message in transcript.messages[held:]:  # the messages' own metadata; the blocks' parts come from the analysis
         metadata = message.metadata
         if metadata is not None:
             if SOURCE_KEY in metadata or FORMAT_KEY in metadata or ENVELOPE_KEY in metadata:

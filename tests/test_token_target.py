@@ -62,10 +62,12 @@ def test_target_tokens_is_checked(bad) -> None:
 def test_a_sized_plan_analyzes_the_history_once_and_a_changed_one_afresh(monkeypatch) -> None:
     import jev.history
     import jev.token_target
-    calls = []
-    real = jev.history.analyze
+    calls, extended = [], []
+    real, real_extend = jev.history.analyze, jev.history.extend
     for module in (jev.history, jev.token_target):  # every analysis a sized plan could make
         monkeypatch.setattr(module, "analyze", lambda messages: calls.append(len(messages)) or real(messages))
+    monkeypatch.setattr(jev.history, "extend", lambda previous, messages: extended.append(len(messages))
+                        or real_extend(previous, messages))
     messages = sized_history([4_000, 6_000, 2_000])
     compactor = Compactor(ReplayJudge({}, default=0.3), CONFIG, ExecutionOptions(Mode.SHADOW))
     tokens = sum(size(m) for m in messages) // 4
@@ -73,12 +75,13 @@ def test_a_sized_plan_analyzes_the_history_once_and_a_changed_one_afresh(monkeyp
     first = sized.plan_sync(messages)
     assert first.status is Status.DECIDED and first.plan.target_met is True
     assert len(calls) == 1  # sized and judged on one analysis
-    # the same copy on a history that grew since: analyzed again, and judged as it is now (not refused as
-    # changed), its new pair among the candidates
+    # the same copy on a history that grew since: only the new messages are read (issue 37), and it is judged
+    # as it is now (not refused as changed), its new pair among the candidates
     messages += [msg("c9", "assistant", call("r9")), msg("o9", "tool", result("r9", "y" * 3_000)),
                  msg("end2", "user", text("more"))]
     grown = sized.plan_sync(messages)
-    assert len(calls) == 2 and grown.status is Status.DECIDED and len(grown.plan.decisions) == len(first.plan.decisions) + 1
+    assert len(calls) == 1 and extended == [len(messages)]
+    assert grown.status is Status.DECIDED and len(grown.plan.decisions) == len(first.plan.decisions) + 1
 
 
 def test_a_sized_copy_takes_a_history_edited_in_place_afresh(monkeypatch) -> None:

@@ -1,0 +1,104 @@
+"""Reading a grown history from where the last plan ended (issue 37): `jev.analysis.extend` gives what
+`analyze` gives on the whole list — on real sessions, cut anywhere, a pending call or a reused call id
+across the cut included — and a compactor planning a growing history decides as a fresh one would, and
+reads a history whose earlier messages changed afresh."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+from conftest import call, msg, result, text
+
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, TranscriptError, formats
+from jev.analysis import Transcript, analyze, extend
+from jev.judges import LocalJudge
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"
+CLAUDE_CODE = ROOT.parent / "shared" / "data" / "claude-code-sessions-dev.tar.xz"
+
+
+def _sessions(path: Path, suffix: str, limit: int) -> list[list]:
+    with tarfile.open(path, "r|*") as tar:
+        found = sorted((m.name, tar.extractfile(m).read()) for m in tar if m.isfile() and m.name.endswith(suffix))
+    return [formats.load(formats.parse(data)) for _name, data in found[:limit]]
+
+
+def _same(a: Transcript, b: Transcript) -> None:
+    assert a.messages == b.messages and a.pairs == b.pairs and dict(a.places) == dict(b.places)
+    assert (a.pending, a.thinking, a.opaque, a.sizes) == (b.pending, b.thinking, b.opaque, b.sizes)
+    assert len(a.mutable) == len(b.mutable) and all(x is y for x, y in zip(a.mutable, b.mutable, strict=True))
+
+
+def _check_every_cut(messages: list, step: int) -> None:
+    for end in range(1, len(messages) + 1, step):
+        whole = analyze(messages[:end])
+        for cut in range(1, end, max(1, end // 4)):
+            _same(extend(analyze(messages[:cut]), messages[:end]), whole)
+
+
+def test_extend_reads_real_sessions_as_analyze_does() -> None:
+    for messages in _sessions(SAMPLE, ".traj.json", 12):
+        _check_every_cut(messages, 7)
+
+
+@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found at {CLAUDE_CODE}")
+def test_extend_reads_claude_code_sessions_as_analyze_does() -> None:
+    """Thinking blocks, pasted images (opaque), results carried over from an earlier file."""
+    for messages in _sessions(CLAUDE_CODE, ".jsonl", 8):
+        _check_every_cut(messages, 23)
+
+
+def test_a_pending_call_and_a_reused_id_across_the_cut() -> None:
+    messages = [msg("u", "user", text("go")), msg("c1", "assistant", call("x")),  # cut here: x pending
+                msg("r1", "tool", result("x", "one")), msg("c2", "assistant", call("x")),  # x reused
+                msg("r2", "tool", result("x", "two"))]
+    for cut in range(1, len(messages)):
+        _same(extend(analyze(messages[:cut]), messages), analyze(messages))
+    with pytest.raises(TranscriptError, match="duplicate message id 'c1' at messages\\[5\\]"):
+        extend(analyze(messages), [*messages, msg("c1", "user", text("again"))])
+    carried = [msg("o0", "tool", result("k", "from an earlier file")), msg("o1", "tool", result("k", "again"))]
+    for history in (carried, messages[:1] + carried):  # a second result for a carried-over id: refused alike
+        with pytest.raises(TranscriptError, match="its call already has a result") as whole:
+            analyze(history)
+        with pytest.raises(TranscriptError, match="its call already has a result") as resumed:
+            extend(analyze(history[:-1]), history)
+        assert str(resumed.value) == str(whole.value)
+    stray = [*messages, msg("o9", "tool", result("z", "no call made it"))]  # after calls: no carry-over
+    with pytest.raises(TranscriptError, match="unpaired result 'z'"):
+        extend(analyze(messages), stray)
+    with pytest.raises(TranscriptError, match="ambiguous call id 'y'"):
+        extend(analyze(messages[:1]), [messages[0], msg("a", "assistant", call("y")), msg("b", "assistant", call("y"))])
+
+
+def test_a_compactor_planning_a_growing_history_decides_as_a_fresh_one() -> None:
+    messages = _sessions(SAMPLE, ".traj.json", 1)[0]
+    config = CompactionConfig(eligible_tools=frozenset({"bash"}), cost_gate=False, minimum_reduction=0.0)
+    warm = Compactor(LocalJudge(), config, ExecutionOptions(Mode.SHADOW, 60))
+    for end in range(8, len(messages) + 1, 5):
+        grown, fresh = warm.plan_sync(messages[:end]), Compactor(LocalJudge(), config,
+                                                                 ExecutionOptions(Mode.SHADOW, 60)).plan_sync(messages[:end])
+        assert (grown.status, grown.reason, grown.detail) == (fresh.status, fresh.reason, fresh.detail)
+        if fresh.plan is not None:
+            assert grown.plan.views == fresh.plan.views and grown.plan.messages == fresh.plan.messages
+
+
+def test_a_history_whose_earlier_messages_changed_is_read_afresh(monkeypatch) -> None:
+    import jev.history
+    whole, extended = [], []
+    real, real_extend = jev.history.analyze, jev.history.extend
+    monkeypatch.setattr(jev.history, "analyze", lambda m: whole.append(len(m)) or real(m))
+    monkeypatch.setattr(jev.history, "extend", lambda p, m: extended.append(len(m)) or real_extend(p, m))
+    inputs = {"path": "a.py"}
+    messages = [msg("u", "user", text("go")), msg("c1", "assistant", call("x", input=inputs)),
+                msg("r1", "tool", result("x", "one" * 400)), msg("end", "user", text("next"))]
+    compactor = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset({"read"})),
+                          ExecutionOptions(Mode.SHADOW, 60))
+    compactor.plan_sync(messages)
+    compactor.plan_sync([*messages, msg("more", "user", text("and more"))])  # grown: the new message alone
+    assert (whole, extended) == ([4], [5])
+    inputs["path"] = "b.py"  # a host edited an earlier call's input in place
+    compactor.plan_sync([*messages, msg("more", "user", text("and more")), msg("last", "user", text("!"))])
+    assert (whole, extended) == ([4, 6], [5])  # read afresh, not extended from a history that is gone
