@@ -48,14 +48,17 @@ def guarantee(result: Calibration | Selection, label: str = "") -> str:
 def _reliability(ax: Any, scores: np.ndarray, labels: np.ndarray, calibrator: Any, title: str) -> None:
     from sklearn.calibration import calibration_curve
 
+    both = len(set(labels.tolist())) >= 2  # a curve needs needed and unneeded rows
     for values, name in ((np.clip(scores, 0, 1), "raw"), (calibrator.predict(scores), "calibrated")):
-        if len(set(labels.tolist())) < 2:
+        if not both:
             break
         observed, predicted = calibration_curve(labels, values, n_bins=10, strategy="uniform")
         ax.plot(predicted, observed, marker="o", label=name)
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":")
-    ax.set(title=title, xlabel="predicted P(needed)", ylabel="observed share needed", xlim=(0, 1), ylim=(0, 1))
-    ax.legend()
+    ax.set(title=title + ("" if both else " (one class only: no curve)"), xlabel="predicted P(needed)",
+           ylabel="observed share needed", xlim=(0, 1), ylim=(0, 1))
+    if both:
+        ax.legend()
 
 
 def figures(result: Calibration, out: Path) -> list[str]:
