@@ -151,16 +151,23 @@ def test_size_aware_and_per_tool_rules_in_the_config() -> None:
             CompactionConfig(**bad)
 
 
-def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path) -> None:
-    rows = synthetic(120, "beta", np.random.default_rng(9))
-    labelled = tmp_path / "labelled.jsonl"
-    with labelled.open("w") as f:
+def _labelled_file(path: Path, rows: Rows, strict: bool = False) -> Path:
+    """`rows` as `jev label` writes them; with `strict`, every result needed under labels-v1 and the rows'
+    own needed flags as the strict label's."""
+    with path.open("w") as f:
         for i in range(len(rows.sessions)):
+            needed = bool(rows.needed_result[i])
             f.write(json.dumps({"session_id": rows.sessions[i], "tool": "bash", "key": f"t{i}",
                                 "keep_call": rows.keep_call[i], "keep_result": rows.keep_result[i],
                                 "result_chars": int(rows.result_chars[i]), "reason": "UNCERTAIN",
-                                "needed_result": bool(rows.needed_result[i]),
+                                "needed_result": True if strict else needed,
+                                **({"needed_result_strict": needed} if strict else {}),
                                 "needed_call": bool(rows.needed_call[i])}) + "\n")
+    return path
+
+
+def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path) -> None:
+    labelled = _labelled_file(tmp_path / "labelled.jsonl", synthetic(120, "beta", np.random.default_rng(9)))
     out = tmp_path / "out"
     proc = cli(["calibrate", str(labelled), "--alpha", "0.1",
                            "--delta", "0.1", "--per-tool", "--size-aware", "--out", str(out)], cwd=ROOT,
@@ -197,15 +204,8 @@ def test_cli_calibrate_certifies_on_the_label_named(tmp_path: Path) -> None:
     """`--label labels-v3-strict` counts the strict proxy's "needed" (`needed_result_strict`) in R_result:
     where labels-v1 calls every result needed, certifying on the strict label lets go of more; the stamp
     names the label; a file without the column is refused by name (exit 2), nothing written."""
-    rows = synthetic(120, "beta", np.random.default_rng(9))
-    labelled = tmp_path / "labelled.jsonl"
-    with labelled.open("w") as f:
-        for i in range(len(rows.sessions)):
-            f.write(json.dumps({"session_id": rows.sessions[i], "tool": "bash", "key": f"t{i}",
-                                "keep_call": rows.keep_call[i], "keep_result": rows.keep_result[i],
-                                "result_chars": int(rows.result_chars[i]), "reason": "UNCERTAIN",
-                                "needed_result": True, "needed_result_strict": bool(rows.needed_result[i]),
-                                "needed_call": bool(rows.needed_call[i])}) + "\n")
+    labelled = _labelled_file(tmp_path / "labelled.jsonl", synthetic(120, "beta", np.random.default_rng(9)),
+                              strict=True)
     v1 = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--out", str(tmp_path / "v1")],
              cwd=ROOT, capture_output=True, timeout=120)
     out = tmp_path / "strict"
