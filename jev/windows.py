@@ -2,9 +2,10 @@
 
 SPEC §4–5 as amended: the state budget binds only a judge that receives the state. For such a judge the
 whole state is fitted first (input caps 1000, 200, 60). When no stage fits, the candidates are judged in
-windows — each window one request holding the task (the first message, system and user text), the calls
-of the pairs it asks about with the messages between them, and up to `WINDOW_CONTEXT` neighbouring
-messages on each side — so a long history is judged in parts instead of failing. The stages apply within
+windows — each window one request holding the task (the first message, system and user text; past half
+the state budget, the first user message and the latest ones that fit), the calls of the pairs it asks
+about with the messages between them, and up to `WINDOW_CONTEXT` neighbouring messages on each side — so
+a long history is judged in parts instead of failing. The stages apply within
 each window; only a pair that cannot fit even alone beside the task ends the plan (`StateBudgetError`).
 """
 
@@ -28,6 +29,7 @@ WINDOW_NOTE = (" Only part of the history is shown: the task and the messages ar
                "about; gaps in i are messages left out.")
 NOT_SENT = "not-sent"  # the stage of a plan whose judge reads the transcript in process
 _PACK_SHARE = 0.8  # pairs fill at most this share of the state budget; the rest is for their neighbours
+_TASK_SHARE = 0.5  # the task (first message, system and user text) every window carries: at most this share
 _COMMA = 9  # tenths of a token
 
 
@@ -79,17 +81,36 @@ def plan_requests(transcript: Transcript, judged: Sequence[Pair], config: Compac
 class _Entries:
     """The history entries at one input cap, their sizes in tenths of a token, and which are the task's."""
 
-    def __init__(self, transcript: Transcript, cap: int) -> None:
+    def __init__(self, transcript: Transcript, cap: int, task_tenths: int) -> None:
         self.cap = cap
         entries = history_entries(transcript, cap)
         self.values = [entry for _, entry in entries]
         self.position = {index: k for k, (index, _) in enumerate(entries)}
         self.tenths = [estimate_tenths_utf8(canonical_json(entry)) for entry in self.values]
         messages = transcript.messages
-        self.core = {k for k, (index, _) in enumerate(entries)
-                     if index == 0 or messages[index].role in ("system", "user")}
+        task = [k for k, (index, _) in enumerate(entries) if index == 0 or messages[index].role in ("system", "user")]
+        self.core = _task_within(task, [messages[entries[k][0]].role for k in task], self.tenths, task_tenths)
         skeleton = {"context": STATE_CONTEXT + WINDOW_NOTE, "history": []}
         self.base = estimate_tenths_utf8(canonical_json(skeleton))
+
+
+def _task_within(task: list[int], roles: list[str], tenths: list[int], budget: int) -> set[int]:
+    """The task entries every window carries: all of them (the first message, system and user text) while
+    they take at most `budget` tenths; else the first message, the system messages and the first user
+    message, then the latest user messages that still fit — a long session's user text would otherwise
+    fill every window and leave room for fewer and fewer pairs (or none)."""
+    if sum(tenths[k] for k in task) <= budget:
+        return set(task)
+    first_user = next((k for k, role in zip(task, roles, strict=True) if role == "user"), None)
+    kept = {k for k, role in zip(task, roles, strict=True) if k == task[0] or role == "system" or k == first_user}
+    room = budget - sum(tenths[k] for k in kept)
+    for k in reversed(task):
+        if k not in kept and tenths[k] <= room:
+            kept.add(k)
+            room -= tenths[k]
+        elif k not in kept:
+            break  # the latest ones, without gaps among them
+    return kept
 
 
 class _Window:
@@ -176,7 +197,7 @@ def _windowed(transcript: Transcript, judged: Sequence[Pair], config: Compaction
     while start < len(judged):
         for cap in INPUT_CAPS:
             if cap not in tables:
-                tables[cap] = _Entries(transcript, cap)
+                tables[cap] = _Entries(transcript, cap, int(config.max_state_tokens * 10 * _TASK_SHARE))
             call = _pack(tables[cap], judged, start, config)
             if call is not None:
                 break

@@ -5,9 +5,8 @@ one). In windows, ten times the pairs (400 -> 4 000, windowed at both sizes) may
 as long (it reads 12–14x). Timed with the garbage collector on (its full collections were the
 superlinear cost), the best of three runs, on real sessions (the dev set's, else the sample shipped in
 examples/data).
-
-Not guarded, and superlinear: every window carries all of the history's user text (the task), so a
-history whose user messages keep growing makes windows that hold fewer pairs each (README, Performance)."""
+The task every window carries is at most half the state budget, so a history whose user messages keep
+growing no longer makes windows that hold fewer and fewer pairs (README, Performance)."""
 
 from __future__ import annotations
 

@@ -129,3 +129,31 @@ def test_windows_share_one_budget_and_the_concurrency_limit() -> None:
     assert decision.status is not Status.ERROR and decision.plan.windows > 2 and peak == 2
     slow = compactor(Slow(0.5, delay=0.2), config, mode=Mode.SHADOW, budget=0.3).plan_sync(history)
     assert slow.status is Status.ERROR and slow.reason is Reason.TIMEOUT
+
+
+def test_a_long_sessions_user_text_does_not_crowd_the_pairs_out_of_every_window() -> None:
+    """Every window carries the task. When the history's user text passes half the state budget (a long
+    session with a human turn after every result), a window carries the first message, the first user
+    message and the latest user messages that fit — before, each window carried all of it, and here no
+    pair fit beside it (StateBudgetError)."""
+    from conftest import call, msg, result, text
+
+    from jev.state import history_entries
+    messages = [msg("task", "user", text("Fix the failing test; keep the public API. " * 20))]
+    for k in range(300):
+        messages += [msg(f"c{k}", "assistant", call(f"r{k}", name="read", input={"path": f"f{k}.py"})),
+                     msg(f"o{k}", "tool", result(f"r{k}", f"line {k}\n" * 300, name="read")),
+                     msg(f"u{k}", "user", text(f"Now look at module {k} and say what it does. " * 15))]
+    config = CompactionConfig(**{**CONFIG, "max_state_tokens": 20_000, "max_request_tokens": 60_000})
+    transcript = analyze(messages)
+    user_text = sum(len(canonical_json(e)) for i, e in history_entries(transcript, 60) if messages[i].role == "user")
+    assert user_text / 4 > config.max_state_tokens  # all of it could not ride in any window
+    requests = plan_requests(transcript, candidates(transcript, config), config)
+    assert requests.windows > 1
+    last_user = max(i for i, m in enumerate(messages) if m.role == "user")
+    for request in requests.calls:
+        shown = [entry["i"] for entry in request.state["history"]]
+        assert shown[0] == 0 and last_user in shown  # the task's first words and the latest turn, always
+        assert request.state_tokens <= config.max_state_tokens
+    decision = compactor(ReplayJudge({}, default=0.5), config, Mode.SHADOW, budget=30).plan_sync(messages)
+    assert decision.status is not Status.ERROR, decision.detail
