@@ -57,7 +57,7 @@ def transcript_reduction(transcript: Transcript, tokens: int, target_tokens: int
     # the same history), then in result characters at the results' own rate: code and logs run denser than
     # prose, so the history's average rate would let go of too little
     history = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
-    estimated = sum(map(history, transcript.messages))
+    estimated = sum(history.of_history())
     per_token = results / max(1, sampled_tokens([p.result.text for p in judged]))
     excess = math.ceil((tokens - target_tokens) * estimated / tokens * per_token)
     return min(MAX_REDUCTION, max(excess / results, 1e-6))
