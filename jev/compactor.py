@@ -79,7 +79,8 @@ def _error(exc: BaseException) -> Decision:
 
 
 class Compactor:
-    """Judged, reversible compaction of one agent's history. Holds the judge, config, options and archive."""
+    """Judged, reversible compaction of one agent's history. Holds the judge, config, options and archive,
+    and the last history it judged (to read that history grown from where it ended)."""
 
     def __init__(self, judge: Judge, config: CompactionConfig | None = None,
                  options: ExecutionOptions | None = None, archive: Archive | None = None) -> None:
