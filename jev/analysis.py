@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -66,6 +67,7 @@ def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "con
 
 
 CARRIED_OVER = -1  # the `call_message` of a result whose call is not in the history (see `analyze`)
+READ_RESULT, READ_CALL, READ_TEXT = 0, 1, 2  # the kinds of `Transcript.order`
 
 
 @quick_init
@@ -99,6 +101,12 @@ class Transcript:
     opaque: frozenset[int] = frozenset()  # indices of the messages with content jev does not read (pinned too)
     sizes: tuple[int, ...] = ()  # model-visible characters of each message (`visible_chars`)
     mutable: tuple[Any, ...] = ()  # the mutable values inside the blocks, in order (what a change guard re-reads)
+    # the reading order of what a judge reads — each call, result and non-assistant text block — as
+    # (kind, message index, number) triples of int64, flat: kind READ_RESULT (number: its call's in `calls`,
+    # -1 for a carried-over result), READ_CALL (its number in `calls`) or READ_TEXT (in `texts`)
+    order: bytes = b""
+    calls: tuple[ToolUseBlock, ...] = ()  # the call blocks, in the order they appear
+    texts: tuple[str, ...] = ()  # the text of the text blocks outside assistant messages (the task), in order
 
     def call_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
@@ -176,7 +184,7 @@ class _Scan:
 
     def __init__(self) -> None:
         self.seen_messages: set[str] = set()
-        self.open_calls: dict[str, tuple[int, ToolUseBlock, str]] = {}
+        self.open_calls: dict[str, tuple[int, ToolUseBlock, str, int]] = {}  # id -> (message, block, json, number)
         self.completed: set[str] = set()
         self.pairs: list[Pair] = []
         self.places: dict[str, Pair] = {}
@@ -185,6 +193,9 @@ class _Scan:
         self.sizes: list[int] = []
         self.parts: list[Any] = []
         self.called = False  # a call seen yet: before the first, a result without one is carried over
+        self.order = array("q")
+        self.calls: list[ToolUseBlock] = []
+        self.texts: list[str] = []
 
     @classmethod
     def resumed(cls, previous: Transcript) -> _Scan:
@@ -197,14 +208,16 @@ class _Scan:
         scan.sizes, scan.parts = list(previous.sizes), list(previous.mutable)
         scan.completed = {p.call_id for p in previous.pairs}
         scan.called = bool(previous.pending) or any(p.call_message != CARRIED_OVER for p in previous.pairs)
+        scan.order, scan.calls, scan.texts = array("q", previous.order), list(previous.calls), list(previous.texts)
         missing = set(previous.pending)
-        for i in range(len(messages) - 1, -1, -1):  # a pending call is the latest block with its id
+        order = memoryview(previous.order).cast("q")
+        for k in range(len(order) - 3, -1, -3):  # a pending call is the latest call with its id
             if not missing:
                 break
-            for block in messages[i].content:
-                if type(block) is ToolUseBlock and block.id in missing:
-                    missing.discard(block.id)
-                    scan.open_calls[block.id] = (i, block, _input_json(block, f"messages[{i}]"))
+            if order[k] == READ_CALL and (block := previous.calls[order[k + 2]]).id in missing:
+                missing.discard(block.id)
+                i = order[k + 1]
+                scan.open_calls[block.id] = (i, block, _input_json(block, f"messages[{i}]"), order[k + 2])
         return scan
 
     def run(self, messages: Sequence[Message], start: int) -> Transcript:
@@ -213,7 +226,8 @@ class _Scan:
                                                                self.pairs, self.places)
         thinking, opaque, sizes, parts = self.thinking, self.opaque, self.sizes, self.parts
         part, size_of = parts.append, sizes.append
-        called = self.called
+        called, order, calls, texts = self.called, self.order, self.calls, self.texts
+        read = order.extend
         for i in range(start, len(messages)):
             message = messages[i]
             if type(message) is not Message or not plain_message(message):  # the usual message passes here
@@ -226,6 +240,9 @@ class _Scan:
                 kind = type(block)
                 if kind is TextBlock:
                     total += len(block.text)
+                    if message.role != "assistant":
+                        read((READ_TEXT, i, len(texts)))
+                        texts.append(block.text)
                 elif kind is ThinkingBlock:
                     thinking.add(i)
                     total += len(block.thinking)
@@ -239,18 +256,21 @@ class _Scan:
                     total += len(block.name) + (len(value) if type(value) is str else len(json))
                     if type(value) is not str:
                         part(value)
-                    open_calls[block.id] = (i, block, json)
+                    read((READ_CALL, i, len(calls)))
+                    open_calls[block.id] = (i, block, json, len(calls))
+                    calls.append(block)
                     called = True
                 elif kind is ToolResultBlock:
                     call = open_calls.get(block.id)
                     if call is None and not called and block.id not in completed and block.id.strip():
-                        call = (CARRIED_OVER, ToolUseBlock(block.id, block.name, None), "null")
+                        call = (CARRIED_OVER, ToolUseBlock(block.id, block.name, None), "null", -1)
                         open_calls[block.id] = call
                     if call is None or call[0] >= i or call[1].name != block.name:
                         _refuse(messages, i, f"unpaired result {block.id!r} ({block.name}) at messages[{i}].content[{j}]"
                                 + (": its call already has a result" if call is None and block.id in completed else ""))
                     del open_calls[block.id]
                     completed.add(block.id)
+                    read((READ_RESULT, i, call[3]))
                     output = block.output
                     if block.metadata is not None:
                         part(block.metadata)
@@ -273,4 +293,4 @@ class _Scan:
             size_of(total)
         self.called = called
         return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
-                          frozenset(opaque), tuple(sizes), tuple(parts))
+                          frozenset(opaque), tuple(sizes), tuple(parts), order.tobytes(), tuple(calls), tuple(texts))

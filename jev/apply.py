@@ -12,7 +12,6 @@ from .analysis import Pair, Transcript, place
 from .canonical import canonical_json
 from .markers import TOMBSTONE_PREFIX
 from .policy import Action, CompactionConfig
-from .quick import quick_init
 from .state import cut
 from .transcript import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
@@ -72,31 +71,31 @@ def _fixed_chars(restore_tool: str | None) -> tuple[int, int]:
     return len(_marker('""', restore_tool)), len(_tombstone('""', "", "", restore_tool))
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class LetGo:
-    """The characters of result text letting go of one pair removes, net of what it leaves: a truncation
-    keeps a head and the marker (0 when the result is short enough to keep), a drop leaves its tombstone
-    line (when tombstones are on). Counted, not built: a plan sizes every candidate and writes few."""
+    """The characters of result text letting go of each pair removes, by pair key, net of what it leaves: a
+    truncation keeps a head and the marker (0 when the result is short enough to keep), a drop leaves its
+    tombstone line (when tombstones are on). Counted, not built: a plan sizes every candidate and writes
+    few. Two maps of integers, not an object per pair: the garbage collector tracks neither."""
 
-    truncate_saves: int
-    drop_saves: int
+    truncate: dict[str, int]
+    drop: dict[str, int]
 
 
-def let_go(pairs: Sequence[Pair], config: CompactionConfig) -> dict[str, LetGo]:
-    """The `LetGo` of each pair under `config`, by key: the lengths `truncated_output` and `tombstone`
-    would write."""
+def let_go(pairs: Sequence[Pair], config: CompactionConfig) -> LetGo:
+    """The `LetGo` of the pairs under `config`: the lengths `truncated_output` and `tombstone` would
+    write."""
     head, stones = config.truncate_head_chars, config.tombstones
     marker, stone = _fixed_chars(config.restore_tool)
-    out: dict[str, LetGo] = {}
+    truncates: dict[str, int] = {}
+    drops: dict[str, int] = {}
     for pair in pairs:
         size, call_id = pair.result_chars, pair.call_id
         named = 2 * (len(call_id) if _as_is(call_id) else len(quoted(call_id)) - 2)  # it names the call twice
-        truncate = 0 if size <= head + SHORT_RESULT_SLACK else size - (head + 1 + marker + named)
-        drop = max(0, size - (stone + named + len(pair.tool) + min(len(pair.input_json), _INPUT_HEAD))) if stones \
-            else size
-        out[pair.key] = LetGo(truncate, drop)
-    return out
+        truncates[pair.key] = 0 if size <= head + SHORT_RESULT_SLACK else size - (head + 1 + marker + named)
+        drops[pair.key] = max(0, size - (stone + named + len(pair.tool) + min(len(pair.input_json), _INPUT_HEAD))) \
+            if stones else size
+    return LetGo(truncates, drops)
 
 
 def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig) -> list[Message]:

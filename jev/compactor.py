@@ -35,13 +35,13 @@ from .policy import (
     Action,
     CompactionConfig,
     Judged,
-    Scores,
+    action_of,
     budget,
-    decide,
     judge_exponent,
     no_candidates_detail,
     pins,
     value_score,
+    verdict,
 )
 from .records import build_record, deliver, pair_records, recommendation, session_of
 from .scope import Archive, Scope
@@ -231,8 +231,8 @@ class Compactor:
         gone = let_go(candidates, config)
         chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
         if chosen is None:  # the threshold table, pair by pair
-            chosen = {p.key: decide(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
-                                    p.result_chars, gone[p.key].truncate_saves, p.key in truncate_only)
+            chosen = {p.key: verdict(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
+                                     p.result_chars, gone.truncate[p.key], p.key in truncate_only)
                       for p in candidates}
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
@@ -245,20 +245,22 @@ class Compactor:
         view, pinned = views.append, why.get
         removed = 0
         for p in transcript.pairs:  # one pass: each pair's view, the plan's one per-pair source
-            key, let = p.key, gone.get(p.key)
-            if let is None:  # pinned: never judged
+            key = p.key
+            truncate_saves = gone.truncate.get(key)
+            if truncate_saves is None:  # pinned: never judged
                 action, score = _PINNED
                 view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
                               score.keep_result, action, score.reason, pinned(key, "")))
             else:
-                action, score = chosen[key]
+                reason = chosen[key]
+                action = action_of(reason)
                 if action is not Action.KEEP:
-                    removed += let.truncate_saves if action is Action.TRUNCATE_RESULT else let.drop_saves
-                view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
-                              score.keep_result, action, score.reason, "",
-                              None if score.keep_result is None else value_score(score.keep_result, p.result_chars,
-                                                                                 config),
-                              let.truncate_saves, let.drop_saves))
+                    removed += truncate_saves if action is Action.TRUNCATE_RESULT else gone.drop[key]
+                keep_result = probabilities[f"result_{key}"]
+                view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars,
+                              probabilities[f"call_{key}"], keep_result, action, reason, "",
+                              None if keep_result is None else value_score(keep_result, p.result_chars, config),
+                              truncate_saves, gone.drop[key]))
             decisions[key] = action
         compacted = apply_actions(transcript, decisions, config)
         before = transcript.chars
@@ -286,19 +288,19 @@ class Compactor:
                 transcript.messages)
 
     @staticmethod
-    def _placed(transcript: Transcript, candidates: Sequence[Pair], chosen: dict[str, tuple[Action, Scores]],
-                gone: dict[str, LetGo], tokens: HistoryTokens, horizon: int, cold: bool, config: CompactionConfig
-                ) -> dict[str, tuple[Action, Scores]]:
+    def _placed(transcript: Transcript, candidates: Sequence[Pair], chosen: dict[str, str],
+                gone: LetGo, tokens: HistoryTokens, horizon: int, cold: bool, config: CompactionConfig
+                ) -> dict[str, str]:
         """The table's let-gos from the start that bills least (`jev.cost.cheapest_start`) on: one before it
         stays, reason CACHED_PREFIX (letting it go would re-bill more than it saves). When no start pays,
         the let-gos stay as the table wants them and the gate refuses the plan (UNPROFITABLE)."""
         lets = []
         for p in candidates:
-            action = chosen[p.key][0]
+            action = action_of(chosen[p.key])
             if action is Action.TRUNCATE_RESULT:
-                lets.append((p.result_message, gone[p.key].truncate_saves * tokens.per_char, p.key))
+                lets.append((p.result_message, gone.truncate[p.key] * tokens.per_char, p.key))
             elif action is Action.DROP_PAIR:
-                lets.append((p.call_message, gone[p.key].drop_saves * tokens.per_char, p.key))
+                lets.append((p.call_message, gone.drop[p.key] * tokens.per_char, p.key))
         if not lets:
             return chosen
         start, _net = cheapest_start(tokens.of_history(), [(at, n) for at, n, _k in lets],
@@ -308,8 +310,7 @@ class Compactor:
             return chosen
         out = dict(chosen)
         for key in early:
-            score = chosen[key][1]
-            out[key] = Action.KEEP, Scores(score.keep_call, score.keep_result, "CACHED_PREFIX")
+            out[key] = "CACHED_PREFIX"
         return out
 
     async def _ask_all(self, calls: Sequence[JudgeCall],
@@ -348,18 +349,19 @@ class Compactor:
             merged.update(checked)
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
-    def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: dict[str, LetGo],
-                truncate_only: frozenset[str]) -> tuple[dict[str, tuple[Action, Scores]] | None, int | None]:
-        """Budget mode's action and scores per judged pair, and the characters it must remove; (None, None)
+    def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: LetGo,
+                truncate_only: frozenset[str]) -> tuple[dict[str, str] | None, int | None]:
+        """Budget mode's reason per judged pair (its action is `action_of` it), and the characters it must
+        remove; (None, None)
         on the threshold table, which decides pair by pair. `gone`: what letting go of each pair removes;
         `truncate_only`: the pairs whose call stays (its message carries thinking)."""
         if self.config.target_reduction is None:
             return None, None
         chosen, _removed, target = budget(
             [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
-                    p.result_chars, gone[p.key].truncate_saves, gone[p.key].drop_saves, p.key in truncate_only)
+                    p.result_chars, gone.truncate[p.key], gone.drop[p.key], p.key in truncate_only)
              for p in candidates], self.config)
-        return chosen, target
+        return {key: score.reason for key, (_action, score) in chosen.items()}, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
         # A write already under way finishes even if the budget ends: documented, never adopted.

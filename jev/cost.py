@@ -182,6 +182,14 @@ class HistoryTokens:
                                    for k, n in enumerate(self._sizes)]
         return known
 
+    def split(self, messages: Sequence[Message], k: int) -> tuple[int, int] | None:
+        """The tokens of `messages[:k]` and `messages[k:]` when `messages` is this history (the very
+        sequence it was made with), from the known counts; else None."""
+        if messages is not self._messages:
+            return None
+        known = self.of_history()
+        return sum(known[:k]), sum(known[k:])
+
     def total(self, messages: Sequence[Message]) -> int:
         """The tokens of `messages`: `sum(map(self, messages))`, the plan's new messages measured together."""
         at, held, known, total, new = self._at, self._messages, self.of_history(), 0, []
@@ -266,7 +274,9 @@ def estimate(before: Sequence[Message], after: Sequence[Message], horizon: int,
     tokens = (tokens_of if count is None else count.total if isinstance(count, HistoryTokens)
               else (lambda ms: sum(count(m) for m in ms)))
     k = first_change(before, after)
-    head, replaced, rebilled = tokens(before[:k]), tokens(before[k:]), tokens(after[k:])
+    known = count.split(before, k) if isinstance(count, HistoryTokens) else None
+    head, replaced = known if known is not None else (tokens(before[:k]), tokens(before[k:]))
+    rebilled = tokens(after[k:])
     read = price.cache_write if cold else price.cache_read  # a cold cache rewrites the original too
     extra = rebilled * price.cache_write - replaced * read
     freed = replaced - rebilled

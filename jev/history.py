@@ -55,7 +55,7 @@ class Taken:
     parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
     serialized: bytes  # their JSON when judging started
     kept: list[Any]  # metadata holding a converter's bookkeeping (the mappings themselves)
-    kept_then: list[dict[Any, Any]]  # their shallow copies when judging started, in the same order
+    kept_then: list[Any]  # their items when judging started, flat (`_remember`): one list, not a copy each
 
     @property
     def chars(self) -> int:
@@ -97,18 +97,18 @@ def take(messages: Sequence[Message], max_chars: int | None = None, previous: Ta
     _check_limit(transcript.chars, max_chars)
     parts: list[Any] = []
     kept: list[Any] = []
-    then: list[dict[Any, Any]] = []
+    then: list[Any] = []
     if previous is not None:  # the earlier messages' own metadata, as that plan set it aside
         parts.extend(previous.parts[: len(previous.parts) - len(previous.transcript.mutable)])
         kept.extend(previous.kept)
         then.extend(previous.kept_then)
-    keep, kept_as, part = kept.append, then.append, parts.append
+    keep, part = kept.append, parts.append
     for message in transcript.messages[held:]:  # the messages' own metadata; the blocks' parts come from the analysis
         metadata = message.metadata
         if metadata is not None:
             if SOURCE_KEY in metadata or FORMAT_KEY in metadata or ENVELOPE_KEY in metadata:
                 keep(metadata)
-                kept_as(dict(metadata))  # one object per message, where (mapping, items) made four
+                _remember(metadata, then)
                 if len(metadata) > 2 or not metadata.keys() <= _BOOKKEEPING:  # usually a converter's keys alone
                     parts.extend([v for k, v in metadata.items() if k not in _BOOKKEEPING])
             else:
@@ -131,13 +131,32 @@ def unchanged(messages: Sequence[Message], judged: Taken) -> bool:
         return False
     if not all(map(operator.is_, messages, held)):
         return False
-    if not all(tuple(now.items()) == tuple(then.items())  # the same keys, in order, bound to the same values
-               for now, then in zip(judged.kept, judged.kept_then, strict=True)):
+    if not _same(judged.kept, judged.kept_then):
         return False
     try:
         return _serialized(judged.parts) == judged.serialized
     except TranscriptError:  # mutated into something that no longer serializes
         return False
+
+
+def _remember(mapping: Any, into: list[Any]) -> None:
+    """Append a mapping's size, keys and values to the flat list `into` (a copy per message would give the
+    garbage collector an object each to track)."""
+    into.append(len(mapping))
+    into.extend(mapping.keys())
+    into.extend(mapping.values())
+
+
+def _same(mappings: list[Any], then: list[Any]) -> bool:
+    """Each mapping holds the keys `_remember` wrote of it, in order, bound to the same (or equal) values."""
+    at = 0
+    for mapping in mappings:
+        n = then[at]
+        keys, values = at + 1, at + 1 + n
+        at = values + n
+        if len(mapping) != n or list(mapping.keys()) != then[keys:values] or list(mapping.values()) != then[values:at]:
+            return False
+    return True
 
 
 def fingerprint(messages: Sequence[Message]) -> bytes:

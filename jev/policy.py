@@ -379,19 +379,32 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
     kept head and marker) is no truncation: KEEP, reason SHORT_RESULT (SPEC §6 counted it as one). With
     `truncate_only` (the call's message carries thinking, so the call stays) a result let go is always
     TRUNCATE_RESULT, never DROP_PAIR, whatever the call's score."""
+    reason = verdict(keep_call, keep_result, config, tool, result_chars, truncate_saves, truncate_only)
+    return action_of(reason), Scores(keep_call, keep_result, reason)
+
+
+def verdict(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
+            result_chars: int = 0, truncate_saves: int | None = None, truncate_only: bool = False) -> str:
+    """`decide`'s reason alone (its action is `action_of` the reason): what a plan keeps per pair, a string
+    the garbage collector does not track."""
     if keep_call is None or keep_result is None:
-        return Action.KEEP, Scores(keep_call, keep_result, "REFUSED")
+        return "REFUSED"
     d, k = config.thresholds(tool)
     if keep_result >= k:  # a result the judge is sure is needed is kept, however large
-        return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
+        return "NEEDED_RESULT"
     r = value_score(keep_result, result_chars, config)
     drop, truncate = table(r <= d, keep_call <= d, keep_call >= k, truncate_only)
     if drop:
-        return Action.DROP_PAIR, Scores(keep_call, keep_result, "DROP_PAIR")
+        return "DROP_PAIR"
     if truncate:
-        if truncate_saves is not None and truncate_saves <= 0:
-            return Action.KEEP, Scores(keep_call, keep_result, "SHORT_RESULT")
-        return Action.TRUNCATE_RESULT, Scores(keep_call, keep_result, "TRUNCATE_RESULT")
-    if r >= k:
-        return Action.KEEP, Scores(keep_call, keep_result, "NEEDED_RESULT")
-    return Action.KEEP, Scores(keep_call, keep_result, "UNCERTAIN")
+        return "SHORT_RESULT" if truncate_saves is not None and truncate_saves <= 0 else "TRUNCATE_RESULT"
+    return "NEEDED_RESULT" if r >= k else "UNCERTAIN"
+
+
+_LET_GO = {"DROP_PAIR": Action.DROP_PAIR, "TRUNCATE_RESULT": Action.TRUNCATE_RESULT}
+
+
+def action_of(reason: str) -> Action:
+    """The action a pair's reason stands for: a let-go's reason is its action's name; every other reason
+    (REFUSED, NEEDED_RESULT, SHORT_RESULT, UNCERTAIN, WITHIN_BUDGET, CACHED_PREFIX, PINNED) keeps it."""
+    return _LET_GO.get(reason, Action.KEEP)

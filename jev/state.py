@@ -32,6 +32,7 @@ _NOT_SYMBOLS = b"0123456789" + _LETTERS + b" \t\n\r\f\v" + bytes(range(0x80, 0xC
 # Byte classes for the vectorised path: 0 letter, 1 digit, 2 symbol (one per character), 3 free.
 _CLASS_TABLE = bytes(0 if c in _LETTERS else 1 if c in b"0123456789" else 3 if c in b" \t\n\r\f\v" or 0x80 <= c < 0xC0
                      else 2 for c in range(256))
+_BYTE_TENTHS: Any = None  # per class, as a numpy array once numpy is loaded (`_numpy`)
 _VECTOR_FROM = 4096  # bytes: below this the fixed cost of numpy outweighs its speed
 _SLICE = 1 << 18
 
@@ -68,6 +69,8 @@ def _numpy() -> Any:
     """numpy, imported on the first long text: `import jev` does not pay for it."""
     import numpy
 
+    global _BYTE_TENTHS
+    _BYTE_TENTHS = numpy.array([0, 5, 9, 0], dtype=numpy.uint8)  # letter, digit, symbol, free
     return numpy
 
 
@@ -93,12 +96,12 @@ def estimate_tenths_each(texts: Sequence[bytes]) -> list[int]:
     if sum(map(len, texts)) < _VECTOR_FROM:
         return [estimate_tenths_utf8(t) for t in texts]
     np = _numpy()
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))  # each text's first byte in the joined buffer
-    classes = np.frombuffer(b"\n".join(texts).translate(_CLASS_TABLE), dtype=np.uint8)
-    owner = np.repeat(np.arange(len(texts)), lengths + 1)[: classes.size]  # the text each byte belongs to
     n = len(texts)
-    cost = 5 * np.bincount(owner[classes == 1], minlength=n) + 9 * np.bincount(owner[classes == 2], minlength=n)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))  # each text's first byte in the joined buffer
+    # each text and the newline after it (free): a text's span ends where the next one's starts
+    classes = np.frombuffer((b"\n".join(texts) + b"\n").translate(_CLASS_TABLE), dtype=np.uint8)
+    cost = np.add.reduceat(_BYTE_TENTHS[classes], starts, dtype=np.int64)  # digits' and symbols' tenths
     letter = np.concatenate(([0], (classes == 0).view(np.int8), [0]))
     flips = np.flatnonzero(letter[1:] != letter[:-1])  # run starts and ends, alternating
     run_start, run_end = flips[::2], flips[1::2]

@@ -29,6 +29,7 @@ def _sessions(path: Path, suffix: str, limit: int) -> list[list]:
 def _same(a: Transcript, b: Transcript) -> None:
     assert a.messages == b.messages and a.pairs == b.pairs and dict(a.places) == dict(b.places)
     assert (a.pending, a.thinking, a.opaque, a.sizes) == (b.pending, b.thinking, b.opaque, b.sizes)
+    assert (a.order, a.calls, a.texts) == (b.order, b.calls, b.texts)  # what the local judge reads
     assert len(a.mutable) == len(b.mutable) and all(x is y for x, y in zip(a.mutable, b.mutable, strict=True))
 
 

@@ -270,6 +270,30 @@ def test_a_word_the_task_gives_earns_no_credit() -> None:
     assert t1["credit_age"] == pytest.approx(np.log1p(len(messages) - 1 - 3))
 
 
+def test_a_history_that_opens_with_results_carried_over_is_judged() -> None:
+    """A Claude Code session resumed in a new file opens with results whose calls are in the earlier file:
+    the judge reads each as answering a stand-in call (category other, at message -1) and scores every
+    pair; it used to fail the plan with a KeyError."""
+    from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
+    messages = [msg("earlier", "user", result("old", "src/carried_over_file.py " * 40, name="bash")),
+                msg("u", "user", text("fix the bug"))]
+    for i in range(10):
+        messages += [msg(f"c{i}", "assistant", call(f"k{i}", "bash", {"command": f"cat mod_{i}.py"})),
+                     msg(f"r{i}", "tool", result(f"k{i}", f"def fn_{i}(): pass\n" * 60, name="bash"))]
+    transcript = analyze(messages)
+    assert transcript.pairs[0].call_message == -1
+    features = {key: dict(zip(FEATURE_NAMES, row, strict=True))
+                for key, row in transcript_features(transcript).items()}
+    carried = features[transcript.pairs[0].key]
+    assert carried["category_other"] == 1 and carried["superseded"] == 0
+    assert features["t2"]["category_read"] == 1  # the history's own calls keep their numbers
+    decision = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=2,
+                                                        minimum_reduction=0.0), ExecutionOptions(Mode.SHADOW)
+                         ).plan_sync(messages)
+    assert decision.status.value != "ERROR", decision.detail
+    assert decision.plan is not None and decision.plan.views[0].reason == "PINNED"
+
+
 def test_needs_the_in_process_transcript() -> None:
     with pytest.raises(JudgeError, match="needs the in-process transcript"):
         asyncio.run(LocalJudge().ask(JudgeRequest({}, ())))

@@ -348,13 +348,13 @@ def test_what_letting_go_saves_is_counted_exactly_without_writing_it(call_id, to
                 Message("r", "tool", (ToolResultBlock(call_id, tool, output),))]
     t = analyze(messages)
     config = CompactionConfig(truncate_head_chars=head, restore_tool=restore, tombstones=stones)
-    counted = let_go(t.pairs, config)["t1"]
+    counted = let_go(t.pairs, config)
     cut_result = apply_actions(t, {"t1": Action.TRUNCATE_RESULT}, config)
     written = cut_result[2].content[0].text
-    assert counted.truncate_saves == (0 if cut_result[2] is messages[2] else len(output) - len(written))
+    assert counted.truncate["t1"] == (0 if cut_result[2] is messages[2] else len(output) - len(written))
     dropped = apply_actions(t, {"t1": Action.DROP_PAIR}, config)
     left = sum(len(m.content[0].text) for m in dropped[1:])  # the tombstone, when there is one
-    assert counted.drop_saves == max(0, len(output) - left)
+    assert counted.drop["t1"] == max(0, len(output) - left)
 
 
 def _visible(blocks) -> int:

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis import Transcript
+from ..analysis import READ_CALL, READ_RESULT, READ_TEXT, Transcript
 from ..canonical import canonical_json
-from ..transcript import TextBlock, ToolResultBlock, ToolUseBlock
 from .words import Buffer, Words, find_words, portable, run_starts
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
@@ -148,13 +147,13 @@ def command_text(value: object) -> str:
     return value if isinstance(value, str) else canonical_json(value).decode()
 
 
-_RESULT, _CALL, _TEXT = 0, 1, 2
+_RESULT, _CALL, _TEXT = READ_RESULT, READ_CALL, READ_TEXT
 
 
 @dataclass(frozen=True, slots=True)
 class _Reading:
-    """One pass over the messages: the texts searched for words (segments) and where each came from, and
-    the facts of each result and call."""
+    """The texts searched for words (segments) and where each came from, and the facts of each result and
+    call: read from the analysis (`Transcript.order`), not from the messages again."""
 
     texts: list[str]
     kind: np.ndarray  # per segment: _RESULT, _CALL or _TEXT
@@ -163,58 +162,72 @@ class _Reading:
     static: np.ndarray  # per result: characters, lines, error mark, truncation mark, not a success
     result_call: np.ndarray  # per result: its call's number
     result_at: np.ndarray  # per result: message index
-    call_at: np.ndarray  # per call: message index
+    call_at: np.ndarray  # per call: message index (-1 for the stand-in call of a carried-over result)
     commands: np.ndarray  # per call: its command's category (index), runs, last message index running it
+    calls_read: int  # the calls that sit in the history (the first `calls_read` of `call_at`, ascending)
 
 
-def _read(messages: tuple, scan: int, lines: bool) -> _Reading:
+def _read(transcript: Transcript, scan: int, lines: bool) -> _Reading:
     """The segments and facts, in reading order (a word's first segment is where it was first seen);
     `scan` characters of each result's ends are read for words; each result's lines are counted when
-    `lines` (the one fact read over whole results), else 0."""
-    texts: list[str] = []
-    where: list[int] = []  # (kind, message index, result or call number) of each segment, flat
-    static: list[int] = []  # (characters, lines, error mark, truncation mark, failed state, call) per result
-    add_text, add_where, add_static = texts.append, where.extend, static.extend
-    n_results = 0
-    calls: dict[str, int] = {}
-    seen_commands: dict[tuple[str, str], list] = {}
-    commands: list[list] = []
-    for i, message in enumerate(messages):
-        for block in message.content:
-            kind = type(block)
-            if kind is ToolResultBlock:
-                text = block.text
-                ends = text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:]
-                r, n_results = n_results, n_results + 1
-                add_static((len(text), text.count("\n") if lines else 0,
-                            "Traceback (most recent call last)" in ends or "Error:" in ends,
-                            "<warning>" in ends or "too long" in ends or "truncated" in ends or "elided" in ends,
-                            block.state != "success", calls[block.id]))
-                add_text(ends)
-                add_where((_RESULT, i, r))
-            elif kind is ToolUseBlock:
-                command = command_text(block.input)
-                key = (block.name, command)
-                seen = seen_commands.get(key)
-                if seen is None:
-                    seen = seen_commands[key] = [_CATEGORY_INDEX[category(block.name, block.input)], 0, i]
-                seen[1] += 1
-                seen[2] = i
-                calls[block.id] = c = len(commands)
-                commands.append(seen)
-                add_text(command[:_WORDS_OF_COMMAND])
-                add_where((_CALL, i, c))
-            elif kind is TextBlock and message.role != "assistant":  # the task, not thoughts
-                add_text(block.text)
-                add_where((_TEXT, i, -1))
-    kinds, at, owner = np.asarray(where, dtype=np.int64).reshape(-1, 3).T
-    result_at = np.empty(n_results, dtype=np.int64)
-    result_at[owner[kinds == _RESULT]] = at[kinds == _RESULT]
-    call_at = np.empty(len(commands), dtype=np.int64)
-    call_at[owner[kinds == _CALL]] = at[kinds == _CALL]
-    facts = np.asarray(static, dtype=np.int64).reshape(-1, 6)
-    return _Reading(texts, kinds, at, owner, facts[:, :5].astype(np.float64), facts[:, 5], result_at, call_at,
-                    np.asarray(commands, dtype=np.int64).reshape(-1, 3))
+    `lines` (the one fact read over whole results), else 0. A carried-over result (its call before the
+    history) answers a stand-in call of category "other", run once, at message -1, which shows no words."""
+    order = np.frombuffer(transcript.order, dtype=np.int64).reshape(-1, 3)
+    kinds, at, number = order[:, 0], order[:, 1], order[:, 2]
+    is_result, is_call = kinds == _RESULT, kinds == _CALL
+    pairs, calls = transcript.pairs, transcript.calls
+    result_texts: list[str] = []
+    static: list[int] = []  # (characters, lines, error mark, truncation mark, failed state) per result
+    add_text, add_static = result_texts.append, static.extend
+    for pair in pairs:
+        result = pair.result
+        text = result.text
+        ends = text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:]
+        add_static((len(text), text.count("\n") if lines else 0,
+                    "Traceback (most recent call last)" in ends or "Error:" in ends,
+                    "<warning>" in ends or "too long" in ends or "truncated" in ends or "elided" in ends,
+                    result.state != "success"))
+        add_text(ends)
+    # each call's command: its category read once per distinct (tool, command); runs and the last message
+    # running it counted over the whole history
+    known: dict[tuple[str, str], int] = {}
+    command_of: list[int] = []
+    kinds_of: list[int] = []
+    call_texts: list[str] = []
+    for call in calls:
+        said = command_text(call.input)
+        key = (call.name, said)
+        k = known.get(key)
+        if k is None:
+            k = known[key] = len(kinds_of)
+            kinds_of.append(_CATEGORY_INDEX[category(call.name, call.input)])
+        command_of.append(k)
+        call_texts.append(said[:_WORDS_OF_COMMAND])
+    call_at = at[is_call]
+    result_call = number[is_result].copy()
+    carried = np.flatnonzero(result_call < 0)
+    result_call[carried] = len(calls) + np.arange(carried.size)  # each its own stand-in call
+    commands = np.empty((len(calls) + carried.size, 3), dtype=np.int64)
+    if calls:
+        command = np.asarray(command_of, dtype=np.intp)
+        last = np.full(len(kinds_of), -1, dtype=np.int64)
+        np.maximum.at(last, command, call_at)
+        commands[: len(calls), 0] = np.asarray(kinds_of, dtype=np.int64)[command]
+        commands[: len(calls), 1] = np.bincount(command, minlength=len(kinds_of))[command]
+        commands[: len(calls), 2] = last[command]
+    commands[len(calls):] = (_CATEGORY_INDEX["other"], 1, -1)
+    # the segments in reading order: results, calls and texts placed where `order` has them
+    owner = np.where(is_result, np.cumsum(is_result) - 1, np.where(is_call, number, -1))
+    place = np.empty(kinds.size, dtype=np.intp)
+    place[is_result] = np.arange(len(result_texts))
+    place[is_call] = len(result_texts) + np.arange(len(call_texts))
+    is_text = kinds == _TEXT
+    place[is_text] = len(result_texts) + len(call_texts) + np.arange(int(is_text.sum()))
+    every = [*result_texts, *call_texts, *transcript.texts]
+    texts = [every[k] for k in place.tolist()]
+    facts = np.asarray(static, dtype=np.int64).reshape(-1, 5)
+    return _Reading(texts, kinds, at, owner, facts.astype(np.float64), result_call, at[is_result],
+                    np.concatenate((call_at, np.full(carried.size, -1, dtype=np.int64))), commands, len(calls))
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,11 +399,11 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: 
     messages, pairs = transcript.messages, transcript.pairs
     if not pairs:
         return [], np.zeros((0, len(FEATURE_NAMES)))
-    reading = _read(messages, scan_chars, lines)
+    reading = _read(transcript, scan_chars, lines)
     buffer = Buffer.of(reading.texts)
     edit = reading.commands[:, 0] == _CATEGORY_INDEX["edit"]
     n_messages, n_pairs = len(messages), len(pairs)
-    calls_at = reading.call_at  # in call order, so ascending
+    calls_at = reading.call_at[: reading.calls_read]  # the history's calls, in call order, so ascending
     recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
     w = _word_facts(reading, find_words(buffer), edit, recent_from, common)
     failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result

@@ -13,6 +13,7 @@ alone does not count, a hyphenated word does.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from dataclasses import dataclass
@@ -23,25 +24,44 @@ _WORD_BYTES = frozenset((string.ascii_letters + string.digits + "_./-").encode()
 # byte classes: 0 outside words, 1 letter, 2 other word byte (digit, `_`, `-`, non-ASCII), 3 `/` or `.`
 _CLASS = bytes(0 if c not in _WORD_BYTES else 1 if chr(c) in string.ascii_letters else 3 if c in b"/." else 2
                for c in range(256))
-_PRIME = np.uint64(0x9E3779B97F4A7C15)
-_INVERSE = np.uint64(pow(0x9E3779B97F4A7C15, -1, 1 << 64))  # the prime is odd: it has an inverse mod 2**64
-_POWERS_KEPT = 1 << 19  # powers of the prime kept between calls: 4 MB each table
-_powers = np.ones(1, dtype=np.uint64)
-_inverses = np.ones(1, dtype=np.uint64)
+_PRIME_INT = 0x9E3779B97F4A7C15
+_PRIME = np.uint64(_PRIME_INT)
+_INVERSE = pow(_PRIME_INT, -1, 1 << 64)  # the prime is odd: it has an inverse mod 2**64
+_LOW_BITS = 16  # P**k = P**(k >> 16 << 16) * P**(k & 0xFFFF): two small tables give any power (mod 2**64)
 SEPARATOR_TEXT = "\x00"  # before each segment: not a word byte, so no word spans two segments
 
 
-def _powers_to(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """P**0 .. P**n and P**-0 .. P**-n (mod 2**64); the tables are kept for buffers up to `_POWERS_KEPT`
-    bytes."""
-    global _powers, _inverses
-    if _powers.size > n:
-        return _powers[: n + 1], _inverses[: n + 1]
-    table = np.concatenate(([np.uint64(1)], np.cumprod(np.full(n, _PRIME, dtype=np.uint64))))
-    inverse = np.concatenate(([np.uint64(1)], np.cumprod(np.full(n, _INVERSE, dtype=np.uint64))))
-    if n < _POWERS_KEPT:
-        _powers, _inverses = table, inverse
-    return table, inverse
+@functools.cache
+def _low(base: int) -> np.ndarray:
+    """base**0 .. base**(2**16 - 1) mod 2**64 (512 kB, made once)."""
+    return np.concatenate(([np.uint64(1)], np.cumprod(np.full((1 << _LOW_BITS) - 1, base, dtype=np.uint64))))
+
+
+def _high(base: int, blocks: int) -> np.ndarray:
+    """base**(2**16 * i) mod 2**64 for i < `blocks`."""
+    step = pow(base, 1 << _LOW_BITS, 1 << 64)
+    return np.concatenate(([np.uint64(1)], np.cumprod(np.full(max(0, blocks - 1), step, dtype=np.uint64))))
+
+
+def _powers_of(base: int, positions: np.ndarray) -> np.ndarray:
+    """base**k mod 2**64 for each k in `positions` (non-negative)."""
+    if not positions.size:
+        return np.zeros(0, dtype=np.uint64)
+    high = _high(base, int(positions.max() >> _LOW_BITS) + 1)
+    return high[positions >> _LOW_BITS] * _low(base)[positions & ((1 << _LOW_BITS) - 1)]
+
+
+def _scaled(values: np.ndarray, base: int) -> np.ndarray:
+    """values[k] * base**k mod 2**64 for every k: the values laid out in rows of 2**16, each row
+    multiplied by the low table and by its row's power (no table as long as `values`)."""
+    n = values.size
+    rows = -(-n // (1 << _LOW_BITS))
+    out = np.zeros(rows << _LOW_BITS, dtype=np.uint64)
+    out[:n] = values
+    grid = out.reshape(rows, 1 << _LOW_BITS)
+    grid *= _low(base)
+    grid *= _high(base, rows)[:, None]
+    return out[:n]
 
 
 COMMON_SHIFT = 24  # a word's hash without its low 24 bits names it across buffers: tables shipped with
@@ -121,14 +141,12 @@ def find_words(buffer: Buffer) -> Words:
     word = np.searchsorted(first, slashes, side="right") - 1  # the kept word starting at or before each
     inside = (word >= 0) & (after[np.maximum(word, 0)] > slashes)
     path[word[inside]] = True
-    powers, inverses = _powers_to(n)
-    terms = np.empty(n + 1, dtype=np.uint64)  # each byte times its power, and a 0 to end on
-    terms[n] = 0
-    np.multiply(np.frombuffer(data, dtype=np.uint8), powers[:n], out=terms[:n])
+    terms = np.zeros(n + 1, dtype=np.uint64)  # each byte times its power, and a 0 to end on
+    terms[:n] = _scaled(np.frombuffer(data, dtype=np.uint8).astype(np.uint64), _PRIME_INT)
     spans = np.empty(2 * starts.size, dtype=np.intp)
     spans[::2], spans[1::2] = starts, ends
     sums = np.add.reduceat(terms, spans)[::2] if spans.size else np.zeros(0, dtype=np.uint64)
-    hashes = sums * inverses[starts] * _PRIME  # the word's own: sum of byte_j * P**(j+1)
+    hashes = sums * _powers_of(_INVERSE, starts) * _PRIME  # the word's own: sum of byte_j * P**(j+1)
     # one sort of one key: the hash's top bits, then the segment, then two flags (a word's own)
     segment = buffer.segment_of(starts).astype(np.uint64)
     shift = np.uint64(int(buffer.bounds.size).bit_length() + 2)
