@@ -45,6 +45,9 @@ _HEAD = 160  # characters of a command its category is read from
 RECENT_PAIRS = 3  # the newest pairs, as a host keeps them: what the agent works on now
 # a non-zero return code leading a result, found over all segments at once (each follows a separator)
 _RETURNCODE = re.compile(rb"\x00\s*<returncode>(?!0</)-?\d+</returncode>")
+# the marks of an error and of a truncated output, anywhere in a result's ends
+_ERROR_MARK = (b"Traceback (most recent call last)", b"Error:")
+_TRUNCATION_MARK = (b"<warning>", b"too long", b"truncated", b"elided")
 
 # --- the category of a command ------------------------------------------------------------------
 
@@ -159,7 +162,8 @@ class _Reading:
     kind: np.ndarray  # per segment: _RESULT, _CALL or _TEXT
     at: np.ndarray  # per segment: message index
     owner: np.ndarray  # per segment: result or call number (-1 for text)
-    static: np.ndarray  # per result: characters, lines, error mark, truncation mark, not a success
+    static: np.ndarray  # per result: characters, lines, error mark, truncation mark (`feature_matrix` sets
+    # the marks, found over every segment at once), not a success
     result_call: np.ndarray  # per result: its call's number
     result_at: np.ndarray  # per result: message index
     call_at: np.ndarray  # per call: message index (-1 for the stand-in call of a carried-over result)
@@ -176,18 +180,13 @@ def _read(transcript: Transcript, scan: int, lines: bool) -> _Reading:
     kinds, at, number = order[:, 0], order[:, 1], order[:, 2]
     is_result, is_call = kinds == _RESULT, kinds == _CALL
     pairs, calls = transcript.pairs, transcript.calls
-    result_texts: list[str] = []
-    static: list[int] = []  # (characters, lines, error mark, truncation mark, failed state) per result
-    add_text, add_static = result_texts.append, static.extend
-    for pair in pairs:
-        result = pair.result
-        text = result.text
-        ends = text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:]
-        add_static((len(text), text.count("\n") if lines else 0,
-                    "Traceback (most recent call last)" in ends or "Error:" in ends,
-                    "<warning>" in ends or "too long" in ends or "truncated" in ends or "elided" in ends,
-                    result.state != "success"))
-        add_text(ends)
+    texts_of = [pair.result.text for pair in pairs]
+    result_texts = [text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:] for text in texts_of]
+    static = np.zeros((len(pairs), 5))  # characters, lines, error mark, truncation mark, not a success
+    static[:, 0] = [pair.result_chars for pair in pairs]
+    if lines:
+        static[:, 1] = [text.count("\n") for text in texts_of]
+    static[:, 4] = [pair.result.state != "success" for pair in pairs]
     # each call's command: its category read once per distinct (tool, command); runs and the last message
     # running it counted over the whole history
     known: dict[tuple[str, str], int] = {}
@@ -225,8 +224,7 @@ def _read(transcript: Transcript, scan: int, lines: bool) -> _Reading:
     place[is_text] = len(result_texts) + len(call_texts) + np.arange(int(is_text.sum()))
     every = [*result_texts, *call_texts, *transcript.texts]
     texts = [every[k] for k in place.tolist()]
-    facts = np.asarray(static, dtype=np.int64).reshape(-1, 5)
-    return _Reading(texts, kinds, at, owner, facts.astype(np.float64), result_call, at[is_result],
+    return _Reading(texts, kinds, at, owner, static, result_call, at[is_result],
                     np.concatenate((call_at, np.full(carried.size, -1, dtype=np.int64))), commands, len(calls))
 
 
@@ -369,6 +367,11 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
                                   minlength=n_results), intro_last_said)
 
 
+def _results_in(segments: np.ndarray, reading: _Reading) -> np.ndarray:
+    """The results (numbers) of those of `segments` that are results' ends."""
+    return reading.owner[segments[reading.kind[segments] == _RESULT]]
+
+
 def _member(values: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Whether each value is in the sorted `table` (a search per value: the table is the larger)."""
     if not table.size:
@@ -407,8 +410,9 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: 
     recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
     w = _word_facts(reading, find_words(buffer), edit, recent_from, common)
     failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result
-    failing = buffer.segments_matching(_RETURNCODE)
-    failed[reading.owner[failing[reading.kind[failing] == _RESULT]]] = True
+    failed[_results_in(buffer.segments_matching(_RETURNCODE), reading)] = True
+    reading.static[_results_in(buffer.segments_containing(_ERROR_MARK), reading), 2] = 1
+    reading.static[_results_in(buffer.segments_containing(_TRUNCATION_MARK), reading), 3] = 1
 
     if reading.result_at.size != n_pairs:  # analyze pairs every result, in the order they appear
         raise ValueError("feature_matrix needs a transcript validated by jev.analysis.analyze")

@@ -27,41 +27,45 @@ _CLASS = bytes(0 if c not in _WORD_BYTES else 1 if chr(c) in string.ascii_letter
 _PRIME_INT = 0x9E3779B97F4A7C15
 _PRIME = np.uint64(_PRIME_INT)
 _INVERSE = pow(_PRIME_INT, -1, 1 << 64)  # the prime is odd: it has an inverse mod 2**64
-_LOW_BITS = 16  # P**k = P**(k >> 16 << 16) * P**(k & 0xFFFF): two small tables give any power (mod 2**64)
+_ROW_BITS = 16  # the buffer is hashed in rows of 2**16 bytes, each byte times P**(its place in its row)
+_ROW = 1 << _ROW_BITS
 SEPARATOR_TEXT = "\x00"  # before each segment: not a word byte, so no word spans two segments
 
 
 @functools.cache
-def _low(base: int) -> np.ndarray:
+def _powers(base: int) -> np.ndarray:
     """base**0 .. base**(2**16 - 1) mod 2**64 (512 kB, made once)."""
-    return np.concatenate(([np.uint64(1)], np.cumprod(np.full((1 << _LOW_BITS) - 1, base, dtype=np.uint64))))
+    return np.concatenate(([np.uint64(1)], np.cumprod(np.full(_ROW - 1, base, dtype=np.uint64))))
 
 
-def _high(base: int, blocks: int) -> np.ndarray:
-    """base**(2**16 * i) mod 2**64 for i < `blocks`."""
-    step = pow(base, 1 << _LOW_BITS, 1 << 64)
-    return np.concatenate(([np.uint64(1)], np.cumprod(np.full(max(0, blocks - 1), step, dtype=np.uint64))))
+def _spans(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """`starts` and `ends` interleaved, as `np.add.reduceat` reads [start, end) spans (every other sum)."""
+    spans = np.empty(2 * starts.size, dtype=np.intp)
+    spans[::2], spans[1::2] = starts, ends
+    return spans
 
 
-def _powers_of(base: int, positions: np.ndarray) -> np.ndarray:
-    """base**k mod 2**64 for each k in `positions` (non-negative)."""
-    if not positions.size:
-        return np.zeros(0, dtype=np.uint64)
-    high = _high(base, int(positions.max() >> _LOW_BITS) + 1)
-    return high[positions >> _LOW_BITS] * _low(base)[positions & ((1 << _LOW_BITS) - 1)]
-
-
-def _scaled(values: np.ndarray, base: int) -> np.ndarray:
-    """values[k] * base**k mod 2**64 for every k: the values laid out in rows of 2**16, each row
-    multiplied by the low table and by its row's power (no table as long as `values`)."""
-    n = values.size
-    rows = -(-n // (1 << _LOW_BITS))
-    out = np.zeros(rows << _LOW_BITS, dtype=np.uint64)
-    out[:n] = values
-    grid = out.reshape(rows, 1 << _LOW_BITS)
-    grid *= _low(base)
-    grid *= _high(base, rows)[:, None]
-    return out[:n]
+def _word_hashes(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The polynomial hash of each word [start, end) of `data`, position-free: sum of byte_j * P**(j-start+1)
+    (mod 2**64). Each byte is multiplied by P to its place within its row of 2**16, so one small table
+    serves any buffer; a word's row sum is then shifted to its own start by P**-(start's place), and the
+    few words that cross into the next row add that row's part times P**(2**16)."""
+    n = len(data)
+    rows = max(1, -(-n // _ROW))
+    padded = np.zeros(rows * _ROW + 1, dtype=np.uint8)  # a 0 past the end: a word may end at n
+    padded[:n] = np.frombuffer(data, dtype=np.uint8)
+    terms = np.empty(rows * _ROW + 1, dtype=np.uint64)
+    terms[-1] = 0
+    np.multiply(padded[:-1].reshape(rows, _ROW), _powers(_PRIME_INT), out=terms[:-1].reshape(rows, _ROW))
+    row_end = ((starts >> _ROW_BITS) + 1) << _ROW_BITS
+    crossing = np.flatnonzero(ends > row_end)
+    first_end = ends.copy()
+    first_end[crossing] = row_end[crossing]
+    sums = np.add.reduceat(terms, _spans(starts, first_end))[::2]
+    if crossing.size:
+        rest = np.add.reduceat(terms, _spans(row_end[crossing], ends[crossing]))[::2]
+        sums[crossing] += rest * np.uint64(pow(_PRIME_INT, _ROW, 1 << 64))
+    return sums * _powers(_INVERSE)[starts & (_ROW - 1)] * _PRIME
 
 
 COMMON_SHIFT = 24  # a word's hash without its low 24 bits names it across buffers: tables shipped with
@@ -95,6 +99,17 @@ class Buffer:
 
     def segment_of(self, positions: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.bounds, positions, side="right")
+
+    def segments_containing(self, literals: tuple[bytes, ...]) -> np.ndarray:
+        """The segments holding any of `literals` (none holds the separator), found with `bytes.find`:
+        a literal search is many times faster than a regular expression's alternation."""
+        data, ends = self.data, []
+        for literal in literals:
+            at = data.find(literal)
+            while at >= 0:
+                ends.append(at + len(literal) - 1)
+                at = data.find(literal, at + 1)
+        return self.segment_of(np.asarray(ends, dtype=np.int64))
 
     def segments_matching(self, pattern: re.Pattern[bytes]) -> np.ndarray:
         """The segments in which `pattern` matches (a match opening with the separator belongs to the
@@ -141,12 +156,7 @@ def find_words(buffer: Buffer) -> Words:
     word = np.searchsorted(first, slashes, side="right") - 1  # the kept word starting at or before each
     inside = (word >= 0) & (after[np.maximum(word, 0)] > slashes)
     path[word[inside]] = True
-    terms = np.zeros(n + 1, dtype=np.uint64)  # each byte times its power, and a 0 to end on
-    terms[:n] = _scaled(np.frombuffer(data, dtype=np.uint8).astype(np.uint64), _PRIME_INT)
-    spans = np.empty(2 * starts.size, dtype=np.intp)
-    spans[::2], spans[1::2] = starts, ends
-    sums = np.add.reduceat(terms, spans)[::2] if spans.size else np.zeros(0, dtype=np.uint64)
-    hashes = sums * _powers_of(_INVERSE, starts) * _PRIME  # the word's own: sum of byte_j * P**(j+1)
+    hashes = _word_hashes(data, starts, ends) if starts.size else np.zeros(0, dtype=np.uint64)
     # one sort of one key: the hash's top bits, then the segment, then two flags (a word's own)
     segment = buffer.segment_of(starts).astype(np.uint64)
     shift = np.uint64(int(buffer.bounds.size).bit_length() + 2)
