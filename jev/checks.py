@@ -8,15 +8,7 @@ from typing import Any
 
 from .canonical import unwritable
 from .errors import FormatError
-from .transcript import (
-    Message,
-    OtherBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    block_from_dict,
-)
+from .transcript import STRING_FIELDS, Message, OtherBlock, TextBlock, ToolResultBlock, block_from_dict
 
 
 def string_problem(value: Any, where: str) -> str | None:
@@ -32,18 +24,15 @@ def string_problem(value: Any, where: str) -> str | None:
 
 def block_problem(block: Any, where: str) -> str | None:
     """Why the `jev` reader would refuse this block once written (a field of the wrong type, a string with
-    no UTF-8 form, an `OtherBlock` the reader would not take back), or None. Cheap for the typed blocks; an
-    `OtherBlock` is read back."""
+    no UTF-8 form, an `OtherBlock` the reader would not take back), or None. Cheap for the typed blocks,
+    whose string fields their shape names; an `OtherBlock` is read back."""
     kind = type(block)
-    if kind is TextBlock:
-        return string_problem(block.text, f"{where}.text")
-    if kind is ThinkingBlock:
-        return string_problem(block.thinking, f"{where}.thinking")
-    if kind is ToolUseBlock or kind is ToolResultBlock:
-        for name in ("id", "name"):
+    strings = STRING_FIELDS.get(kind)
+    if strings is not None:
+        for name in strings:
             if (problem := string_problem(getattr(block, name), f"{where}.{name}")) is not None:
                 return problem
-        if kind is ToolUseBlock:
+        if kind is not ToolResultBlock:
             return None
         if type(block.output) is str:
             return string_problem(block.output, f"{where}.output") or _metadata_problem(block.metadata, where)
@@ -77,27 +66,25 @@ def message_problem(message: Any, where: str) -> str | None:
 
 
 def plain_message(message: Message) -> bool:
-    """The fast path of `message_problem`: optional fields of the right type, typed blocks whose fields are
-    too, every string ASCII (so none can hold a lone surrogate: `isascii` reads a flag). Runs for every
-    message of every plan, so it is written inline (no call per block)."""
+    """The fast path of `message_problem`: optional fields of the right type, typed blocks whose string
+    fields (as their shapes name them) are strings, every string ASCII (so none can hold a lone surrogate:
+    `isascii` reads a flag). Runs for every message of every plan (no call per block)."""
     if not ((message.name is None or (type(message.name) is str and message.name.isascii()))
             and (message.timestamp is None or (type(message.timestamp) is str and message.timestamp.isascii()))
             and (message.metadata is None or type(message.metadata) is dict or isinstance(message.metadata, Mapping))
             and type(message.content) is tuple and type(message.id) is str and message.id.isascii()):
         return False
     for block in message.content:
-        kind = type(block)
-        if kind is TextBlock:
-            if type(block.text) is not str or not block.text.isascii():
+        strings = STRING_FIELDS.get(type(block))
+        if strings is None:  # an OtherBlock: the slow path reads it back
+            return False
+        for name in strings:
+            value = getattr(block, name)
+            if type(value) is not str or not value.isascii():
                 return False
-        elif kind is ToolUseBlock:
-            if type(block.id) is not str or type(block.name) is not str or not block.id.isascii() \
-                    or not block.name.isascii():
-                return False
-        elif kind is ToolResultBlock:
+        if type(block) is ToolResultBlock:
             output = block.output
-            if type(block.id) is not str or type(block.name) is not str or block.metadata is not None \
-                    or not block.id.isascii() or not block.name.isascii():
+            if block.metadata is not None:
                 return False
             if type(output) is str:
                 if not output.isascii():
@@ -105,8 +92,6 @@ def plain_message(message: Message) -> bool:
             elif type(output) is not tuple or not all(  # a result of text parts (Anthropic, LangChain lists)
                     type(part) is TextBlock and type(part.text) is str and part.text.isascii() for part in output):
                 return False
-        elif kind is not ThinkingBlock or type(block.thinking) is not str or not block.thinking.isascii():
-            return False
     return True
 
 

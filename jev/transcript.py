@@ -99,6 +99,38 @@ class ToolResultBlock:
 Block: TypeAlias = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | OtherBlock
 
 
+@dataclass(frozen=True, slots=True)
+class BlockShape:
+    """One typed block in the `jev` form, the one description its reader, writer and checks follow: its
+    `type`, its class, and its fields in the order they are written — `strings` must be strings, `values`
+    hold any JSON (a call's input, a result's output), `optional` may be left out (a result's state and
+    metadata)."""
+
+    kind: str
+    cls: type
+    strings: tuple[str, ...]
+    values: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    fields: tuple[str, ...] = dataclasses.field(init=False)  # every block's fields, in order (`type` aside)
+    required: frozenset[str] = dataclasses.field(init=False)  # the JSON object's keys a reader requires
+    allowed: frozenset[str] = dataclasses.field(init=False)  # and those it takes
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", self.strings + self.values)
+        object.__setattr__(self, "required", frozenset(("type", *self.fields)))
+        object.__setattr__(self, "allowed", self.required | frozenset(self.optional))
+
+
+SHAPES = {shape.kind: shape for shape in (
+    BlockShape("text", TextBlock, ("text",)),
+    BlockShape("thinking", ThinkingBlock, ("thinking",)),
+    BlockShape("tool_use", ToolUseBlock, ("id", "name"), ("input",)),
+    BlockShape("tool_result", ToolResultBlock, ("id", "name"), ("output",), ("state", "metadata")),
+)}
+SHAPE_OF: dict[type, BlockShape] = {shape.cls: shape for shape in SHAPES.values()}
+STRING_FIELDS: dict[type, tuple[str, ...]] = {cls: shape.strings for cls, shape in SHAPE_OF.items()}
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -137,21 +169,21 @@ class Message:
 
 
 def block_to_dict(block: Block) -> dict[str, Any]:
-    """The JSON object of one block."""
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, ToolResultBlock):
-        output = block.output if isinstance(block.output, str) else [block_to_dict(b) for b in block.output]
-        d: dict[str, Any] = {"type": "tool_result", "id": block.id, "name": block.name, "output": output,
-                             "state": block.state}
+    """The JSON object of one block: its shape's fields in order; a result's output as written blocks
+    when it holds some, its state always, its metadata when it has one."""
+    shape = SHAPE_OF.get(type(block))
+    if shape is None:
+        return dict(block.data)  # an OtherBlock: its JSON object
+    d: dict[str, Any] = {"type": shape.kind}
+    for name in shape.fields:
+        d[name] = getattr(block, name)
+    if type(block) is ToolResultBlock:
+        if not isinstance(block.output, str):
+            d["output"] = [block_to_dict(b) for b in block.output]
+        d["state"] = block.state
         if block.metadata is not None:
             d["metadata"] = block.metadata
-        return d
-    if isinstance(block, ThinkingBlock):
-        return {"type": "thinking", "thinking": block.thinking}
-    return dict(block.data)
+    return d
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
@@ -167,13 +199,6 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     return d
 
 
-_BLOCK_FIELDS = {  # type -> (required, allowed)
-    "text": (frozenset({"type", "text"}),) * 2,
-    "thinking": (frozenset({"type", "thinking"}),) * 2,
-    "tool_use": (frozenset({"type", "id", "name", "input"}),) * 2,
-    "tool_result": (frozenset({"type", "id", "name", "output"}),
-                    frozenset({"type", "id", "name", "output", "state", "metadata"})),
-}
 _MESSAGE_FIELDS = (frozenset({"id", "role", "content"}), frozenset({"id", "role", "content", "name", "metadata",
                                                                    "timestamp"}))
 
@@ -201,27 +226,29 @@ VERBATIM_KINDS = frozenset({"text", "thinking"})  # kept as OtherBlock when thei
 
 
 def block_from_dict(obj: Any, where: str) -> Block:
-    """One block from its JSON object; unknown types become `OtherBlock` (validation decides later), and
-    so does a text or thinking block with other fields than the model's (an OpenAI text part with
-    `annotations`, an AgentScope text block without `text`): kept verbatim, so whatever the writer wrote
-    the reader reads. A tool_use or tool_result with other fields is refused: pairing hinges on them."""
+    """One block from its JSON object, as its shape (`SHAPES`) says; unknown types become `OtherBlock`
+    (validation decides later), and so does a text or thinking block with other fields than the model's
+    (an OpenAI text part with `annotations`, an AgentScope text block without `text`): kept verbatim, so
+    whatever the writer wrote the reader reads. A tool_use or tool_result with other fields is refused:
+    pairing hinges on them."""
     if not isinstance(obj, dict):
         raise FormatError(f"{where}: block must be a JSON object (got {type(obj).__name__})")
     kind = obj.get("type")
     if not isinstance(kind, str):
         raise FormatError(f"{where}.type: must be a string (got {type(kind).__name__})")
-    if kind not in _BLOCK_FIELDS:
+    shape = SHAPES.get(kind)
+    if shape is None:
         return OtherBlock(obj)
-    required, allowed = _BLOCK_FIELDS[kind]
+    required = shape.required
     if kind in VERBATIM_KINDS and obj.keys() != required:
         return OtherBlock(obj)
-    _check_fields(obj, where, required, allowed, f"a {kind} block")
-    if kind == "text":
-        return TextBlock(_str_field(obj, "text", where))
-    if kind == "thinking":
-        return ThinkingBlock(_str_field(obj, "thinking", where))
-    if kind == "tool_use":
-        return ToolUseBlock(_str_field(obj, "id", where), _str_field(obj, "name", where), obj["input"])
+    _check_fields(obj, where, required, shape.allowed, f"a {kind} block")
+    values = [obj[name] for name in shape.fields]
+    for name, value in zip(shape.strings, values, strict=False):  # the strings lead the fields
+        if type(value) is not str:
+            _str_field(obj, name, where)  # raises, naming the field
+    if shape.cls is not ToolResultBlock:
+        return shape.cls(*values)
     output = obj["output"]
     if isinstance(output, list):
         output = tuple(block_from_dict(b, f"{where}.output[{i}]") for i, b in enumerate(output))
@@ -231,7 +258,7 @@ def block_from_dict(obj: Any, where: str) -> Block:
     if state not in RESULT_STATES:
         raise FormatError(f"{where}.state: must be one of {', '.join(RESULT_STATES)} (got {shown(state)})")
     metadata = _optional(obj, "metadata", dict, where, "a JSON object")
-    return ToolResultBlock(_str_field(obj, "id", where), _str_field(obj, "name", where), output, state, metadata)
+    return ToolResultBlock(values[0], values[1], output, state, metadata)
 
 
 def message_from_dict(obj: Any, where: str) -> Message:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -496,3 +497,33 @@ def test_names_that_left_jev_transcript_still_import_from_it_with_a_warning() ->
         assert jev.transcript.canonical_json is jev.canonical.canonical_json
     with pytest.raises(AttributeError):
         jev.transcript.no_such_name  # noqa: B018
+
+
+def _example(shape):
+    """A block of `shape` with every field filled (strings ASCII, values JSON)."""
+    from jev.transcript import TextBlock
+    sample = {"text": "t", "thinking": "th", "id": "call_1", "name": "bash", "input": {"command": "ls"},
+              "output": (TextBlock("out"),)}
+    return shape.cls(*(sample[name] for name in shape.fields))
+
+
+@pytest.mark.parametrize("kind", ["text", "thinking", "tool_use", "tool_result"])
+def test_one_shape_per_block_drives_the_reader_the_writer_and_the_checks(kind: str) -> None:
+    """Each typed block's shape (`jev.transcript.SHAPES`) is what the writer writes, the reader reads back,
+    and the checks hold its string fields to: a non-string in any of them is refused by the reader and
+    by `block_problem`, each naming the field, and fails the fast path."""
+    from jev.checks import block_problem, plain_message
+    from jev.transcript import SHAPES, block_from_dict, block_to_dict
+    shape = SHAPES[kind]
+    block = _example(shape)
+    written = block_to_dict(block)
+    assert list(written)[: 1 + len(shape.fields)] == ["type", *shape.fields]
+    assert block_from_dict(written, "b") == block and block_problem(block, "b") is None
+    assert plain_message(Message("m", "user", (block,)))
+    for name in shape.strings:
+        bad = {**written, name: 7}
+        with pytest.raises(FormatError, match=f"b.{name}: must be a string"):
+            block_from_dict(bad, "b")
+        broken = dataclasses.replace(block, **{name: 7})
+        assert block_problem(broken, "b") == f"b.{name}: must be a string (got int)"
+        assert not plain_message(Message("m", "user", (broken,)))
