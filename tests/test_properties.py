@@ -31,14 +31,25 @@ TOOLS = ["read", "search", "write"]
 
 @st.composite
 def transcripts(draw) -> list[Message]:
+    """Histories as hosts send them: parallel and pending calls, pins, error results, results carried over
+    from an earlier file (before the first call), and call ids reused once their pair completed."""
     messages = [Message("m0", "user", (TextBlock("the task"),))]
     pending: list[tuple[str, str]] = []
+    completed: list[str] = []  # ids whose pair is complete: a host may use one again
     n = 0
+    carried = draw(st.integers(0, 2))
+    if carried:  # a resumed session: results whose calls are in the earlier file
+        n += 1
+        messages.append(Message(f"m{n}", "user", tuple(
+            ToolResultBlock(f"old{k}", draw(st.sampled_from(TOOLS)), "y" * draw(st.integers(0, 300)))
+            for k in range(carried))))
     for turn in range(draw(st.integers(1, 8))):
         blocks: list = []
         if draw(st.booleans()):
             blocks.append(TextBlock(draw(st.text(max_size=20))))
         calls = [(f"call{turn}_{k}", draw(st.sampled_from(TOOLS))) for k in range(draw(st.integers(1, 3)))]
+        if completed and draw(st.integers(0, 4)) == 0:  # one id used again
+            calls[0] = (completed.pop(draw(st.integers(0, len(completed) - 1))), calls[0][1])
         blocks += [ToolUseBlock(cid, tool, {"q": draw(st.text(max_size=10))}) for cid, tool in calls]
         meta = draw(st.sampled_from([None, None, None, {"jev.context.pinned": True}, "note"]))
         if meta == "note":  # metadata that is carried, not a pin: rebuilt messages keep it
@@ -47,6 +58,7 @@ def transcripts(draw) -> list[Message]:
         messages.append(Message(f"m{n}", "assistant", tuple(blocks), metadata=meta))
         answered = [c for c in calls if draw(st.integers(0, 4)) > 0]
         pending += [c for c in calls if c not in answered]
+        completed += [cid for cid, _tool in answered]
         if answered:
             results = [ToolResultBlock(cid, tool, "x" * draw(st.integers(0, 900)),
                                        draw(st.sampled_from(["success"] * 4 + ["error"])))
