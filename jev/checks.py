@@ -24,7 +24,8 @@ def string_problem(value: Any, where: str) -> str | None:
 
 def block_problem(block: Any, where: str) -> str | None:
     """Why the `jev` reader would refuse this block once written (a field of the wrong type, a string with
-    no UTF-8 form, an `OtherBlock` the reader would not take back), or None. Cheap for the typed blocks,
+    no UTF-8 form, an `OtherBlock` the reader would not take back, or would take back as a typed block),
+    or None. Cheap for the typed blocks,
     whose string fields their shape names; an `OtherBlock` is read back."""
     kind = type(block)
     strings = STRING_FIELDS.get(kind)
@@ -43,9 +44,11 @@ def block_problem(block: Any, where: str) -> str | None:
         if not isinstance(data, Mapping):
             return f"{where}: an other block's data must be a JSON object (got {type(data).__name__})"
         try:
-            block_from_dict(dict(data), where)
+            back = block_from_dict(dict(data), where)
         except FormatError as exc:
             return str(exc)
+        if type(back) is not OtherBlock:  # the jev form cannot tell it from a typed block: it would come back as one
+            return f"{where}: an other block with the fields of a {back.type} block would be read back as one"
         return None
     return f"{where}: not a jev block (got {kind.__name__})"
 

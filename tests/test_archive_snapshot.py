@@ -63,6 +63,9 @@ def test_text_blocks_with_other_fields_are_read_verbatim_and_archived_exactly(tm
     (lambda: __import__("jev").OtherBlock({"type": "tool_result", "id": "x", "name": "r", "output": "", "y": 1}),
      "unknown field 'y' in a tool_result block"),
     (lambda: __import__("jev").OtherBlock({"type": ["image"]}), "type: must be a string (got list)"),
+    # a tool_use AgentScope keeps as another block (its input a string): the jev form would read a call back
+    (lambda: __import__("jev").OtherBlock({"type": "tool_use", "id": "x", "name": "r", "input": "null"}),
+     "an other block with the fields of a tool_use block would be read back as one"),
     (lambda: text(5), "text: must be a string (got int)"),  # type: ignore[arg-type]
     (lambda: text("\ud800"), "output[0].text: a lone surrogate (U+D800 at character 0) has no UTF-8 form"),
 ])
