@@ -1,4 +1,4 @@
-"""What the three host adapters share: the trigger, the commit rule, the decisions kept, the archive
+"""What the host adapters share: the trigger, the commit rule, the decisions kept, the archive
 references and the restore tool's reads. Each adapter keeps only its host's wire (where the history lives,
 how it is replaced, how the host counts tokens) and calls this.
 

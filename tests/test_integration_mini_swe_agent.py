@@ -1,0 +1,170 @@
+"""mini-swe-agent 2.x, the real package: `JevAgent` runs the hook before each model call of a real agent
+loop — mini-swe-agent's own `DeterministicModel` (scripted answers, recording what it was sent) and its
+`LocalEnvironment` running the commands in a temporary folder — in text mode and in tool-call mode."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# mini-swe-agent reads (and creates) its global config folder and its .env at import: a fresh one here,
+# so a test never loads the user's settings or keys, nor writes to their home
+os.environ["MSWEA_GLOBAL_CONFIG_DIR"] = tempfile.mkdtemp(prefix="mswea-config-")
+os.environ["MSWEA_SILENT_STARTUP"] = "1"
+from minisweagent.environments.local import LocalEnvironment
+from minisweagent.models.test_models import (
+    DeterministicModel,
+    DeterministicToolcallModel,
+    make_output,
+    make_toolcall_output,
+)
+
+from archive import FileArchive
+from jev import CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Scope, formats
+from jev.integrations.mini_swe_agent import JevAgent, JevQueryHook
+from jev.judges import LocalJudge
+
+SCOPE = Scope("user-1", "mini-swe-agent", "run-1")
+AGENT = {"system_template": "You are a helpful assistant that can run shell commands.",
+         "instance_template": "{{task}}", "step_limit": 40, "cost_limit": 1000.0}
+FILES = 10
+DONE = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+class Recording(DeterministicModel):
+    """mini-swe-agent's scripted model, keeping a copy of every history it is sent."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sent: list[list[dict]] = []
+
+    def query(self, messages: list[dict], **kwargs: Any) -> dict:
+        self.sent.append(copy.deepcopy(messages))
+        return super().query(messages, **kwargs)
+
+
+class RecordingToolcalls(DeterministicToolcallModel):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sent: list[list[dict]] = []
+
+    def query(self, messages: list[dict], **kwargs: Any) -> dict:
+        self.sent.append(copy.deepcopy(messages))
+        return super().query(messages, **kwargs)
+
+
+def _workspace(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    for i in range(FILES):
+        (work / f"module_{i}.py").write_text("".join(f"def handler_{i}_{k}(request):\n    return {k * i}\n"
+                                                     for k in range(120)))
+    return work
+
+
+def _text_outputs() -> list[dict]:
+    steps = [make_output(f"THOUGHT: read module {i}.\n\n```mswea_bash_command\ncat module_{i}.py\n```",
+                         [{"command": f"cat module_{i}.py"}]) for i in range(FILES)]
+    return [*steps, make_output(f"THOUGHT: done.\n\n```mswea_bash_command\n{DONE}\n```", [{"command": DONE}])]
+
+
+def _compactor(mode: Mode, tmp_path: Path) -> Compactor:
+    return Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=2),
+                     ExecutionOptions(mode, 10.0, "mini-swe-agent-test"), FileArchive(tmp_path / "archive"))
+
+
+def _changes(sent: list[list[dict]]) -> int:
+    """How many model calls were sent a history whose earlier part differs from the previous call's."""
+    return sum(1 for before, after in itertools.pairwise(sent) if after[: len(before)] != before)
+
+
+def test_enforce_compacts_the_agent_s_history_deeply_and_rarely_and_the_run_finishes(tmp_path: Path) -> None:
+    work = _workspace(tmp_path)
+    model = Recording(outputs=_text_outputs())
+    hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), trigger=("tokens", 6000), target_tokens=3000,
+                        scope=SCOPE)
+    agent = JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, output_path=tmp_path / "run.traj.json",
+                     **AGENT)
+    result = agent.run("Read every module.")
+    assert result["exit_status"] == "Submitted"
+    adopted = len(hook.references)
+    assert adopted >= 1 and hook.last_decision is not None
+    # deep and rare: the history sent changes only where a compaction was adopted, and each one brought
+    # it under the target
+    assert _changes(model.sent) == adopted
+    sizes = [formats.load(s, "mini-swe-agent") for s in model.sent]
+    from jev.cost import tokens_of
+    counted = [tokens_of(m) for m in sizes]
+    assert max(counted) < 6000 + 2500  # never far past the trigger (one step's output at most)
+    cut = [m for m in model.sent[-1] if "JEV archived the full result of call" in str(m.get("content"))]
+    dropped = [m for m in model.sent[-1] if str(m.get("content", "")).startswith("[JEV dropped")]
+    assert cut or dropped
+    # what the model no longer sees comes back from the archive, byte for byte
+    named = re.search(r'call "([^"]+)"', str((cut or dropped)[0]["content"])).group(1)
+    restored = hook.restore(named)
+    assert "def handler_" in restored
+    # the trajectory mini-swe-agent saved (the history the model saw) reads back as a trajectory
+    saved = json.loads((tmp_path / "run.traj.json").read_text())
+    assert formats.dump(formats.load(saved, "mini-swe-agent"), "mini-swe-agent") == saved
+
+
+def test_shadow_and_off_leave_every_call_as_it_was(tmp_path: Path) -> None:
+    work = _workspace(tmp_path)
+    runs = {}
+    for mode in (None, Mode.OFF, Mode.SHADOW):
+        model = Recording(outputs=_text_outputs())
+        hook = None if mode is None else JevQueryHook(_compactor(mode, tmp_path), trigger=("tokens", 6000),
+                                                      scope=SCOPE)
+        JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, **AGENT).run("Read every module.")
+        runs[mode] = (model.sent, hook)
+    plain = [[{k: v for k, v in m.items() if k != "extra"} for m in s] for s in runs[None][0]]
+    for mode in (Mode.OFF, Mode.SHADOW):
+        assert [[{k: v for k, v in m.items() if k != "extra"} for m in s] for s in runs[mode][0]] == plain
+    assert runs[Mode.OFF][1].last_decision is None
+    assert runs[Mode.SHADOW][1].last_decision is not None and not runs[Mode.SHADOW][1].references
+
+
+def test_tool_call_mode(tmp_path: Path) -> None:
+    work = _workspace(tmp_path)
+    outputs = []
+    for i in range(FILES):
+        call = f"call_{i}"
+        outputs.append(make_toolcall_output(
+            None, [{"id": call, "type": "function", "function": {"name": "bash",
+                                                              "arguments": json.dumps({"command": f"cat module_{i}.py"})}}],
+            [{"command": f"cat module_{i}.py", "tool_call_id": call}]))
+    outputs.append(make_toolcall_output(
+        None, [{"id": "call_done", "type": "function", "function": {"name": "bash",
+                                                                   "arguments": json.dumps({"command": DONE})}}],
+        [{"command": DONE, "tool_call_id": "call_done"}]))
+    model = RecordingToolcalls(outputs=outputs)
+    hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), trigger=("tokens", 6000), target_tokens=3000,
+                        scope=SCOPE)
+    result = JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, **AGENT).run("Read every module.")
+    assert result["exit_status"] == "Submitted" and hook.references
+    assert _changes(model.sent) == len(hook.references)
+    last = model.sent[-1]
+    tool_ids = {m.get("tool_call_id") for m in last if m.get("role") == "tool"}
+    called = {c["id"] for m in last for c in m.get("tool_calls") or []}
+    assert tool_ids <= called  # every result the model is sent still has its call
+    assert any("JEV archived the full result" in str(m.get("content")) or "JEV dropped" in str(m.get("content"))
+               for m in last)
+    assert "def handler_0_1" in hook.restore("call_0")
+
+
+def test_a_message_trigger_and_bad_arguments(tmp_path: Path) -> None:
+    work = _workspace(tmp_path)
+    model = Recording(outputs=_text_outputs())
+    hook = JevQueryHook(_compactor(Mode.SHADOW, tmp_path), trigger=("messages", 8), scope=SCOPE, keep_decisions=3)
+    JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, **AGENT).run("Read every module.")
+    assert 1 <= len(hook.recent_decisions) <= 3
+    with pytest.raises(ConfigError, match="trigger must be"):
+        JevQueryHook(_compactor(Mode.SHADOW, tmp_path), trigger=("tool_results", 5))
