@@ -22,8 +22,10 @@ os.environ["MSWEA_SILENT_STARTUP"] = "1"
 from minisweagent.environments.local import LocalEnvironment
 from minisweagent.models.test_models import (
     DeterministicModel,
+    DeterministicResponseAPIToolcallModel,
     DeterministicToolcallModel,
     make_output,
+    make_response_api_output,
     make_toolcall_output,
 )
 
@@ -52,6 +54,16 @@ class Recording(DeterministicModel):
 
 
 class RecordingToolcalls(DeterministicToolcallModel):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sent: list[list[dict]] = []
+
+    def query(self, messages: list[dict], **kwargs: Any) -> dict:
+        self.sent.append(copy.deepcopy(messages))
+        return super().query(messages, **kwargs)
+
+
+class RecordingResponses(DeterministicResponseAPIToolcallModel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.sent: list[list[dict]] = []
@@ -160,6 +172,27 @@ def test_tool_call_mode(tmp_path: Path) -> None:
     assert "def handler_0_1" in hook.restore("call_0")
 
 
+def test_responses_mode(tmp_path: Path) -> None:
+    """mini-swe-agent's Responses API models: each turn a whole `response` object, results
+    `function_call_output` items."""
+    work = _workspace(tmp_path)
+    outputs = [make_response_api_output(None, [{"command": f"cat module_{i}.py", "tool_call_id": f"fc_{i}"}])
+               for i in range(FILES)]
+    outputs.append(make_response_api_output("done", [{"command": DONE, "tool_call_id": "fc_done"}]))
+    model = RecordingResponses(outputs=outputs)
+    hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), trigger=("tokens", 6000), target_tokens=3000,
+                        scope=SCOPE)
+    result = JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, **AGENT).run("Read every module.")
+    assert result["exit_status"] == "Submitted" and hook.references
+    assert _changes(model.sent) == len(hook.references)
+    items = [m for m in model.sent[-1] if isinstance(m, dict)]
+    answered = {m["call_id"] for m in items if m.get("type") == "function_call_output"}
+    called = {o["call_id"] for m in items if m.get("object") == "response" for o in m["output"]
+              if o.get("type") == "function_call"}
+    assert answered <= called  # every result the model is sent still has its call
+    assert "def handler_0_1" in hook.restore("fc_0")
+
+
 def test_a_message_trigger_and_bad_arguments(tmp_path: Path) -> None:
     work = _workspace(tmp_path)
     model = Recording(outputs=_text_outputs())
@@ -168,3 +201,23 @@ def test_a_message_trigger_and_bad_arguments(tmp_path: Path) -> None:
     assert 1 <= len(hook.recent_decisions) <= 3
     with pytest.raises(ConfigError, match="trigger must be"):
         JevQueryHook(_compactor(Mode.SHADOW, tmp_path), trigger=("tool_results", 5))
+
+
+def test_a_history_jev_cannot_read_is_left_as_it_is_and_the_agent_goes_on(tmp_path: Path, caplog) -> None:
+    """A message the mini-swe-agent reader refuses (a role it does not know): the hook keeps an ERROR
+    decision naming it, logs a warning, and the model call goes ahead on the history as it was."""
+    work = _workspace(tmp_path)
+    model = Recording(outputs=_text_outputs())
+    hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), trigger=("messages", 2), scope=SCOPE)
+    agent = JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, **AGENT)
+    agent.messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
+                      {"role": "narrator", "content": "a role no reader knows"}]
+    before = copy.deepcopy(agent.messages)
+    with caplog.at_level("WARNING", logger="jev"):
+        answer = agent.query()
+    assert answer["content"].startswith("THOUGHT: read module 0.")
+    assert agent.messages[:3] == before and model.sent == [before]
+    decision = hook.last_decision
+    assert decision is not None and decision.status.value == "ERROR" and decision.error_kind == "FormatError"
+    assert "messages[2]" in decision.detail and "left as it is" in decision.detail
+    assert "could not read the host's history" in caplog.text

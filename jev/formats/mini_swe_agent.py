@@ -63,9 +63,15 @@ def _failed(extra: Any) -> bool:
     return isinstance(extra, dict) and isinstance(extra.get("exception_info"), str) and bool(extra["exception_info"])
 
 
+_RESPONSES_ITEMS = frozenset({"message", "function_call", "function_call_output"})
+
+
 def _responses_mode(raw_messages: list[Any]) -> bool:
-    """True when the trajectory's turns are Responses API objects (2.x's `litellm_response` model)."""
-    return any(isinstance(m, dict) and (m.get("object") == "response" or m.get("type") == "function_call_output")
+    """True when the trajectory's turns are Responses API objects (2.x's `litellm_response` model) — or,
+    before the first answer, when its messages are Responses `message` items (what that model's
+    `format_message` makes: typed, with a list of `input_text` parts); chat messages have no `type`."""
+    return any(isinstance(m, dict) and (m.get("object") == "response"
+                                        or (isinstance(kind := m.get("type"), str) and kind in _RESPONSES_ITEMS))
                for m in raw_messages)
 
 

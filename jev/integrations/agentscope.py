@@ -75,7 +75,11 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
             return
         judged = _dicts(context)
         scope = self.host.scope_for(agent)
-        messages = formats.load(judged, FORMAT)
+        messages = self.host.read(lambda: formats.load(judged, FORMAT))
+        if messages is None:  # left as it is: AgentScope's own compression goes on
+            self.host.planned(_count(context, self.trigger[0]))
+            await next_handler()
+            return
         compactor = self.compactor
         if self.host.target_tokens is not None:  # counted by the agent's model, as AgentScope counts its context
             tokens = await agent.model.count_tokens(context, None)

@@ -18,6 +18,7 @@ the history (`jev.cost.horizon_from_history`).
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,12 +26,14 @@ from typing import Any
 
 from ..archived_pair import restore_latest
 from ..compactor import Compactor
-from ..decision import Decision, Mode, Status
-from ..errors import ConfigError
+from ..decision import Decision, Mode, Reason, Status
+from ..errors import ConfigError, JevError
 from ..scope import Scope
 from ..token_target import check_target_tokens
 from ..transcript import Message
 from ..validate import require_integer
+
+_log = logging.getLogger("jev")
 
 
 def check_trigger(trigger: Any, kinds: tuple[str, ...]) -> tuple[str, int]:
@@ -105,6 +108,19 @@ class HostCompaction:
         if self.target_tokens is None:
             return self.compactor
         return self.compactor.for_tokens(messages, count_tokens(), self.target_tokens)
+
+    def read(self, load: Callable[[], list[Message]]) -> list[Message] | None:
+        """The host's history as jev messages (`load()`), or None when the library cannot read it: then an
+        ERROR decision naming why is kept and logged, and the host goes on with its history as it is — a
+        history jev cannot compact is never the agent's failure."""
+        try:
+            return load()
+        except JevError as exc:
+            _log.warning("jev could not read the host's history, left as it is: %s", exc)
+            self.keep(Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR,
+                               detail=f"the host's history could not be read, so it was left as it is: {exc}",
+                               error_kind=type(exc).__name__))
+            return None
 
     def keep(self, decision: Decision) -> Decision:
         """Keep `decision` as the newest (the oldest kept one goes when there are `keep_decisions`)."""

@@ -25,6 +25,7 @@ from ..compactor import Compactor
 from ..decision import Decision, Mode
 from ..history import fingerprint
 from ..scope import Scope
+from ..transcript import Message
 from .core import Adapter, HostCompaction, check_trigger
 
 
@@ -57,17 +58,19 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
-            judged = formats.load(request.messages, "langchain")
-            self.host.keep(self._sized(request.messages, judged).plan_sync(
-                judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
+            judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
+            if judged is not None:
+                self.host.keep(self._sized(request.messages, judged).plan_sync(
+                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
             self.host.planned(self._count(request.messages))
         return handler(request)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
-            judged = formats.load(request.messages, "langchain")
-            self.host.keep(await self._sized(request.messages, judged).plan(
-                judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
+            judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
+            if judged is not None:
+                self.host.keep(await self._sized(request.messages, judged).plan(
+                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
             self.host.planned(self._count(request.messages))
         return await handler(request)
 
@@ -77,7 +80,9 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         if not self._enforcing(state):
             return None
         live, scope = state["messages"], self.host.scope_for(runtime)
-        judged = formats.load(live, "langchain")
+        judged = self._read(live)
+        if judged is None:
+            return None
         before = fingerprint(judged)
         return self._commit(self._sized(live, judged).plan_sync(judged, scope=scope,
                                                                 horizon=self.host.horizon_for(runtime)),
@@ -87,11 +92,21 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         if not self._enforcing(state):
             return None
         live, scope = state["messages"], self.host.scope_for(runtime)
-        judged = formats.load(live, "langchain")
+        judged = self._read(live)
+        if judged is None:
+            return None
         before = fingerprint(judged)
         return self._commit(await self._sized(live, judged).plan(judged, scope=scope,
                                                                  horizon=self.host.horizon_for(runtime)),
                             live, before, scope)
+
+    def _read(self, live: list[Any]) -> list[Message] | None:
+        """The live messages as jev messages; None (an ERROR decision kept, the trigger moved on) when they
+        cannot be read."""
+        judged = self.host.read(lambda: formats.load(live, "langchain"))
+        if judged is None:
+            self.host.planned(self._count(live))
+        return judged
 
     def _enforcing(self, state: Any) -> bool:
         return self.compactor.options.mode is Mode.ENFORCE and self._fires(state["messages"])

@@ -49,9 +49,10 @@ class JevQueryHook(Adapter):
         judged = list(agent.messages)
         if self.trigger[0] == "messages" and not self.host.due(len(judged)):
             return  # counted without reading the messages
-        messages = formats.load(judged, FORMAT)
-        if not self.host.due(self._count(judged, messages)):
+        read = self.host.read(lambda: formats.load(judged, FORMAT))
+        if read is None or not self.host.due(self._count(judged, read)):
             return
+        messages: list[Message] = read
         scope = self.host.scope_for(agent)
         compactor = self.host.sized(messages, lambda: tokens_of(messages))
         decision = self.host.keep(compactor.plan_sync(messages, scope=scope, horizon=self.host.horizon_for(agent)))

@@ -77,7 +77,10 @@ class JevSession(Adapter, SessionABC):
         items = await self.underlying.get_items()
         if not self.host.due(len(items)) or self.compactor.options.mode is Mode.OFF:
             return
-        judged = formats.load(items, FORMAT)
+        judged = self.host.read(lambda: formats.load(items, FORMAT))
+        if judged is None:
+            self.host.planned(len(items))
+            return
         compactor = self.host.sized(judged, lambda: self.token_counter(items))
         decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
                                                        horizon=self.host.horizon_for(self)))
@@ -115,7 +118,9 @@ def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions:
 
     async def compact_input(data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
-        judged = formats.load(items, FORMAT)
+        judged = host.read(lambda: formats.load(items, FORMAT))
+        if judged is None:  # left as it is
+            return ModelInputData(input=items, instructions=data.model_data.instructions)
         decision = await host.sized(judged, lambda: token_counter(items)).plan(judged, scope=scope)
         if decisions is not None:  # the caller's list, bounded as every adapter's: the last keep_decisions
             decisions.append(decision)
