@@ -221,3 +221,77 @@ def test_a_history_jev_cannot_read_is_left_as_it_is_and_the_agent_goes_on(tmp_pa
     assert decision is not None and decision.status.value == "ERROR" and decision.error_kind == "FormatError"
     assert "messages[2]" in decision.detail and "left as it is" in decision.detail
     assert "could not read the host's history" in caplog.text
+
+
+DEEPSEEK = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mini-swe-agent-deepseek-dev.tar.xz"
+
+
+class Recorded(LocalEnvironment):
+    """mini-swe-agent's local environment answering each command with what the recorded run's command
+    printed (the SWE-bench containers are not here); submission is detected by the real class's check."""
+
+    def __init__(self, outputs: dict[str, dict], submission: str) -> None:
+        super().__init__()
+        self.outputs, self.submission = outputs, submission
+
+    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+        output = self.outputs.get(action.get("tool_call_id", ""))
+        if output is None:  # the submitting command: its output is the exit message's content
+            output = {"output": "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + self.submission, "returncode": 0,
+                      "exception_info": ""}
+        self._check_finished(output)
+        return output
+
+
+def _verbatim(text: str) -> str:
+    """A recorded message as a mini-swe-agent template that renders to itself (a task may hold `{{`)."""
+    return "{% raw %}" + text + "{% endraw %}"
+
+
+def _recorded_runs(count: int) -> list[dict]:
+    import tarfile
+    with tarfile.open(DEEPSEEK, "r|*") as tar:
+        runs = [json.loads(tar.extractfile(m).read()) for m in tar if m.isfile() and m.name.endswith(".traj.json")]
+    # runs that submitted (one that ended on a provider error cannot be replayed to its end), one per
+    # instance, the longest first: they pass the trigger
+    runs = [run for run in runs if run["info"]["exit_status"] == "Submitted"]
+    runs.sort(key=lambda run: -len(json.dumps(run["messages"])))
+    return list({run["instance_id"]: run for run in reversed(runs)}.values())[::-1][:count]
+
+
+@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+def test_real_deepseek_runs_replayed_through_the_agent_loop(tmp_path: Path) -> None:
+    """Real mini-swe-agent 2.x runs (DeepSeek, tool-call mode) replayed through a real `DefaultAgent`
+    loop: the model answers what it answered, the environment prints what the commands printed, and the
+    hook compacts in ENFORCE at its default trigger. Every run finishes as recorded, no plan fails, every
+    history the model is sent keeps each result with its call, and what it no longer sees restores."""
+    adopted_runs = 0
+    for k, run in enumerate(_recorded_runs(6)):
+        messages = run["messages"]
+        answers = [m for m in messages if m.get("role") == "assistant"]
+        outputs = {m["tool_call_id"]: {"output": m["extra"]["raw_output"], "returncode": m["extra"]["returncode"],
+                                       "exception_info": m["extra"].get("exception_info", "")}
+                   for m in messages if m.get("role") == "tool"}
+        exit_message = next((m for m in messages if m.get("role") == "exit"), {"content": ""})
+        model = RecordingToolcalls(outputs=answers)
+        scope = Scope("user-1", "deepseek", f"run-{k}")
+        hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), scope=scope, keep_decisions=100)
+        agent = JevAgent(model, Recorded(outputs, exit_message["content"]), jev=hook,
+                         system_template=_verbatim(messages[0]["content"]),
+                         instance_template=_verbatim(messages[1]["content"]),
+                         step_limit=0, cost_limit=0)
+        result = agent.run("")
+        assert result["exit_status"] == run["info"]["exit_status"] == "Submitted"
+        assert all(d.status.value != "ERROR" for d in hook.recent_decisions), [d.detail for d in hook.recent_decisions]
+        for sent in model.sent:
+            answered = {m["tool_call_id"] for m in sent if m.get("role") == "tool"}
+            assert answered <= {c["id"] for m in sent for c in m.get("tool_calls") or []}
+        if hook.references:
+            adopted_runs += 1
+            assert _changes(model.sent) == len(hook.references)
+            last = model.sent[-1]
+            let_go = [re.search(r'call "([^"]+)"', str(m.get("content"))).group(1) for m in last
+                      if "JEV archived the full result" in str(m.get("content"))
+                      or str(m.get("content", "")).startswith("[JEV dropped")]
+            assert let_go and all(outputs[call]["output"] in hook.restore(call) for call in let_go[:3])
+    assert adopted_runs >= 1
