@@ -27,6 +27,30 @@ from jev.judges import Answers, JudgeRequest
 os.environ["COLUMNS"] = "160"
 
 
+DEEPSEEK = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mini-swe-agent-deepseek-dev.tar.xz"
+
+
+def recorded_runs(count: int) -> list[dict]:
+    """Real mini-swe-agent 2.x runs (the DeepSeek dev set, tool-call mode) that submitted — one that ended on
+    a provider error cannot be replayed to its end — one per instance, the longest first (they pass a
+    trigger), for replaying through a host's agent loop: each assistant message, and each command's
+    recorded output by its call id."""
+    import json
+    import tarfile
+    with tarfile.open(DEEPSEEK, "r|*") as tar:
+        runs = [json.loads(tar.extractfile(m).read()) for m in tar if m.isfile() and m.name.endswith(".traj.json")]
+    runs = [run for run in runs if run["info"]["exit_status"] == "Submitted"]
+    runs.sort(key=lambda run: -len(json.dumps(run["messages"])))
+    return list({run["instance_id"]: run for run in reversed(runs)}.values())[::-1][:count]
+
+
+def recorded_outputs(run: dict) -> dict[str, dict]:
+    """What each command of a recorded run printed, by call id (as mini-swe-agent's environment returns it)."""
+    return {m["tool_call_id"]: {"output": m["extra"]["raw_output"], "returncode": m["extra"]["returncode"],
+                                "exception_info": m["extra"].get("exception_info", ""), "shown": m["content"]}
+            for m in run["messages"] if m.get("role") == "tool"}
+
+
 def msg(id: str, role: str, *blocks: Any, **kw: Any) -> Message:
     return Message(id, role, tuple(blocks), **kw)
 

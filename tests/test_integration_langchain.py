@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+import json
+from typing import Annotated, Any, ClassVar
 
 import pytest
+from conftest import DEEPSEEK, recorded_outputs, recorded_runs
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
 
 from archive import FileArchive, Scope
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
@@ -208,3 +210,54 @@ def test_a_token_trigger_and_target_compact_deep_then_wait_for_the_trigger_again
     assert all(d.plan.target_met is not False or d.detail for d in adopted)
     after = [sizes[k + 1] for k in range(len(sizes) - 1) if sizes[k + 1] < sizes[k]]  # the calls after a compaction
     assert after and all(size < 1500 for size in after)
+
+
+@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+def test_real_deepseek_runs_replayed_through_create_agent(tmp_path) -> None:
+    """Real runs (the DeepSeek dev set) replayed through a real `create_agent` loop: the model answers what
+    the recorded model answered (its text and bash calls, ids included), the bash tool prints what the
+    recorded command printed, and the middleware compacts in ENFORCE with the local judge at a 20 k-token
+    trigger. Every run ends as recorded, no plan fails, every tool message the model is sent follows its
+    call, and what the model no longer sees comes back through the restore tool."""
+    from jev.judges import LocalJudge
+
+    adopted_runs = restored = 0
+    for k, run in enumerate(recorded_runs(4)):
+        outputs = recorded_outputs(run)
+
+        @tool
+        def bash(command: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+            """Run a bash command."""
+            recorded = outputs.get(tool_call_id)
+            return recorded["shown"] if recorded else "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+        turns = [AIMessage(m.get("content") or "", tool_calls=[
+            {"name": "bash", "args": json.loads(c["function"]["arguments"]), "id": c["id"], "type": "tool_call"}
+            for c in m.get("tool_calls") or []]) for m in run["messages"] if m.get("role") == "assistant"]
+        ScriptedModel.seen = []
+        model = ScriptedModel(messages=iter([*turns, AIMessage("Submitted.")]))
+        compactor = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset({"bash"})),
+                              ExecutionOptions(Mode.ENFORCE, 10.0, "lc-replay"), FileArchive(tmp_path / f"a{k}"))
+        middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 20_000), scope=Scope("u", "lc", f"r{k}"),
+                                             keep_decisions=100)
+        graph = create_agent(model, tools=[bash], middleware=[middleware])
+        state = graph.invoke({"messages": [SystemMessage(run["messages"][0]["content"]),
+                                           {"role": "user", "content": run["messages"][1]["content"]}]},
+                             {"recursion_limit": 1000})
+        assert state["messages"][-1].content == "Submitted."
+        assert all(d.status.value != "ERROR" for d in middleware.recent_decisions)
+        for seen in ScriptedModel.seen:
+            called: set[str] = set()
+            for m in seen:
+                called |= {c["id"] for c in getattr(m, "tool_calls", None) or []}
+                assert not isinstance(m, ToolMessage) or m.tool_call_id in called
+        if middleware.references:
+            adopted_runs += 1
+            shown = ScriptedModel.seen[-1]
+            let_go = [m.tool_call_id for m in shown if isinstance(m, ToolMessage)
+                      and "JEV archived the full result" in str(m.content)]
+            for call_id in let_go[:2]:
+                text = asyncio.run(middleware.restore_tool().ainvoke({"call_id": call_id}))
+                assert outputs[call_id]["shown"][:200] in text
+                restored += 1
+    assert adopted_runs >= 1 and restored >= 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import DEEPSEEK, recorded_outputs, recorded_runs
 
 # mini-swe-agent reads (and creates) its global config folder and its .env at import: a fresh one here,
 # so a test never loads the user's settings or keys, nor writes to their home
@@ -223,9 +224,6 @@ def test_a_history_jev_cannot_read_is_left_as_it_is_and_the_agent_goes_on(tmp_pa
     assert "could not read the host's history" in caplog.text
 
 
-DEEPSEEK = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mini-swe-agent-deepseek-dev.tar.xz"
-
-
 class Recorded(LocalEnvironment):
     """mini-swe-agent's local environment answering each command with what the recorded run's command
     printed (the SWE-bench containers are not here); submission is detected by the real class's check."""
@@ -235,10 +233,12 @@ class Recorded(LocalEnvironment):
         self.outputs, self.submission = outputs, submission
 
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
-        output = self.outputs.get(action.get("tool_call_id", ""))
-        if output is None:  # the submitting command: its output is the exit message's content
+        recorded = self.outputs.get(action.get("tool_call_id", ""))
+        if recorded is None:  # the submitting command: its output is the exit message's content
             output = {"output": "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + self.submission, "returncode": 0,
                       "exception_info": ""}
+        else:
+            output = {k: recorded[k] for k in ("output", "returncode", "exception_info")}
         self._check_finished(output)
         return output
 
@@ -248,17 +248,6 @@ def _verbatim(text: str) -> str:
     return "{% raw %}" + text + "{% endraw %}"
 
 
-def _recorded_runs(count: int) -> list[dict]:
-    import tarfile
-    with tarfile.open(DEEPSEEK, "r|*") as tar:
-        runs = [json.loads(tar.extractfile(m).read()) for m in tar if m.isfile() and m.name.endswith(".traj.json")]
-    # runs that submitted (one that ended on a provider error cannot be replayed to its end), one per
-    # instance, the longest first: they pass the trigger
-    runs = [run for run in runs if run["info"]["exit_status"] == "Submitted"]
-    runs.sort(key=lambda run: -len(json.dumps(run["messages"])))
-    return list({run["instance_id"]: run for run in reversed(runs)}.values())[::-1][:count]
-
-
 @pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
 def test_real_deepseek_runs_replayed_through_the_agent_loop(tmp_path: Path) -> None:
     """Real mini-swe-agent 2.x runs (DeepSeek, tool-call mode) replayed through a real `DefaultAgent`
@@ -266,12 +255,10 @@ def test_real_deepseek_runs_replayed_through_the_agent_loop(tmp_path: Path) -> N
     hook compacts in ENFORCE at its default trigger. Every run finishes as recorded, no plan fails, every
     history the model is sent keeps each result with its call, and what it no longer sees restores."""
     adopted_runs = 0
-    for k, run in enumerate(_recorded_runs(6)):
+    for k, run in enumerate(recorded_runs(6)):
         messages = run["messages"]
         answers = [m for m in messages if m.get("role") == "assistant"]
-        outputs = {m["tool_call_id"]: {"output": m["extra"]["raw_output"], "returncode": m["extra"]["returncode"],
-                                       "exception_info": m["extra"].get("exception_info", "")}
-                   for m in messages if m.get("role") == "tool"}
+        outputs = recorded_outputs(run)
         exit_message = next((m for m in messages if m.get("role") == "exit"), {"content": ""})
         model = RecordingToolcalls(outputs=answers)
         scope = Scope("user-1", "deepseek", f"run-{k}")
