@@ -9,8 +9,12 @@ jev in budget mode to half the trigger; and, as a diagnostic only, jev's gate gi
 number of later calls (`calls_after`), which no live host knows. Needed results let go are counted under
 labels-v1 and labels-v2-reuse, computed from each session's full history.
 
+`--adapter-defaults` replays instead each integration's default trigger (at the defaults, no target):
+50 messages (LangChain's middleware; the Agents SDK session's 50 items), 20 tool results (AgentScope),
+20 000 tokens (the mini-swe-agent hook).
+
     python benchmarks/cost.py [--sets swebench,deepseek,claude-code] [--triggers 20000,50000]
-                              [--profiles anthropic-5m,openai] [--sessions N]
+                              [--profiles anthropic-5m,openai] [--sessions N] [--adapter-defaults]
 """
 
 from __future__ import annotations
@@ -60,13 +64,28 @@ def policies(tools: frozenset[str], trigger: int, profile: str, judge: Any) -> l
             JevCompaction(compactor(), trigger, name="jev, true horizon (diagnostic)", horizon=calls_after)]
 
 
+def adapter_policies(tools: frozenset[str], _trigger: int, profile: str, judge: Any) -> list[Any]:
+    """No compaction beside jev at each integration's default trigger."""
+    def compactor() -> Compactor:
+        return Compactor(judge, CompactionConfig(eligible_tools=tools, pricing=profile),
+                         ExecutionOptions(Mode.ENFORCE, 60.0, "cost-benchmark"), StoreArchive(MemoryStore()))
+    return [NoCompaction(),
+            JevCompaction(compactor(), 50, unit="messages", name="jev, 50 messages (LangChain, Agents SDK)"),
+            JevCompaction(compactor(), 20, unit="tool_results", name="jev, 20 tool results (AgentScope)"),
+            JevCompaction(compactor(), 20_000, name="jev, 20 k tokens (mini-swe-agent hook)")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", default="swebench,deepseek,claude-code")
     parser.add_argument("--triggers", default="20000,50000")
     parser.add_argument("--profiles", default="anthropic-5m,openai")
     parser.add_argument("--sessions", type=int, help="the first N sessions of each set (default: all)")
+    parser.add_argument("--adapter-defaults", action="store_true",
+                        help="each integration's default trigger instead of --triggers")
     args = parser.parse_args()
+    make = adapter_policies if args.adapter_defaults else policies
+    triggers = [0] if args.adapter_defaults else list(map(int, args.triggers.split(",")))
     started = time.time()
     judge = LocalJudge()
     print("| set | trigger | pricing | policy | sent × | billed × | cache read | adopted | refused | needed let go "
@@ -76,12 +95,12 @@ def main() -> None:
         loaded = sessions(name, args.sessions)
         labels = [needed_later(analyze(messages)) for messages in loaded]
         needed = (sum(x.total_v1 for x in labels), sum(x.total_v2 for x in labels))
-        for trigger in map(int, args.triggers.split(",")):
+        for trigger in triggers:
             for profile in args.profiles.split(","):
                 totals: dict[str, Bill] = {}
                 lost: dict[str, list[int]] = {}
                 for messages, label in zip(loaded, labels, strict=True):
-                    for policy, bill in replay(messages, policies(SETS[name][1], trigger, profile, judge),
+                    for policy, bill in replay(messages, make(SETS[name][1], trigger, profile, judge),
                                                profile).items():
                         totals.setdefault(policy, Bill()).add(bill)
                         counts = lost.setdefault(policy, [0, 0])
@@ -92,7 +111,8 @@ def main() -> None:
                 for policy, bill in totals.items():
                     refused = ", ".join(f"{why} {n}" for why, n in sorted(bill.refused.items())) or "—"
                     v1, v2 = lost[policy]
-                    print(f"| {LABEL[name]} ({len(loaded)}) | {trigger // 1000} k | {profile} | {policy} | "
+                    print(f"| {LABEL[name]} ({len(loaded)}) | {f'{trigger // 1000} k' if trigger else 'default'} | "
+                          f"{profile} | {policy} | "
                           f"{bill.sent / base.sent:.3f} | **{bill.billed / base.billed:.3f}** | {bill.read_share:.1%} | "
                           f"{bill.adopted} | {refused} | {v1 / max(1, needed[0]):.1%} | {v2 / max(1, needed[1]):.1%} |",
                           flush=True)

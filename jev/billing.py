@@ -199,16 +199,30 @@ class ClearBatched(_Clearing):
         return live, live
 
 
+TRIGGER_UNITS = ("tokens", "messages", "tool_results")  # what a trigger counts: as the integrations count
+
+
 class JevCompaction(Policy):
-    """The compactor in the loop (ENFORCE with an archive), on the integrations' trigger rule; budget
-    mode toward `target` tokens when given."""
+    """The compactor in the loop (ENFORCE with an archive), on the integrations' trigger rule — the trigger
+    in `unit`s: tokens (the mini-swe-agent hook's and LangChain's token trigger), messages (LangChain's
+    and the Agents SDK's item count) or tool results (AgentScope's) — and budget mode toward `target`
+    tokens when given."""
 
     def __init__(self, compactor: Any, trigger: int, target: int | None = None, name: str = "jev",
-                 horizon: Callable[[Transcript, int], int | None] | None = None) -> None:
+                 horizon: Callable[[Transcript, int], int | None] | None = None, unit: str = "tokens") -> None:
         if compactor.options.mode is not Mode.ENFORCE:
             raise ValueError("the replay runs the compactor in ENFORCE (with an archive)")
-        self.compactor, self.trigger, self.target, self.name = compactor, trigger, target, name
+        if unit not in TRIGGER_UNITS:
+            raise ValueError(f"unit must be one of {', '.join(TRIGGER_UNITS)} (got {unit!r})")
+        self.compactor, self.trigger, self.target, self.name, self.unit = compactor, trigger, target, name, unit
         self.horizon = horizon  # (full transcript, decision point) -> later calls; None: the library's estimate
+
+    def _count(self, live: list[Message], tokens: int) -> int:
+        if self.unit == "tokens":
+            return tokens
+        if self.unit == "messages":
+            return len(live)
+        return sum(1 for m in live for b in m.content if type(b) is ToolResultBlock)
 
     def start(self, transcript: Transcript, tokens: Tokens) -> None:
         super().start(transcript, tokens)
@@ -220,7 +234,7 @@ class JevCompaction(Policy):
 
     def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         total = self.tokens.total(live)
-        if total < self.next_at:
+        if self._count(live, total) < self.next_at:
             return live, live
         compactor = self.compactor.for_tokens(live, total, self.target) if self.target else self.compactor
         horizon = self.horizon(self.transcript, point) if self.horizon else None
@@ -245,7 +259,8 @@ class JevCompaction(Policy):
             explained = decision.status is not Status.DECIDED or bool(decision.detail)
             self.bill.over_target += explained
             self.bill.unexplained += not explained
-        self.next_at = max(self.trigger, (total // self.trigger + 1) * self.trigger)
+        count = self._count(live, total)
+        self.next_at = max(self.trigger, (count // self.trigger + 1) * self.trigger)
         return live, live
 
 

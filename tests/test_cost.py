@@ -225,6 +225,30 @@ def test_the_replay_bills_each_policy_on_the_same_calls() -> None:
     assert math.isclose(bills["no compaction"].billed, base.billed)
 
 
+def test_the_replay_counts_a_trigger_as_each_integration_does() -> None:
+    """The integrations' default triggers count messages (LangChain, the Agents SDK) or tool results
+    (AgentScope), not tokens: the replay fires when that count passes the trigger, and not again until it
+    passes the next multiple; any other unit is refused by name."""
+    from jev.billing import JevCompaction, replay
+    messages = [msg("u0", "user", text(words(50)))]
+    for k in range(1, 9):
+        messages += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"t{k}", "tool", result(f"r{k}", output=words(500)))]
+    messages.append(msg("end", "assistant", text("done")))
+
+    def events(trigger: int, unit: str) -> int:
+        jev = Compactor(ScriptedJudge(0.99), reference_config(cost_gate=False), ExecutionOptions(Mode.ENFORCE, 5.0),
+                        StoreArchive(MemoryStore()))  # keeps everything: the count only grows
+        return replay(messages, [JevCompaction(jev, trigger, unit=unit, name="j")], "anthropic-5m")["j"].events
+
+    # calls see 1, 3, ..., 17 messages (0..8 results): 6 messages first passed at the 4th call, then 12, then 18
+    assert events(6, "messages") == 2
+    assert events(3, "tool_results") == 2  # 3 results at the 4th call, 6 at the 7th
+    assert events(10**6, "tokens") == 0
+    with pytest.raises(ValueError, match="unit must be one of tokens, messages, tool_results"):
+        JevCompaction(Compactor(ScriptedJudge(0.5), reference_config(), ExecutionOptions(Mode.ENFORCE, 5.0),
+                                StoreArchive(MemoryStore())), 5, unit="turns")
+
+
 def test_jev_cost_replays_every_form_and_reports_each_policy(tmp_path) -> None:
     """Issue 36 item 5: `jev cost` on a folder holding a mini-swe-agent trajectory, a Claude Code session and
     a chat history: one row per policy with sent and billed ratios, cache reads, compactions adopted and
