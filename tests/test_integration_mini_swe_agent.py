@@ -42,8 +42,8 @@ FILES = 10
 DONE = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
-class Recording(DeterministicModel):
-    """mini-swe-agent's scripted model, keeping a copy of every history it is sent."""
+class _Records:
+    """A mini-swe-agent scripted model that keeps a copy of every history it is sent."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -51,27 +51,19 @@ class Recording(DeterministicModel):
 
     def query(self, messages: list[dict], **kwargs: Any) -> dict:
         self.sent.append(copy.deepcopy(messages))
-        return super().query(messages, **kwargs)
+        return super().query(messages, **kwargs)  # type: ignore[misc]
 
 
-class RecordingToolcalls(DeterministicToolcallModel):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.sent: list[list[dict]] = []
-
-    def query(self, messages: list[dict], **kwargs: Any) -> dict:
-        self.sent.append(copy.deepcopy(messages))
-        return super().query(messages, **kwargs)
+class Recording(_Records, DeterministicModel):
+    """Text mode."""
 
 
-class RecordingResponses(DeterministicResponseAPIToolcallModel):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.sent: list[list[dict]] = []
+class RecordingToolcalls(_Records, DeterministicToolcallModel):
+    """Tool-call mode."""
 
-    def query(self, messages: list[dict], **kwargs: Any) -> dict:
-        self.sent.append(copy.deepcopy(messages))
-        return super().query(messages, **kwargs)
+
+class RecordingResponses(_Records, DeterministicResponseAPIToolcallModel):
+    """Responses mode."""
 
 
 def _workspace(tmp_path: Path) -> Path:

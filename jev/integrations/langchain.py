@@ -77,39 +77,33 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
     # --- ENFORCE: persisted through the graph state -------------------------------------------------
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        if not self._enforcing(state):
+        job = self._enforcing(state, runtime)
+        if job is None:
             return None
-        live, scope = state["messages"], self.host.scope_for(runtime)
-        judged = self._read(live)
-        if judged is None:
-            return None
-        before = fingerprint(judged)
-        return self._commit(self._sized(live, judged).plan_sync(judged, scope=scope,
-                                                                horizon=self.host.horizon_for(runtime)),
-                            live, before, scope)
+        compactor, live, judged, scope = job
+        return self._commit(compactor.plan_sync(judged, scope=scope, horizon=self.host.horizon_for(runtime)),
+                            live, fingerprint(judged), scope)
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        if not self._enforcing(state):
+        job = self._enforcing(state, runtime)
+        if job is None:
             return None
-        live, scope = state["messages"], self.host.scope_for(runtime)
-        judged = self._read(live)
-        if judged is None:
-            return None
-        before = fingerprint(judged)
-        return self._commit(await self._sized(live, judged).plan(judged, scope=scope,
-                                                                 horizon=self.host.horizon_for(runtime)),
-                            live, before, scope)
+        compactor, live, judged, scope = job
+        return self._commit(await compactor.plan(judged, scope=scope, horizon=self.host.horizon_for(runtime)),
+                            live, fingerprint(judged), scope)
 
-    def _read(self, live: list[Any]) -> list[Message] | None:
-        """The live messages as jev messages; None (an ERROR decision kept, the trigger moved on) when they
-        cannot be read."""
+    def _enforcing(self, state: Any, runtime: Any) -> tuple[Compactor, list[Any], list[Message], Scope | None] | None:
+        """What an ENFORCE plan of the live messages needs — the compactor sized for them, the messages, their
+        jev form, the scope — or None: not ENFORCE, below the trigger, or unreadable (an ERROR decision
+        kept, the trigger moved on)."""
+        live = state["messages"]
+        if self.compactor.options.mode is not Mode.ENFORCE or not self._fires(live):
+            return None
         judged = self.host.read(lambda: formats.load(live, "langchain"))
         if judged is None:
             self.host.planned(self._count(live))
-        return judged
-
-    def _enforcing(self, state: Any) -> bool:
-        return self.compactor.options.mode is Mode.ENFORCE and self._fires(state["messages"])
+            return None
+        return self._sized(live, judged), live, judged, self.host.scope_for(runtime)
 
     def _commit(self, decision: Decision, live: list[Any], before: bytes, scope: Scope | None) -> dict[str, Any] | None:
         adopted = self.host.commit(self.host.keep(decision), scope,
