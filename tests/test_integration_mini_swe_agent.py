@@ -86,6 +86,17 @@ def _compactor(mode: Mode, tmp_path: Path) -> Compactor:
                      ExecutionOptions(mode, 10.0, "mini-swe-agent-test"), FileArchive(tmp_path / "archive"))
 
 
+def _enforced(model: _Records, tmp_path: Path) -> JevQueryHook:
+    """Run a `JevAgent` with `model` in ENFORCE (trigger 6 000 tokens, target 3 000) over the workspace: it
+    submits, at least one compaction is adopted, and the history sent changes only where one was."""
+    hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), trigger=("tokens", 6000), target_tokens=3000,
+                        scope=SCOPE)
+    result = JevAgent(model, LocalEnvironment(cwd=str(_workspace(tmp_path))), jev=hook, **AGENT).run("Read every module.")
+    assert result["exit_status"] == "Submitted" and hook.references
+    assert _changes(model.sent) == len(hook.references)
+    return hook
+
+
 def _changes(sent: list[list[dict]]) -> int:
     """How many model calls were sent a history whose earlier part differs from the previous call's."""
     return sum(1 for before, after in itertools.pairwise(sent) if after[: len(before)] != before)
@@ -138,7 +149,6 @@ def test_shadow_and_off_leave_every_call_as_it_was(tmp_path: Path) -> None:
 
 
 def test_tool_call_mode(tmp_path: Path) -> None:
-    work = _workspace(tmp_path)
     outputs = []
     for i in range(FILES):
         call = f"call_{i}"
@@ -151,11 +161,7 @@ def test_tool_call_mode(tmp_path: Path) -> None:
                                                                    "arguments": json.dumps({"command": DONE})}}],
         [{"command": DONE, "tool_call_id": "call_done"}]))
     model = RecordingToolcalls(outputs=outputs)
-    hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), trigger=("tokens", 6000), target_tokens=3000,
-                        scope=SCOPE)
-    result = JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, **AGENT).run("Read every module.")
-    assert result["exit_status"] == "Submitted" and hook.references
-    assert _changes(model.sent) == len(hook.references)
+    hook = _enforced(model, tmp_path)
     last = model.sent[-1]
     tool_ids = {m.get("tool_call_id") for m in last if m.get("role") == "tool"}
     called = {c["id"] for m in last for c in m.get("tool_calls") or []}
@@ -168,16 +174,11 @@ def test_tool_call_mode(tmp_path: Path) -> None:
 def test_responses_mode(tmp_path: Path) -> None:
     """mini-swe-agent's Responses API models: each turn a whole `response` object, results
     `function_call_output` items."""
-    work = _workspace(tmp_path)
     outputs = [make_response_api_output(None, [{"command": f"cat module_{i}.py", "tool_call_id": f"fc_{i}"}])
                for i in range(FILES)]
     outputs.append(make_response_api_output("done", [{"command": DONE, "tool_call_id": "fc_done"}]))
     model = RecordingResponses(outputs=outputs)
-    hook = JevQueryHook(_compactor(Mode.ENFORCE, tmp_path), trigger=("tokens", 6000), target_tokens=3000,
-                        scope=SCOPE)
-    result = JevAgent(model, LocalEnvironment(cwd=str(work)), jev=hook, **AGENT).run("Read every module.")
-    assert result["exit_status"] == "Submitted" and hook.references
-    assert _changes(model.sent) == len(hook.references)
+    hook = _enforced(model, tmp_path)
     items = [m for m in model.sent[-1] if isinstance(m, dict)]
     answered = {m["call_id"] for m in items if m.get("type") == "function_call_output"}
     called = {o["call_id"] for m in items if m.get("object") == "response" for o in m["output"]
