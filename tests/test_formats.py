@@ -610,3 +610,19 @@ def test_mini_swe_agent_refuses_a_trajectory_object_without_messages() -> None:
                      "mini-swe-agent")
     assert formats.load([], "mini-swe-agent") == []
     assert formats.dump([], "mini-swe-agent") == []
+
+
+def test_agentscope_msgs_sharing_an_id_read_apart_and_write_back_as_they_were() -> None:
+    """AgentScope's own context truncation can leave two `Msg`s with one id (seen replaying real runs
+    through its reply loop): each reads as its own jev message (`id`, `id~2`) and writes back with the id
+    it had."""
+    doc = [{"id": "a", "role": "user", "name": "user", "content": [{"type": "text", "text": "fix it"}]},
+           {"id": "b", "role": "assistant", "name": "coder", "content": [
+               {"type": "tool_call", "id": "c1", "name": "read", "input": '{"path": "x.py"}'},
+               {"type": "tool_result", "id": "c1", "name": "read", "output": "print(1)", "state": "success"}]},
+           {"id": "b", "role": "assistant", "name": "coder", "content": [{"type": "text", "text": "done"}]}]
+    messages = formats.load(doc, "agentscope")
+    assert [m.id for m in messages] == ["a", "b", "b#0", "b#1", "b~2"]
+    assert formats.dump(messages, "agentscope") == doc
+    from jev.analysis import analyze
+    assert [p.call_id for p in analyze(messages).pairs] == ["c1"]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import pytest
 from agentscope.agent import Agent
 from agentscope.credential import CredentialBase
 from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
 from agentscope.model import ChatModelBase
 from agentscope.state import AgentState
+from conftest import DEEPSEEK, recorded_outputs, recorded_runs
 from pydantic import BaseModel
 
 from archive import FileArchive, Scope
@@ -191,3 +194,86 @@ def test_a_token_target_is_counted_by_the_agents_own_model(tmp_path) -> None:
     assert before > 1_500 and decision.status.value == "DECIDED" and decision.plan.target_met
     assert asyncio.run(a.model.count_tokens(list(a.state.context), None)) <= 1_500 < before
     assert len(call_ids(a)) < 3
+
+
+class Recorded(ChatModelBase):
+    """Answers what a recorded run's model answered (its text and bash calls, ids included), one turn per
+    call; records which tool results each call was shown."""
+
+    class Parameters(BaseModel):
+        pass
+
+    def __init__(self, turns: list[dict]) -> None:
+        from agentscope.formatter import OpenAIChatFormatter
+        super().__init__(CredentialBase(), "recorded", self.Parameters(), stream=False)
+        self.formatter = OpenAIChatFormatter()
+        self.turns = iter(turns)
+        self.seen: list[list[str]] = []  # the tool results each call was shown
+        self.unanswered: list[set[str]] = []  # results each call was shown without their call
+
+    async def _call_api(self, model_name: str, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any):
+        from agentscope.model import ChatResponse
+        self.seen.append([b.id for m in messages for b in m.content if b.type == "tool_result"])
+        called = {b.id for m in messages for b in m.content if b.type == "tool_call"}
+        self.unanswered.append(set(self.seen[-1]) - called)
+        turn = next(self.turns, None)
+        if turn is None:
+            return ChatResponse(content=[TextBlock(text="Submitted.")], is_last=True)
+        blocks = [TextBlock(text=turn["content"])] if turn.get("content") else []
+        blocks += [ToolCallBlock(id=c["id"], name="bash", input=c["function"]["arguments"])
+                   for c in turn.get("tool_calls") or []]
+        return ChatResponse(content=blocks, is_last=True)
+
+
+@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+def test_real_deepseek_runs_replayed_through_a_reply_loop(tmp_path) -> None:
+    """Real runs (the DeepSeek dev set) through a real AgentScope reply loop: the model answers what the
+    recorded model answered, the bash tool prints what each recorded command printed, and the middleware
+    compacts in ENFORCE with the local judge at its default trigger (20 tool results). Every run ends, no
+    plan fails, and every result the model is shown still has its call beside it. (AgentScope's own
+    compression runs too, below the trigger, and its truncation can leave two Msgs with one id: read.)"""
+    from agentscope.agent import ReActConfig
+    from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+
+    from jev.judges import LocalJudge
+
+    async def run(k: int, recorded: dict) -> tuple[Recorded, JevContextMiddleware]:
+        outputs = recorded_outputs(recorded)
+        answers = [m for m in recorded["messages"] if m.get("role") == "assistant"]
+        printed = {}  # command -> what it printed, in the order the run ran it
+        for m in answers:
+            for c in m.get("tool_calls") or []:
+                if c["id"] in outputs:
+                    printed.setdefault(json.loads(c["function"]["arguments"]).get("command"), []).append(
+                        outputs[c["id"]]["shown"])
+
+        async def bash(command: str) -> ToolChunk:
+            """Run a bash command.
+
+            Args:
+                command (str): the command
+            """
+            shown = printed.get(command) or ["COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
+            return ToolChunk(content=[TextBlock(text=shown.pop(0) if len(shown) > 1 else shown[0])])
+
+        compactor = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset({"bash"})),
+                              ExecutionOptions(Mode.ENFORCE, 10.0, "as-replay"), FileArchive(tmp_path / f"a{k}"))
+        middleware = JevContextMiddleware(compactor, scope=Scope("u", "as", f"r{k}"), keep_decisions=100)
+        toolkit = Toolkit()
+        await toolkit.add_tool(FunctionTool(bash, is_read_only=True))  # a replay: runs nothing, asks no permission
+        model = Recorded(answers)
+        a = Agent(name="coder", system_prompt=recorded["messages"][0]["content"], model=model, toolkit=toolkit,
+                  middlewares=[middleware], state=AgentState(session_id=f"r{k}"),
+                  react_config=ReActConfig(max_iters=1000))
+        await a.reply(Msg(name="user", role="user", content=[TextBlock(text=recorded["messages"][1]["content"])]))
+        return model, middleware
+
+    decided = 0
+    for k, recorded in enumerate(recorded_runs(3)):
+        model, middleware = asyncio.run(run(k, recorded))
+        assert model.seen and next(model.turns, None) is None  # every recorded turn was answered
+        assert not any(model.unanswered), model.unanswered
+        assert all(d.status.value != "ERROR" for d in middleware.recent_decisions), \
+            [d.detail for d in middleware.recent_decisions]
+        decided += sum(d.status.value == "DECIDED" for d in middleware.recent_decisions)
+    assert decided >= 1

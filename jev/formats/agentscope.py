@@ -96,9 +96,7 @@ def load(data: Any) -> list[Message]:
                     raise FormatError(f"{where}.content[{k}]: a second {raw['content'][k]['type']} with id {b.id!r} "
                                       "in one Msg is ambiguous")
                 seen.add((isinstance(b, ToolResultBlock), b.id))
-        mid = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"m{i}"
-        if mid in ids:
-            raise FormatError(f"{where}.id: a second Msg with id {mid!r}")
+        mid = _unused(raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"m{i}", ids)
         ids.add(mid)
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
         own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
@@ -112,6 +110,18 @@ def load(data: Any) -> list[Message]:
             role = "tool" if isinstance(block, ToolResultBlock) else raw["role"]
             out.append(Message(f"{mid}#{k}", role, (block,), name, loaded(NAME, {"part_of": mid})))
     return out
+
+
+def _unused(mid: str, ids: set[str]) -> str:
+    """`mid`, or when an earlier Msg has that id, `mid~2` (`~3`, …): AgentScope's own context truncation can
+    leave two Msgs with one id, which it accepts. The jev message gets the distinct id; the Msg keeps its
+    own, and is written back with it."""
+    if mid not in ids:
+        return mid
+    n = 2
+    while f"{mid}~{n}" in ids:
+        n += 1
+    return f"{mid}~{n}"
 
 
 def _key(block: Any) -> tuple[str, str] | None:
