@@ -4,6 +4,7 @@ real `SQLiteSession` wrapped by `JevSession`; and the per-call input filter."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from agents.items import ModelResponse
 from agents.memory import SQLiteSession
 from agents.models.interface import Model
 from agents.usage import Usage
+from conftest import DEEPSEEK, recorded_outputs, recorded_runs
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from archive import FileArchive, Scope
@@ -198,3 +200,72 @@ def test_the_session_keeps_only_its_last_decisions(tmp_path) -> None:
         assert session.decisions == [made[-1]]
     with pytest.raises(ConfigError, match="keep_decisions must be an integer >= 1"):
         JevSession(SQLiteSession("s-bad"), compactor(Mode.SHADOW, tmp_path), keep_decisions=0)
+
+
+class RecordedModel(Model):
+    """Answers what a recorded run's model answered — its text and bash calls, ids included — one turn per
+    call, then a final answer; records every input it was given."""
+
+    def __init__(self, turns: list[dict]) -> None:
+        self.turns = iter(turns)
+        self.inputs: list[list[Any]] = []
+
+    async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
+                           tracing, *, previous_response_id=None, conversation_id=None, prompt=None):
+        self.inputs.append(list(input) if isinstance(input, list) else [input])
+        turn = next(self.turns, None)
+        text = "Submitted." if turn is None else turn.get("content") or ""
+        output: list[Any] = [ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed",
+                                                   content=[ResponseOutputText(type="output_text", text=text,
+                                                                               annotations=[])])] if text else []
+        output += [ResponseFunctionToolCall(type="function_call", call_id=c["id"], name="bash",
+                                            arguments=c["function"]["arguments"], id=f"fc_{c['id']}", status="completed")
+                   for c in (turn or {}).get("tool_calls") or []]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any):
+        raise NotImplementedError
+
+
+@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+def test_real_deepseek_runs_replayed_through_runner_and_a_jev_session(tmp_path) -> None:
+    """Real runs (the DeepSeek dev set) through a real `Runner` loop on a `JevSession` over a real
+    `SQLiteSession`: the model answers what the recorded model answered, the bash tool prints what each
+    recorded command printed, and the session compacts in ENFORCE with the local judge at its default
+    trigger (50 items). Every run ends, no plan fails, and every result the model is given has its call."""
+    from jev.judges import LocalJudge
+
+    adopted = 0
+    for k, recorded in enumerate(recorded_runs(3)):
+        outputs = recorded_outputs(recorded)
+        answers = [m for m in recorded["messages"] if m.get("role") == "assistant"]
+        printed: dict[str, list[str]] = {}
+        for m in answers:
+            for c in m.get("tool_calls") or []:
+                if c["id"] in outputs:
+                    printed.setdefault(json.loads(c["function"]["arguments"]).get("command"), []).append(
+                        outputs[c["id"]]["shown"])
+
+        @function_tool
+        def bash(command: str) -> str:
+            """Run a bash command."""
+            shown = printed.get(command) or ["COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
+            return shown.pop(0) if len(shown) > 1 else shown[0]
+
+        compactor = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset({"bash"})),
+                              ExecutionOptions(Mode.ENFORCE, 10.0, "agents-replay"), FileArchive(tmp_path / f"a{k}"))
+        session = JevSession(SQLiteSession(f"replay-{k}"), compactor, scope=Scope("u", "agents", f"r{k}"),
+                             keep_decisions=100)
+        model = RecordedModel(answers)
+        agent = Agent(name="coder", instructions=recorded["messages"][0]["content"], tools=[bash], model=model)
+        result = asyncio.run(Runner.run(agent, recorded["messages"][1]["content"], session=session, max_turns=1000,
+                                        run_config=RunConfig(tracing_disabled=True)))
+        assert result.final_output == "Submitted." and next(model.turns, None) is None
+        assert all(d.status.value != "ERROR" for d in session.recent_decisions), \
+            [d.detail for d in session.recent_decisions]
+        for given in model.inputs:
+            called = {i.get("call_id") for i in given if isinstance(i, dict) and i.get("type") == "function_call"}
+            answered = {i.get("call_id") for i in given if isinstance(i, dict) and i.get("type") == "function_call_output"}
+            assert answered <= called
+        adopted += len(session.references)
+    assert adopted >= 1
