@@ -179,6 +179,34 @@ def test_restore_tool(tmp_path) -> None:
     assert text.startswith("Call c0 (read)") and "contents 0" in text
 
 
+def test_a_token_trigger_is_counted_by_the_agents_own_model(tmp_path) -> None:
+    """`trigger=("tokens", n)`: the context as the agent's model counts it. Below n the middleware passes
+    through (AgentScope's own compression decides); at n it plans, and the next plan waits for the next
+    multiple of n."""
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
+    judge = ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
+
+    def agent_with(trigger: int) -> tuple[Agent, JevContextMiddleware]:
+        compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "as-test"), FileArchive(tmp_path))
+        middleware = JevContextMiddleware(compactor, trigger=("tokens", trigger), scope=SCOPE, keep_decisions=50)
+        state = AgentState(session_id="s")
+        state.context.extend(context())
+        return Agent(name="coder", system_prompt="Fix bugs.", model=NoModel(), middlewares=[middleware],
+                     state=state), middleware
+
+    probe, _ = agent_with(10**9)
+    tokens = asyncio.run(probe.model.count_tokens(list(probe.state.context), None))
+    quiet, idle = agent_with(tokens + 1)
+    asyncio.run(quiet.compress_context())
+    assert idle.last_decision is None and call_ids(quiet) == ["c0", "c1", "c2"]
+    busy, fired = agent_with(tokens)
+    asyncio.run(busy.compress_context())
+    assert fired.last_decision is not None and fired.last_decision.status.value == "DECIDED"
+    assert call_ids(busy) == ["c1", "c2"] and fired.host.next_at == tokens
+    with pytest.raises(Exception, match="trigger must be"):
+        JevContextMiddleware(fired.compactor, trigger=("turns", 3))
+
+
 def test_a_token_target_is_counted_by_the_agents_own_model(tmp_path) -> None:
     config = CompactionConfig(cost_gate=False, eligible_tools={"read"}, preserve_recent_messages=1, minimum_reduction=0.05)
     judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep every result

@@ -1,6 +1,8 @@
 """AgentScope 2.x: `JevContextMiddleware`, a `MiddlewareBase` on `on_compress_context` (the hook AgentScope
 runs before every reasoning step), and `ArchiveOffloader`, an `Offloader` backed by a jev archive.
-The trigger counts tool results (AgentScope keeps a whole reply in one `Msg`) or messages.
+The trigger counts tool results (AgentScope keeps a whole reply in one `Msg`), messages, or tokens as
+the agent's model counts them — set below AgentScope's own compression threshold (the model's context
+size × its `trigger_ratio`), jev compacts before AgentScope's lossy summary would.
 
 Below the trigger, or in OFF, the middleware passes through to AgentScope's own compression. Above it:
 SHADOW records and passes through; ENFORCE replaces `agent.state.context` with the compacted messages only
@@ -41,7 +43,7 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
                  scope: Scope | Callable[[Any], Scope | None] | None = None,
                  target_tokens: int | None = None, keep_decisions: int = 1,
                  horizon: int | Callable[[Any], int | None] | None = None) -> None:
-        self.trigger = check_trigger(trigger, ("tool_results", "messages"))
+        self.trigger = check_trigger(trigger, ("tool_results", "messages", "tokens"))
         self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
                                    keep_decisions=keep_decisions, trigger=self.trigger[1], horizon=horizon)
         self.compactor = compactor
@@ -64,20 +66,26 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
 
         return FunctionTool(restore_archived_result, is_read_only=True)
 
-    def _fires(self, context: list[Msg]) -> bool:
-        return self.host.due(_count(context, self.trigger[0]))
+    async def _count(self, agent: Any, context: list[Msg]) -> int:
+        """The context in the trigger's unit: tokens as the agent's own model counts them (as AgentScope
+        counts its context for its own compression), messages, or tool results."""
+        kind = self.trigger[0]
+        if kind == "tokens":
+            return int(await agent.model.count_tokens(context, None))
+        return len(context) if kind == "messages" else sum(
+            1 for m in context for b in m.content if getattr(b, "type", "") == "tool_result")
 
     async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
         mode = self.compactor.options.mode
         context = agent.state.context
-        if mode is Mode.OFF or not self._fires(context):
+        if mode is Mode.OFF or not self.host.due(await self._count(agent, context)):
             await next_handler()
             return
         judged = _dicts(context)
         scope = self.host.scope_for(agent)
         messages = self.host.read(lambda: formats.load(judged, FORMAT))
         if messages is None:  # left as it is: AgentScope's own compression goes on
-            self.host.planned(_count(context, self.trigger[0]))
+            self.host.planned(await self._count(agent, context))
             await next_handler()
             return
         compactor = self.compactor
@@ -90,15 +98,9 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
         adopted = self.host.commit(decision, scope, lambda: _dicts(agent.state.context) == judged)
         if adopted is not None:
             agent.state.context[:] = [Msg.model_validate(d) for d in formats.dump(list(adopted), FORMAT)]
-        self.host.planned(_count(agent.state.context, self.trigger[0]))
+        self.host.planned(await self._count(agent, agent.state.context))
         if mode is Mode.SHADOW:
             await next_handler()
-
-
-def _count(context: list[Msg], kind: str) -> int:
-    if kind == "messages":
-        return len(context)
-    return sum(1 for m in context for b in m.content if getattr(b, "type", "") == "tool_result")
 
 
 class ArchiveOffloader:
