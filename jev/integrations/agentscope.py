@@ -2,7 +2,8 @@
 runs before every reasoning step), and `ArchiveOffloader`, an `Offloader` backed by a jev archive.
 The trigger counts tool results (AgentScope keeps a whole reply in one `Msg`), messages, or tokens as
 the agent's model counts them — set below AgentScope's own compression threshold (the model's context
-size × its `trigger_ratio`), jev compacts before AgentScope's lossy summary would.
+size × its `trigger_ratio`), jev compacts first; AgentScope's own compression still runs at its threshold
+once jev can no longer bring the context under its target.
 
 Below the trigger, or in OFF, the middleware passes through to AgentScope's own compression. Above it:
 SHADOW records and passes through; ENFORCE replaces `agent.state.context` with the compacted messages only
