@@ -50,11 +50,14 @@ class JevQueryHook(Adapter):
         if self.trigger[0] == "messages" and not self.host.due(len(judged)):
             return  # counted without reading the messages
         read = self.host.read(lambda: formats.load(judged, FORMAT))
-        if read is None or not self.host.due(self._count(judged, read)):
+        if read is None:
             return
         messages: list[Message] = read
+        count = self._count(judged, messages)
+        if not self.host.due(count):
+            return
         scope = self.host.scope_for(agent)
-        compactor = self.host.sized(messages, lambda: tokens_of(messages))
+        compactor = self.host.sized(messages, lambda: count if self.trigger[0] == "tokens" else tokens_of(messages))
         decision = self.host.keep(compactor.plan_sync(messages, scope=scope, horizon=self.host.horizon_for(agent)))
         adopted = self.host.commit(decision, scope, lambda: _same(agent.messages, judged))
         if adopted is not None:
