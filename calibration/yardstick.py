@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jev.apply import SHORT_RESULT_SLACK, truncation_marker
-from jev.policy import CompactionConfig, Judged, budget
+from jev.policy import Action, CompactionConfig, Judged, action_of, budget
 
 from .dataset import TrainingRows, group_of
 
@@ -69,7 +69,7 @@ def let_go(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: np.nd
     chosen, removed, _ = budget([Judged(str(k), float(c), float(r), "bash", int(n), int(t))
                                  for k, c, r, n, t in zip(keys, p_call[ix], p_result[ix], chars, cut_saves,
                                                           strict=True)], config)
-    judge = np.asarray([j for j, k in enumerate(keys) if chosen[str(k)][0].value != "KEEP"], dtype=int)
+    judge = np.asarray([j for j, k in enumerate(keys) if action_of(chosen[str(k)]) is not Action.KEEP], dtype=int)
     truncates = p_call[ix] >= config.keep_threshold
     saves = np.where(truncates, cut_saves, chars) if same_form else chars
     age = np.argsort([int(str(k)[1:]) for k in keys], kind="stable")

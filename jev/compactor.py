@@ -357,11 +357,11 @@ class Compactor:
         `truncate_only`: the pairs whose call stays (its message carries thinking)."""
         if self.config.target_reduction is None:
             return None, None
-        chosen, _removed, target = budget(
+        reasons, _removed, target = budget(
             [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
                     p.result_chars, gone.truncate[p.key], gone.drop[p.key], p.key in truncate_only)
              for p in candidates], self.config)
-        return {key: score.reason for key, (_action, score) in chosen.items()}, target
+        return reasons, target
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
         # A write already under way finishes even if the budget ends: documented, never adopted.

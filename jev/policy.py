@@ -310,18 +310,18 @@ class Judged:
 
 
 def budget_order(judged: Sequence[Judged], config: CompactionConfig
-                 ) -> tuple[dict[str, tuple[Action, Scores]], list[tuple[Judged, Action, int]]]:
+                 ) -> tuple[dict[str, str], list[tuple[Judged, Action, int]]]:
     """Budget mode's ranking, before any cut: the pairs it never lets go (a refusal, a raw `keep_result` ≥
     `keep_threshold`) with their reasons, and the others lowest value first — P(needed) per character the
     let-go would remove — each with its action (TRUNCATE_RESULT when `keep_call` ≥ `keep_threshold`, else
     DROP_PAIR) and what it removes. Calibration certifies targets along this same order."""
-    fixed: dict[str, tuple[Action, Scores]] = {}
+    fixed: dict[str, str] = {}
     order: list[tuple[float, int, Judged, Action, int]] = []
     for position, j in enumerate(judged):
         if j.keep_call is None or j.keep_result is None:
-            fixed[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "REFUSED")
+            fixed[j.key] = "REFUSED"
         elif j.keep_result >= config.thresholds(j.tool)[1]:
-            fixed[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "NEEDED_RESULT")
+            fixed[j.key] = "NEEDED_RESULT"
         else:
             truncate = j.truncate_only or j.keep_call >= config.thresholds(j.tool)[1]
             action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
@@ -335,20 +335,21 @@ def budget_target(judged: Sequence[Judged], target_reduction: float) -> int:
     return math.ceil(target_reduction * sum(j.result_chars for j in judged))
 
 
-def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, tuple[Action, Scores]], int, int]:
+def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, str], int, int]:
     """Budget mode (`target_reduction` = R): walk `budget_order` and let go until the result characters
     removed reach R × the candidates' result characters (a let-go that would remove nothing is not one).
-    Returns the actions, the characters removed and the target."""
+    Returns each pair's reason (as `verdict` gives the table's: its action is `action_of` it), the
+    characters removed and the target."""
     assert config.target_reduction is not None
     target = budget_target(judged, config.target_reduction)
     out, order = budget_order(judged, config)
     removed = 0
     for j, action, saves in order:
         if removed >= target or saves <= 0:
-            out[j.key] = Action.KEEP, Scores(j.keep_call, j.keep_result, "WITHIN_BUDGET")
+            out[j.key] = "WITHIN_BUDGET"
             continue
         removed += saves
-        out[j.key] = action, Scores(j.keep_call, j.keep_result, action.value)
+        out[j.key] = action.value
     return out, removed, target
 
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import ScriptedJudge, compactor, sized_history
 
 from jev import Action, CompactionConfig, ConfigError, Mode, Status, service
-from jev.policy import Judged, budget
+from jev.policy import Judged, action_of, budget
 
 
 def judged(key: str, call_p: float | None, result_p: float | None, chars: int, saves: int | None = None) -> Judged:
@@ -25,11 +25,11 @@ def test_lowest_value_per_character_goes_first_until_the_target() -> None:
              judged("t4", 0.1, 0.6, 8_000)]  # 0.075
     chosen, removed, target = budget(items, config)
     assert target == math.ceil(0.5 * 20_200)
-    assert [chosen[k][0] for k in ("t1", "t4", "t2", "t3")] == [Action.DROP_PAIR, Action.DROP_PAIR, Action.KEEP,
-                                                                 Action.KEEP]
-    assert removed == 18_000 >= target and chosen["t2"][1].reason == "WITHIN_BUDGET"  # t1 alone fell short
+    assert [action_of(chosen[k]) for k in ("t1", "t4", "t2", "t3")] == [Action.DROP_PAIR, Action.DROP_PAIR,
+                                                                         Action.KEEP, Action.KEEP]
+    assert removed == 18_000 >= target and chosen["t2"] == "WITHIN_BUDGET"  # t1 alone fell short
     more, removed, _ = budget(items, CompactionConfig(target_reduction=0.9))
-    assert {k for k, (a, _) in more.items() if a is not Action.KEEP} == {"t1", "t4", "t2"} and removed == 20_000
+    assert {k for k, r in more.items() if action_of(r) is not Action.KEEP} == {"t1", "t4", "t2"} and removed == 20_000
 
 
 def test_never_a_confident_result_or_a_refusal_and_the_call_decides_truncate_or_drop() -> None:
@@ -37,9 +37,9 @@ def test_never_a_confident_result_or_a_refusal_and_the_call_decides_truncate_or_
     items = [judged("t1", 0.9, 0.1, 5_000), judged("t2", 0.1, 0.85, 50_000), judged("t3", None, 0.0, 9_000),
              judged("t4", 0.95, 0.1, 300, saves=0)]
     chosen, removed, target = budget(items, config)
-    assert chosen["t1"][0] is Action.TRUNCATE_RESULT and removed == 4_600  # net of the kept head and marker
-    assert chosen["t2"][1].reason == "NEEDED_RESULT" and chosen["t3"][1].reason == "REFUSED"
-    assert chosen["t4"][0] is Action.KEEP  # a truncation that would remove nothing is not a let-go
+    assert chosen["t1"] == "TRUNCATE_RESULT" and removed == 4_600  # net of the kept head and marker
+    assert chosen["t2"] == "NEEDED_RESULT" and chosen["t3"] == "REFUSED"
+    assert action_of(chosen["t4"]) is Action.KEEP  # a truncation that would remove nothing is not a let-go
     assert removed < target
 
 
@@ -48,7 +48,7 @@ def test_a_truncation_is_valued_by_what_it_removes_not_by_the_whole_result() -> 
     # characters, t2's is a drop saving all 1 000: t2 is the cheaper let-go per character removed
     items = [judged("t1", 0.9, 0.3, 1_000, saves=600), judged("t2", 0.1, 0.3, 1_000)]
     chosen, removed, _ = budget(items, CompactionConfig(target_reduction=0.3))
-    assert chosen["t2"][0] is Action.DROP_PAIR and chosen["t1"][0] is Action.KEEP and removed == 1_000
+    assert chosen["t2"] == "DROP_PAIR" and action_of(chosen["t1"]) is Action.KEEP and removed == 1_000
 
 
 @pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, math.nan, "0.5", True])

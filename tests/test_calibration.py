@@ -16,7 +16,7 @@ from calibration.synthetic import realised_risks, synthetic
 from calibration.thresholds import TARGETS, applied, budget_let_go, split
 from jev import Action, CompactionConfig, Compactor, ConfigError
 from jev.judges.replay import ReplayJudge
-from jev.policy import Judged, budget, decide
+from jev.policy import Judged, action_of, budget, decide
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -258,7 +258,7 @@ def test_budget_replay_lets_go_exactly_what_the_compactor_would() -> None:
                                                 int(rows.drop_saves[i])) for i in index], config)
             total += cut
             for i in index:
-                action = chosen[str(i)][0]
+                action = action_of(chosen[str(i)])
                 assert let_go[target_index, i] == (action is not Action.KEEP)
                 assert drops[target_index, i] == (action is Action.DROP_PAIR)
         assert removed[target_index] == total
