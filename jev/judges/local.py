@@ -184,6 +184,7 @@ def _leaf_of_code() -> np.ndarray:
 
 
 _LEAF_OF_CODE = _leaf_of_code()
+_BITS = (1 << np.arange(_SPLITS)).astype(np.uint8)  # split k's bit in a tree's code
 
 
 class _Trees:
@@ -203,16 +204,21 @@ class _Trees:
         self.split_feature = np.asarray(unique.f0, dtype=np.intp)  # each distinct split, compared once
         self.split_threshold = np.asarray(unique.f1, dtype=float)[:, None]
         self.index = index.reshape(n, _SPLITS)  # trees x splits: each split's distinct comparison
+        # the distinct splits come sorted by feature: each feature's run of thresholds, compared at once
+        features, starts = np.unique(self.split_feature, return_index=True)
+        self.feature_runs = list(zip(features.tolist(), starts.tolist(),
+                                     [*starts[1:].tolist(), self.split_feature.size], strict=True))
         value = np.asarray(spec["value"], dtype=float)  # trees x leaves
         self.table = value[:, _LEAF_OF_CODE].ravel()  # trees x codes: each code's leaf value
         self.first_code = (np.arange(n, dtype=np.intp) * 2 ** _SPLITS)[:, None]  # where each tree's codes start
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
-        outcomes = (X.T[self.split_feature] > self.split_threshold).view(np.uint8)  # splits x rows
-        right = outcomes[self.index]  # trees x 7 x rows
-        code = right[:, 0, :].copy()
-        for k in range(1, _SPLITS):
-            code |= right[:, k, :] << np.uint8(k)
+        columns = X.T
+        outcomes = np.empty((self.split_feature.size, X.shape[0]), dtype=bool)  # splits x rows
+        for f, start, end in self.feature_runs:  # one comparison per feature, against all its thresholds
+            np.greater(columns[f], self.split_threshold[start:end], out=outcomes[start:end])
+        right = outcomes.view(np.uint8)[self.index]  # trees x 7 x rows
+        code = np.einsum("tkr,k->tr", right, _BITS)  # bit k: split k goes right
         return 1.0 / (1.0 + np.exp(-(self.baseline + self.table[code + self.first_code].sum(axis=0))))
 
 
@@ -300,8 +306,8 @@ class LocalJudge:
         X = X[:, self._columns]
         out: dict[str, tuple[float, float]] = {}
         if keys:
-            call = [round(p, 4) for p in self._heads["keep_call"](X).tolist()]
-            result = [round(p, 4) for p in self._heads["keep_result"](X).tolist()]
+            call = np.round(self._heads["keep_call"](X), 4).tolist()
+            result = np.round(self._heads["keep_result"](X), 4).tolist()
             out = dict(zip(keys, zip(call, result, strict=True), strict=True))
         self._last = (weakref.ref(transcript), out)
         return out
