@@ -26,7 +26,7 @@ from .cost import (
     horizon_from_history,
     unprofitable,
 )
-from .decision import Decision, ExecutionOptions, Mode, PairView, Plan, Reason, Status
+from .decision import Decision, ExecutionOptions, Mode, PairRows, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
 from .history import Taken, chars_after, take, unchanged
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
@@ -52,19 +52,19 @@ from .windows import JudgeCall, plan_requests
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 _log = logging.getLogger("jev")
-_PINNED = (Action.KEEP, PINNED_SCORES)
 
 
 def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True) -> str:
     """Why budget mode stopped short of its target: the characters it could not let go, by what holds them
     (`reachable` False: the host's token target was beyond every candidate result from the start)."""
     held: dict[str, int] = {}
-    for view in plan.views:
-        if view.action is Action.KEEP:
-            why = view.pinned or {"NEEDED_RESULT": "confidently needed (raw keep_result >= keep_threshold)",
-                                  "REFUSED": "refused by the judge", "SHORT_RESULT": "too short to cut"}.get(view.reason)
+    rows = plan.rows
+    for action, pinned, reason, chars in zip(rows.action, rows.pinned, rows.reason, rows.result_chars, strict=True):
+        if action is Action.KEEP:
+            why = pinned or {"NEEDED_RESULT": "confidently needed (raw keep_result >= keep_threshold)",
+                             "REFUSED": "refused by the judge", "SHORT_RESULT": "too short to cut"}.get(reason)
             if why:
-                held[why] = held.get(why, 0) + view.result_chars
+                held[why] = held.get(why, 0) + chars
     other = transcript.chars - sum(p.result_chars for p in transcript.pairs)
     parts = [f"{n:,} in results {why}" for why, n in sorted(held.items(), key=lambda item: -item[1])]
     return (("the token target is out of reach: " if not reachable else "")
@@ -116,22 +116,22 @@ class Compactor:
         `idle_seconds`: time since the host's last model call (past the pricing's cache lifetime the cache is
         cold, and a compaction re-bills nothing) — both feed the cost gate."""
         started = time.monotonic()
-        views: tuple[PairView, ...] = ()
+        rows = PairRows()
         if self.options.mode is Mode.OFF:
             decision = Decision(Status.SKIPPED, Reason.DISABLED)
         else:
             try:
                 check_horizon(horizon, idle_seconds)
                 async with asyncio.timeout(self.options.budget):
-                    decision, views = await self._plan(messages, scope, horizon, idle_seconds)
+                    decision, rows = await self._plan(messages, scope, horizon, idle_seconds)
             except TimeoutError:
                 decision = Decision(Status.ERROR, Reason.TIMEOUT,
                                     detail=f"plan exceeded its budget of {self.options.budget}s",
                                     error_kind="TimeoutError")
             except asyncio.CancelledError:
-                self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, (), scope, messages)
+                self._emit(context, Decision(Status.CANCELLED, Reason.CANCELLED), started, PairRows(), scope, messages)
                 raise
-        self._emit(context, decision, started, views, scope, messages)
+        self._emit(context, decision, started, rows, scope, messages)
         return decision
 
     async def compact(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
@@ -185,30 +185,30 @@ class Compactor:
     # --- the plan, step by step ---------------------------------------------------------------
 
     async def _plan(self, messages: Sequence[Message], scope: Scope | None, horizon: int | None,
-                    idle_seconds: float | None) -> tuple[Decision, tuple[PairView, ...]]:
-        """The plan's decision and its pairs' views, from which its record is made (kept when only the
+                    idle_seconds: float | None) -> tuple[Decision, PairRows]:
+        """The plan's decision and its pairs' rows, from which its record is made (kept when only the
         archive write fails: the judgments stand). Any failure is an ERROR decision."""
-        pairs: tuple[PairView, ...] = ()
+        rows = PairRows()
         try:
-            decision, pairs, history = await self._steps(messages, scope, horizon, idle_seconds)
+            decision, rows, history = await self._steps(messages, scope, horizon, idle_seconds)
             if decision.status is Status.DECIDED and decision.plan is not None and self.options.mode is Mode.ENFORCE:
                 plan = dataclasses.replace(decision.plan, archive_reference=await self._archive(scope, history))
                 decision = Decision(Status.DECIDED, Reason.ARCHIVED_PROPOSAL, plan, recommendation(plan, True),
                                     detail=decision.detail)
-            return decision, pairs
+            return decision, rows
         except StateBudgetError as exc:
             return Decision(Status.ERROR, Reason.STATE_BUDGET_EXCEEDED, detail=str(exc),
-                            error_kind=type(exc).__name__), pairs
+                            error_kind=type(exc).__name__), rows
         except JevError as exc:
-            return _error(exc), pairs
+            return _error(exc), rows
         except Exception as exc:  # a bug — ours, or a host object's — never dressed up as a judge failure
             _log.error("plan failed with an unexpected %s", type(exc).__name__, exc_info=exc)
             return Decision(Status.ERROR, Reason.INTERNAL_ERROR, detail=f"unexpected {type(exc).__name__}: {exc}",
-                            error_kind=type(exc).__name__), pairs
+                            error_kind=type(exc).__name__), rows
 
     async def _steps(self, messages: Sequence[Message], scope: Scope | None, horizon: int | None,
-                     idle_seconds: float | None) -> tuple[Decision, tuple[PairView, ...], tuple[Message, ...]]:
-        """Everything but the archive write: the decision, the pairs' views, and the history as judged
+                     idle_seconds: float | None) -> tuple[Decision, PairRows, tuple[Message, ...]]:
+        """Everything but the archive write: the decision, the pairs' rows, and the history as judged
         (what ENFORCE archives)."""
         config = self.config
         if self.options.mode is Mode.ENFORCE and not isinstance(scope, Scope):
@@ -220,13 +220,13 @@ class Compactor:
         candidates = pinned.candidates(transcript)
         if not candidates:
             detail = no_candidates_detail(transcript, config)
-            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=detail), (), ()
+            return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=detail), PairRows(), ()
         requests = plan_requests(transcript, candidates, config, receives_state(self.judge))
         probabilities, tokens_in, tokens_out = await self._ask_all(requests.calls, transcript)
 
         if not unchanged(messages, taken):
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
-                            detail="the history changed while it was being judged"), (), ()
+                            detail="the history changed while it was being judged"), PairRows(), ()
 
         gone = let_go(candidates, config)
         chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
@@ -240,34 +240,50 @@ class Compactor:
         tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
         if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
             chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
-        decisions: dict[str, Action] = {}
-        views: list[PairView] = []
-        view, pinned = views.append, why.get
+        pairs = transcript.pairs
+        keys = [p.key for p in pairs]
+        calls: list[float | None] = []
+        results: list[float | None] = []
+        actions: list[Action] = []
+        reasons: list[str] = []
+        scaled: list[float | None] = []
+        truncates: list[int] = []
+        drops: list[int] = []
         removed = 0
-        for p in transcript.pairs:  # one pass: each pair's view, the plan's one per-pair source
-            key = p.key
+        for p, key in zip(pairs, keys, strict=True):  # one pass: each pair's row, the plan's one per-pair source
             truncate_saves = gone.truncate.get(key)
             if truncate_saves is None:  # pinned: never judged
-                action, score = _PINNED
-                view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars, score.keep_call,
-                              score.keep_result, action, score.reason, pinned(key, "")))
+                calls.append(PINNED_SCORES.keep_call)
+                results.append(PINNED_SCORES.keep_result)
+                actions.append(Action.KEEP)
+                reasons.append(PINNED_SCORES.reason)
+                scaled.append(None)
+                truncates.append(0)
+                drops.append(0)
             else:
                 reason = chosen[key]
                 action = action_of(reason)
+                drop_saves = gone.drop[key]
                 if action is not Action.KEEP:
-                    removed += truncate_saves if action is Action.TRUNCATE_RESULT else gone.drop[key]
+                    removed += truncate_saves if action is Action.TRUNCATE_RESULT else drop_saves
                 keep_result = probabilities[f"result_{key}"]
-                view(PairView(key, p.call_id, p.tool, cut(p.input_json, INPUT_HEAD), p.result_chars,
-                              probabilities[f"call_{key}"], keep_result, action, reason, "",
-                              None if keep_result is None else value_score(keep_result, p.result_chars, config),
-                              truncate_saves, gone.drop[key]))
-            decisions[key] = action
+                calls.append(probabilities[f"call_{key}"])
+                results.append(keep_result)
+                actions.append(action)
+                reasons.append(reason)
+                scaled.append(None if keep_result is None else value_score(keep_result, p.result_chars, config))
+                truncates.append(truncate_saves)
+                drops.append(drop_saves)
+        rows = PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
+                        tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
+                        tuple(calls), tuple(results), tuple(actions), tuple(reasons),
+                        tuple(why.get(key, "") for key in keys), tuple(scaled), tuple(truncates), tuple(drops))
+        decisions = dict(zip(keys, actions, strict=True))
         compacted = apply_actions(transcript, decisions, config)
         before = transcript.chars
         after = chars_after(compacted, taken)
         reduction = 1.0 - after / before if before else 0.0
-        pair_views = tuple(views)
-        common = dict(views=pair_views, requests=len(requests.calls),
+        common = dict(rows=rows, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=removed / max(1, sum(p.result_chars for p in candidates)),
@@ -276,15 +292,15 @@ class Compactor:
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
-                    pair_views, transcript.messages)
+                    rows, transcript.messages)
         if gated and not cost.pays:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
-                             detail=unprofitable(cost)), pair_views, transcript.messages)
+                             detail=unprofitable(cost)), rows, transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True),
                          detail=shortfall(plan, transcript, self._reachable)
-                         if plan.target_met is False or not self._reachable else ""), pair_views,
+                         if plan.target_met is False or not self._reachable else ""), rows,
                 transcript.messages)
 
     @staticmethod
@@ -375,7 +391,7 @@ class Compactor:
             raise ArchiveError("archive did not acknowledge snapshot")
         return reference
 
-    def _emit(self, context: Any, decision: Decision, started: float, views: tuple[PairView, ...],
+    def _emit(self, context: Any, decision: Decision, started: float, rows: PairRows,
               scope: Any, messages: Any) -> None:
         """The plan's record, made only when an observer will receive it."""
         if self.options.observer is None:
@@ -383,6 +399,6 @@ class Compactor:
         elapsed_ms = round((time.monotonic() - started) * 1000)
         size = len(messages) if isinstance(messages, Sequence) else 0
         record = build_record(decision, version=self.options.version, mode=self.options.mode.value,
-                              elapsed_ms=elapsed_ms, pairs=pair_records(views), session_id=session_of(scope, context),
+                              elapsed_ms=elapsed_ms, pairs=pair_records(rows), session_id=session_of(scope, context),
                               history_messages=size, judge=judge_name(self.judge))
         deliver(self.options.observer, context, record)

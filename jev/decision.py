@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -48,7 +48,7 @@ class Reason(str, Enum):
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class Plan:
-    """A judged proposal: the candidate history and one `PairView` per pair (`views`, the one per-pair source:
+    """A judged proposal: the candidate history and its pairs (`rows`, the one per-pair source: `views`,
     `decisions`, `scores` and `pairs` are read from it). `state_stage` is the deepest input cap any request used
     (`not-sent` for an in-process judge), `windows` how many windows a long history was judged in (0: the whole
     state in every request), and `request_tokens` the estimated tokens sent to the judge over all requests.
@@ -58,7 +58,7 @@ class Plan:
     prompt caching (`jev.cost`), over the horizon the plan assumed."""
 
     messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody
-    views: tuple[PairView, ...] = field(repr=False)
+    rows: PairRows = field(repr=False)
     requests: int
     input_tokens: int
     output_tokens: int
@@ -72,22 +72,30 @@ class Plan:
     cost: CostEstimate | None = None
 
     @property
+    def views(self) -> tuple[PairView, ...]:
+        """One `PairView` per pair, in key order (made when read)."""
+        return self.rows.views()
+
+    @property
     def decisions(self) -> Mapping[str, Action]:
         """Each pair's action, by key."""
-        return {v.key: v.action for v in self.views}
+        return dict(zip(self.rows.key, self.rows.action, strict=True))
 
     @property
     def scores(self) -> Mapping[str, Scores]:
         """Each pair's scores and reason, by key."""
-        return {v.key: Scores(v.keep_call, v.keep_result, v.reason) for v in self.views}
+        rows = self.rows
+        return {key: Scores(call, result, reason)
+                for key, call, result, reason in zip(rows.key, rows.keep_call, rows.keep_result, rows.reason,
+                                                     strict=True)}
 
     @property
     def pairs(self) -> Mapping[str, tuple[str, str]]:
         """Each pair's (call id, tool), by key."""
-        return {v.key: (v.call_id, v.tool) for v in self.views}
+        return dict(zip(self.rows.key, zip(self.rows.call_id, self.rows.tool, strict=True), strict=True))
 
     def count(self, action: Action) -> int:
-        return sum(1 for v in self.views if v.action is action)
+        return self.rows.action.count(action)
 
     def figures(self) -> dict[str, Any]:
         """The plan's figures by name, in one order: what a record's recommendation states as text and
@@ -128,6 +136,43 @@ class PairView:
                 "result_chars": self.result_chars, "keep_call": self.keep_call, "keep_result": self.keep_result,
                 "scaled_result": self.scaled_result, "action": self.action.value, "reason": self.reason,
                 "pinned": self.pinned}
+
+
+@dataclass(frozen=True, slots=True)
+class PairRows:
+    """A plan's pairs as columns, one tuple per `PairView` field, in key order: a plan over thousands of
+    pairs holds a dozen tuples rather than an object per pair (objects the garbage collector would walk
+    for as long as the plan lives), and makes a pair's view only when someone reads it."""
+
+    key: tuple[str, ...] = ()
+    call_id: tuple[str, ...] = ()
+    tool: tuple[str, ...] = ()
+    input_head: tuple[str, ...] = ()
+    result_chars: tuple[int, ...] = ()
+    keep_call: tuple[float | None, ...] = ()
+    keep_result: tuple[float | None, ...] = ()
+    action: tuple[Action, ...] = ()
+    reason: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
+    scaled_result: tuple[float | None, ...] = ()
+    truncate_saves: tuple[int, ...] = ()
+    drop_saves: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len({len(getattr(self, name)) for name in _ROW_FIELDS}) > 1:
+            raise ValueError("PairRows: every column must hold one value per pair")
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def views(self) -> tuple[PairView, ...]:
+        """Each pair's `PairView`."""
+        return tuple(map(PairView, *(getattr(self, name) for name in _ROW_FIELDS)))
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(PairRows))
+if tuple(f.name for f in fields(PairView)) != _ROW_FIELDS:
+    raise AssertionError("PairRows must hold PairView's fields, in its order")  # a view is made from a row
 
 
 @dataclass(frozen=True, slots=True)

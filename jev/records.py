@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from .decision import Decision, PairView, Plan
+from .decision import Decision, PairRows, Plan
 from .policy import Action
 from .quick import quick_init
 
@@ -107,10 +107,13 @@ def session_of(scope: Any, context: Any) -> str:
     return ""
 
 
-def pair_records(views: Sequence[PairView]) -> tuple[PairRecord, ...]:
-    """The record's rows: the judged pairs' views (a pinned pair was never judged, so it has no row)."""
-    return tuple(PairRecord(v.key, v.call_id, v.tool, v.keep_call, v.keep_result, v.action.value, v.reason,
-                            v.result_chars, v.truncate_saves, v.drop_saves) for v in views if not v.pinned)
+def pair_records(rows: PairRows) -> tuple[PairRecord, ...]:
+    """The record's rows: the judged pairs' (a pinned pair was never judged, so it has no row)."""
+    return tuple(PairRecord(key, call_id, tool, keep_call, keep_result, action.value, reason, chars, truncate, drop)
+                 for key, call_id, tool, keep_call, keep_result, action, reason, pinned, chars, truncate, drop
+                 in zip(rows.key, rows.call_id, rows.tool, rows.keep_call, rows.keep_result, rows.action, rows.reason,
+                        rows.pinned, rows.result_chars, rows.truncate_saves, rows.drop_saves, strict=True)
+                 if not pinned)
 
 
 def build_record(decision: Decision, *, version: str, mode: str, elapsed_ms: int,

@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from ..compactor import Compactor
-from ..decision import DEFAULT_BUDGET, Decision, ExecutionOptions, Mode, Plan, Status
+from ..decision import DEFAULT_BUDGET, Decision, ExecutionOptions, Mode, PairRows, Plan, Status
 from ..errors import ConfigError, FormatError
 from ..formats import FORMATS, dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
@@ -120,7 +120,7 @@ def judge_from(spec: str, url: str | None, model: str | None) -> Any:
     raise UsageError(f"--judge must be local, local:FILE, systemone, openai or replay:FILE (got {spec!r})")
 
 
-NO_PLAN = Plan((), (), 0, 0, 0, "", 0.0).figures()  # the figures of a decision without a plan: an empty one's
+NO_PLAN = Plan((), PairRows(), 0, 0, 0, "", 0.0).figures()  # the figures of a decision without a plan: an empty one's
 
 
 def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -> dict[str, Any]:
