@@ -32,7 +32,8 @@ _NOT_SYMBOLS = b"0123456789" + _LETTERS + b" \t\n\r\f\v" + bytes(range(0x80, 0xC
 # Byte classes for the vectorised path: 0 letter, 1 digit, 2 symbol (one per character), 3 free.
 _CLASS_TABLE = bytes(0 if c in _LETTERS else 1 if c in b"0123456789" else 3 if c in b" \t\n\r\f\v" or 0x80 <= c < 0xC0
                      else 2 for c in range(256))
-_BYTE_TENTHS: Any = None  # per class, as a numpy array once numpy is loaded (`_numpy`)
+_TENTHS_TABLE = bytes((0, 5, 9, 0)[c] for c in _CLASS_TABLE)  # each byte's own tenths (a letter's: by its run)
+_LETTER_TABLE = bytes(c == 0 for c in _CLASS_TABLE)  # 1 for a letter
 _VECTOR_FROM = 4096  # bytes: below this the fixed cost of numpy outweighs its speed
 _SLICE = 1 << 18
 
@@ -69,25 +70,17 @@ def _numpy() -> Any:
     """numpy, imported on the first long text: `import jev` does not pay for it."""
     import numpy
 
-    global _BYTE_TENTHS
-    _BYTE_TENTHS = numpy.array([0, 5, 9, 0], dtype=numpy.uint8)  # letter, digit, symbol, free
     return numpy
 
 
 def _estimate_slice(data: bytes) -> int:
-    """Bytes to classes with one translate, then counts and letter-run lengths from where the letter
-    mask flips."""
+    """Digits' and symbols' tenths summed from one translate; letter runs' lengths from where the letter
+    mask (another translate) flips."""
     np = _numpy()
-    classes = np.frombuffer(data.translate(_CLASS_TABLE), dtype=np.uint8)
-    digits, symbols = int(np.count_nonzero(classes == 1)), int(np.count_nonzero(classes == 2))
-    letter = (classes == 0).view(np.int8)
-    edges = np.flatnonzero(letter[1:] != letter[:-1]) + 1
-    if letter[0]:
-        edges = np.concatenate(([0], edges))
-    if letter[-1]:
-        edges = np.concatenate((edges, [letter.size]))
-    lengths = edges[1::2] - edges[::2]  # runs alternate start, end
-    return 10 * int(((lengths + 5) // 6).sum()) + 5 * digits + 9 * symbols
+    tenths = int(np.frombuffer(data.translate(_TENTHS_TABLE), dtype=np.uint8).sum(dtype=np.int64))
+    letter = np.frombuffer(b"\0" + data.translate(_LETTER_TABLE) + b"\0", dtype=np.int8)
+    flips = np.flatnonzero(letter[1:] != letter[:-1])  # run starts and ends, alternating
+    return 10 * int(((flips[1::2] - flips[::2] + 5) // 6).sum()) + tenths
 
 
 def estimate_tenths_each(texts: Sequence[bytes]) -> list[int]:
@@ -100,13 +93,16 @@ def estimate_tenths_each(texts: Sequence[bytes]) -> list[int]:
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))  # each text's first byte in the joined buffer
     # each text and the newline after it (free): a text's span ends where the next one's starts
-    classes = np.frombuffer((b"\n".join(texts) + b"\n").translate(_CLASS_TABLE), dtype=np.uint8)
-    cost = np.add.reduceat(_BYTE_TENTHS[classes], starts, dtype=np.int64)  # digits' and symbols' tenths
-    letter = np.concatenate(([0], (classes == 0).view(np.int8), [0]))
+    joined = b"\n".join(texts) + b"\n"
+    tenths = np.frombuffer(joined.translate(_TENTHS_TABLE), dtype=np.uint8)  # digits' and symbols' tenths
+    cost = np.add.reduceat(tenths, starts, dtype=np.int64)
+    letter = np.frombuffer(b"\0" + joined.translate(_LETTER_TABLE) + b"\0", dtype=np.int8)
     flips = np.flatnonzero(letter[1:] != letter[:-1])  # run starts and ends, alternating
     run_start, run_end = flips[::2], flips[1::2]
-    cost += 10 * np.bincount(np.searchsorted(starts, run_start, side="right") - 1, weights=(run_end - run_start + 5) // 6,
-                             minlength=n).astype(np.int64)
+    # the runs come in order, so each text's runs are one slice of them: sum their costs by slices
+    run_cost = np.concatenate(([0], np.cumsum((run_end - run_start + 5) // 6)))
+    first_run = np.searchsorted(run_start, np.append(starts, len(joined)))
+    cost += 10 * (run_cost[first_run[1:]] - run_cost[first_run[:-1]])
     return cost.tolist()
 
 

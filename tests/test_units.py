@@ -423,6 +423,16 @@ def test_vectorised_token_estimate_on_long_texts_matches_the_spec(parts: list[st
     assert -(-estimate_tenths_utf8(text.encode()) // 10) == _reference_estimate(text)
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("abcdefgXYZ019 \t\n,.{}\"é日_-") + ["\U0001F600"]),
+                        max_size=400), min_size=1, max_size=40))
+def test_token_estimate_of_many_texts_at_once_is_each_ones_own(texts: list[str]) -> None:
+    from jev.state import _VECTOR_FROM, estimate_tenths_each, estimate_tenths_utf8
+    encoded = [t.encode() for t in texts] * (1 + _VECTOR_FROM // max(1, sum(len(t.encode()) for t in texts)))
+    assert sum(map(len, encoded)) >= _VECTOR_FROM or not any(encoded)  # the joined numpy pass, where there is text
+    assert estimate_tenths_each(encoded) == [estimate_tenths_utf8(t) for t in encoded]
+
+
 def test_vectorised_token_estimate_is_additive_across_its_slices(monkeypatch) -> None:
     from jev import state
     text = ("abcdefghij" * 5 + " 12 {é} " + "x" * 13 + "\n") * 400
