@@ -188,38 +188,60 @@ _BITS = (1 << np.arange(_SPLITS)).astype(np.uint8)  # split k's bit in a tree's 
 
 
 class _Trees:
-    """Boosted trees, each complete to depth 3 (a shallower leaf is stored as a subtree whose splits all go
-    left), scored for all rows and all trees at once: a row goes right where its feature is above the
-    threshold; the probability is the logistic of the baseline plus the leaves reached. Each distinct
-    (feature, threshold) split is compared once for all rows; a tree's 7 outcomes are gathered and packed
-    into one code per tree and row (bit k: split k goes right), and the code looks its leaf up in a
-    table: no walk, one gather."""
+    """One set of boosted trees, each complete to depth 3 (a shallower leaf is stored as a subtree whose
+    splits all go left): a row goes right where its feature is above the threshold; the probability is the
+    logistic of the baseline plus the leaves reached. Scored by a `_Forest` (its own, or one shared by
+    every tree set of a model)."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.baseline = float(spec["baseline"])
-        feature = np.asarray(spec["feature"], dtype=np.intp)  # trees x splits
-        threshold = np.asarray(spec["threshold"], dtype=float)
+        self.feature = np.asarray(spec["feature"], dtype=np.intp)  # trees x splits
+        self.threshold = np.asarray(spec["threshold"], dtype=float)
+        self.value = np.asarray(spec["value"], dtype=float)  # trees x leaves
+        self._own: _Forest | None = None
+
+    def __call__(self, X: np.ndarray, scored: dict[_Trees, np.ndarray] | None = None) -> np.ndarray:
+        """P from these trees: looked up in `scored` (a shared forest's output), else scored alone."""
+        if scored is not None:
+            return scored[self]
+        if self._own is None:
+            self._own = _Forest([self])
+        return self._own(X)[self]
+
+
+class _Forest:
+    """Tree sets scored together, for all rows and all trees at once. Each distinct (feature, threshold)
+    split is compared once for all rows (one comparison per feature, against all its thresholds); a tree's
+    7 outcomes are packed into one code per tree and row (bit k: split k goes right), and the code looks its
+    leaf up in a table: no walk, one gather. Each set's probability sums its own trees' leaves."""
+
+    def __init__(self, sets: list[_Trees]) -> None:
+        feature = np.concatenate([t.feature for t in sets])
+        threshold = np.concatenate([t.threshold for t in sets])
         n = len(feature)
         unique, index = np.unique(np.rec.fromarrays([feature.ravel(), threshold.ravel()]), return_inverse=True)
-        self.split_feature = np.asarray(unique.f0, dtype=np.intp)  # each distinct split, compared once
+        self.split_feature = np.asarray(unique.f0, dtype=np.intp)
         self.split_threshold = np.asarray(unique.f1, dtype=float)[:, None]
         self.index = index.reshape(n, _SPLITS)  # trees x splits: each split's distinct comparison
         # the distinct splits come sorted by feature: each feature's run of thresholds, compared at once
         features, starts = np.unique(self.split_feature, return_index=True)
         self.feature_runs = list(zip(features.tolist(), starts.tolist(),
                                      [*starts[1:].tolist(), self.split_feature.size], strict=True))
-        value = np.asarray(spec["value"], dtype=float)  # trees x leaves
-        self.table = value[:, _LEAF_OF_CODE].ravel()  # trees x codes: each code's leaf value
+        self.table = np.concatenate([t.value for t in sets])[:, _LEAF_OF_CODE].ravel()  # trees x codes: leaf values
         self.first_code = (np.arange(n, dtype=np.intp) * 2 ** _SPLITS)[:, None]  # where each tree's codes start
+        ends = np.cumsum([len(t.feature) for t in sets]).tolist()
+        self.sets = [(t, start, end) for t, start, end in zip(sets, [0, *ends[:-1]], ends, strict=True)]
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
+    def __call__(self, X: np.ndarray) -> dict[_Trees, np.ndarray]:
         columns = X.T
         outcomes = np.empty((self.split_feature.size, X.shape[0]), dtype=bool)  # splits x rows
-        for f, start, end in self.feature_runs:  # one comparison per feature, against all its thresholds
+        for f, start, end in self.feature_runs:
             np.greater(columns[f], self.split_threshold[start:end], out=outcomes[start:end])
         right = outcomes.view(np.uint8)[self.index]  # trees x 7 x rows
         code = np.einsum("tkr,k->tr", right, _BITS)  # bit k: split k goes right
-        return 1.0 / (1.0 + np.exp(-(self.baseline + self.table[code + self.first_code].sum(axis=0))))
+        leaves = self.table[code + self.first_code]  # trees x rows
+        return {t: 1.0 / (1.0 + np.exp(-(t.baseline + leaves[start:end].sum(axis=0))))
+                for t, start, end in self.sets}
 
 
 def score(spec: dict[str, Any], X: np.ndarray, version: int = 2) -> np.ndarray:
@@ -241,9 +263,13 @@ class _Blend:
         self.trees = None if version == 1 else _Trees(spec["trees"])
         self.blend = 1.0 if version == 1 else float(spec["blend"])
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
+    def tree_sets(self) -> list[_Trees]:
+        return [] if self.trees is None else [self.trees]
+
+    def __call__(self, X: np.ndarray, scored: dict[_Trees, np.ndarray] | None = None) -> np.ndarray:
+        """P(needed); `scored`: its trees' probabilities, when a shared forest scored them."""
         p = self.linear(X)
-        return p if self.trees is None else self.blend * p + (1.0 - self.blend) * self.trees(X)
+        return p if self.trees is None else self.blend * p + (1.0 - self.blend) * self.trees(X, scored)
 
 
 class _Mixture:
@@ -255,8 +281,12 @@ class _Mixture:
         self.parts = [(float(part["weight"]), _Trees(part["trees"])) for part in spec["parts"]]
         self.slope, self.intercept = float(spec["link"]["slope"]), float(spec["link"]["intercept"])
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        return link(mixed([trees(X) for _w, trees in self.parts], [w for w, _t in self.parts]),
+    def tree_sets(self) -> list[_Trees]:
+        return [trees for _w, trees in self.parts]
+
+    def __call__(self, X: np.ndarray, scored: dict[_Trees, np.ndarray] | None = None) -> np.ndarray:
+        """P(needed); `scored`: its trees' probabilities, when a shared forest scored them."""
+        return link(mixed([trees(X, scored) for _w, trees in self.parts], [w for w, _t in self.parts]),
                     self.slope, self.intercept)
 
 
@@ -289,6 +319,8 @@ class LocalJudge:
         self.model = MODEL if model_path is None else f"{MODEL}:{Path(model_path).name}"
         self.card = spec.get("card", {})
         self._heads = {name: head_of(spec["heads"][name], spec["version"]) for name in _HEADS}
+        sets = [t for head in self._heads.values() for t in head.tree_sets()]
+        self._forest = _Forest(sets) if sets else None  # every head's trees scored at once
         self._columns = np.asarray([FEATURE_NAMES.index(f) for f in spec["features"]], dtype=np.intp)
         self.scan_chars: int = spec["scan_chars"]  # what the weights were trained reading
         self._lines = "result_lines" in spec["features"]  # the one feature read over whole results
@@ -306,8 +338,9 @@ class LocalJudge:
         X = X[:, self._columns]
         out: dict[str, tuple[float, float]] = {}
         if keys:
-            call = np.round(self._heads["keep_call"](X), 4).tolist()
-            result = np.round(self._heads["keep_result"](X), 4).tolist()
+            scored = self._forest(X) if self._forest is not None else None
+            call = np.round(self._heads["keep_call"](X, scored), 4).tolist()
+            result = np.round(self._heads["keep_result"](X, scored), 4).tolist()
             out = dict(zip(keys, zip(call, result, strict=True), strict=True))
         self._last = (weakref.ref(transcript), out)
         return out
