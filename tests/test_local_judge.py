@@ -123,6 +123,14 @@ def _ask(judge: LocalJudge, messages) -> dict[str, float]:
     return dict(asyncio.run(judge.ask(JudgeRequest({}, questions, t))).probabilities)
 
 
+def test_a_question_about_no_pair_of_the_transcript_is_refused_by_name() -> None:
+    from jev.questions import Question
+    t = analyze(other_tools_history())
+    questions = (*questions_for(t.pairs[0]), Question("result_t999", "?"))
+    with pytest.raises(JudgeError, match="cannot answer question 'result_t999'"):
+        asyncio.run(LocalJudge().ask(JudgeRequest({}, questions, t)))
+
+
 def test_a_model_is_scored_reading_the_depth_it_names(tmp_path: Path) -> None:
     """`scan_chars` in the file sets how much of each result end the features read: an identifier 300
     characters into a long result is seen at 600, not at the default 120."""
