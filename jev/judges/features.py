@@ -189,16 +189,18 @@ def _read(transcript: Transcript, scan: int, lines: bool) -> _Reading:
     static[:, 4] = [pair.result.state != "success" for pair in pairs]
     # each call's command: its category read once per distinct (tool, command); runs and the last message
     # running it counted over the whole history
-    known: dict[tuple[str, str], int] = {}
+    known: dict[str, dict[str, int]] = {}  # by tool, then command (no tuple key per call to collect)
     command_of: list[int] = []
     kinds_of: list[int] = []
     call_texts: list[str] = []
     for call in calls:
         said = command_text(call.input)
-        key = (call.name, said)
-        k = known.get(key)
+        of_tool = known.get(call.name)
+        if of_tool is None:
+            of_tool = known[call.name] = {}
+        k = of_tool.get(said)
         if k is None:
-            k = known[key] = len(kinds_of)
+            k = of_tool[said] = len(kinds_of)
             kinds_of.append(_CATEGORY_INDEX[category(call.name, call.input)])
         command_of.append(k)
         call_texts.append(said[:_WORDS_OF_COMMAND])

@@ -328,34 +328,40 @@ class LocalJudge:
         self.size_exponent: float = float(spec.get("size_exponent", 1.0))  # what its ranking was tuned at
         # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
         # history outlives its plan here
-        self._last: tuple[weakref.ref[Any], dict[str, tuple[float, float]], dict[str, float]] | None = None
+        self._last: tuple[weakref.ref[Any], dict[str, float]] | None = None
+        self._last_scores: tuple[weakref.ref[Any], dict[str, tuple[float, float]]] | None = None
 
     def scores(self, transcript: Any) -> dict[str, tuple[float, float]]:
-        """(keep_call, keep_result) for every pair of the transcript, at its end."""
-        return self._scored(transcript)[0]
+        """(keep_call, keep_result) for every pair of the transcript, at its end (from `answers`, made
+        once per transcript)."""
+        if self._last_scores is not None and self._last_scores[0]() is transcript:
+            return self._last_scores[1]
+        answers = self.answers(transcript)
+        out = {pair.key: (answers[f"call_{pair.key}"], answers[f"result_{pair.key}"]) for pair in transcript.pairs}
+        self._last_scores = (weakref.ref(transcript), out)
+        return out
 
-    def _scored(self, transcript: Any) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
-        """The scores by pair key, and the same by question id (`call_tK`, `result_tK`): what `ask` answers."""
+    def answers(self, transcript: Any) -> dict[str, float]:
+        """Every pair's two probabilities by question id (`call_tK`, `result_tK`), at the transcript's end:
+        one scoring per transcript, what `ask` answers from."""
         if self._last is not None and self._last[0]() is transcript:
-            return self._last[1], self._last[2]
+            return self._last[1]
         keys, X = feature_matrix(transcript, self.scan_chars, self._lines, self._common)
         X = X[:, self._columns]
-        out: dict[str, tuple[float, float]] = {}
         answers: dict[str, float] = {}
         if keys:
             scored = self._forest(X) if self._forest is not None else None
-            call = np.round(self._heads["keep_call"](X, scored), 4).tolist()
-            result = np.round(self._heads["keep_result"](X, scored), 4).tolist()
-            out = dict(zip(keys, zip(call, result, strict=True), strict=True))
-            answers = dict(zip([f"call_{k}" for k in keys], call, strict=True))
-            answers.update(zip([f"result_{k}" for k in keys], result, strict=True))
-        self._last = (weakref.ref(transcript), out, answers)
-        return out, answers
+            answers = dict(zip([f"call_{k}" for k in keys],
+                               np.round(self._heads["keep_call"](X, scored), 4).tolist(), strict=True))
+            answers.update(zip([f"result_{k}" for k in keys],
+                               np.round(self._heads["keep_result"](X, scored), 4).tolist(), strict=True))
+        self._last = (weakref.ref(transcript), answers)
+        return answers
 
     async def ask(self, request: JudgeRequest) -> Answers:
         if request.transcript is None:
             raise JudgeError("LocalJudge needs the in-process transcript in the request")
-        answers = self._scored(request.transcript)[1]
+        answers = self.answers(request.transcript)
         try:
             out = {q.id: answers[q.id] for q in request.questions}
         except KeyError as exc:
