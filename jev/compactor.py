@@ -73,6 +73,11 @@ def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True) -> str
             + (", " + ", ".join(parts) if parts else "") + " (model-visible characters)")
 
 
+def _edited_at(pair: Pair, action: Action) -> int:
+    """The first message a let-go of `pair` changes: its result's for a truncation, its call's for a drop."""
+    return pair.result_message if action is Action.TRUNCATE_RESULT else pair.call_message
+
+
 def _error(exc: BaseException) -> Decision:
     return Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=str(exc) or type(exc).__name__,
                     error_kind=type(exc).__name__)
@@ -106,6 +111,7 @@ class Compactor:
         # only those (`jev.history.take`), and `for_tokens`' copy judges the very history it was sized on
         self._taken: Taken | None = None
         self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
+        self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -174,6 +180,7 @@ class Compactor:
         other.config = dataclasses.replace(self.config, target_reduction=reduction)
         other._taken = taken
         other._reachable = reduction < MAX_REDUCTION  # capped: even every candidate result would not do
+        other._ride_along = True
         return other
 
     def _take(self, messages: Sequence[Message]) -> Taken:
@@ -230,10 +237,13 @@ class Compactor:
 
         gone = let_go(candidates, config)
         chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
+        table = {p.key: verdict(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
+                                p.result_chars, gone.truncate[p.key], p.key in truncate_only)
+                 for p in candidates} if chosen is None or self._ride_along else None
         if chosen is None:  # the threshold table, pair by pair
-            chosen = {p.key: verdict(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
-                                     p.result_chars, gone.truncate[p.key], p.key in truncate_only)
-                      for p in candidates}
+            chosen = table
+        elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
+            chosen = self._riding(candidates, chosen, table)
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
@@ -304,6 +314,26 @@ class Compactor:
                 transcript.messages)
 
     @staticmethod
+    def _riding(candidates: Sequence[Pair], chosen: dict[str, str], table: dict[str, str]) -> dict[str, str]:
+        """A token target's budget plan, deepened: every pair the threshold table lets go whose edit sits at
+        or after the plan's first edit is let go too. Everything from the first edit on is re-billed at
+        the write price anyway, so these cost nothing more to write now, make the write smaller, and free
+        their tokens on every later call; they are what the table, at its thresholds, lets go unasked.
+        A pair before the first edit stays (letting it go would re-bill more). A `target_reduction` set
+        directly (what calibration certifies, what the matched-budget yardstick compares) is exact: only
+        `for_tokens` plans ride along."""
+        lets = [_edited_at(p, action_of(chosen[p.key])) for p in candidates if action_of(chosen[p.key]) is not Action.KEEP]
+        if not lets:
+            return chosen
+        first = min(lets)
+        out = dict(chosen)
+        for p in candidates:
+            action = action_of(table[p.key])
+            if chosen[p.key] == "WITHIN_BUDGET" and action is not Action.KEEP and _edited_at(p, action) >= first:
+                out[p.key] = table[p.key]
+        return out
+
+    @staticmethod
     def _placed(transcript: Transcript, candidates: Sequence[Pair], chosen: dict[str, str],
                 gone: LetGo, tokens: HistoryTokens, horizon: int, cold: bool, config: CompactionConfig
                 ) -> dict[str, str]:
@@ -313,10 +343,9 @@ class Compactor:
         lets = []
         for p in candidates:
             action = action_of(chosen[p.key])
-            if action is Action.TRUNCATE_RESULT:
-                lets.append((p.result_message, gone.truncate[p.key] * tokens.per_char, p.key))
-            elif action is Action.DROP_PAIR:
-                lets.append((p.call_message, gone.drop[p.key] * tokens.per_char, p.key))
+            if action is not Action.KEEP:
+                saves = gone.truncate[p.key] if action is Action.TRUNCATE_RESULT else gone.drop[p.key]
+                lets.append((_edited_at(p, action), saves * tokens.per_char, p.key))
         if not lets:
             return chosen
         start, _net = cheapest_start(tokens.of_history(), [(at, n) for at, n, _k in lets],

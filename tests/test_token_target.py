@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import call, msg, result, sized_history, text
 
@@ -99,3 +101,29 @@ def test_a_sized_copy_takes_a_history_edited_in_place_afresh(monkeypatch) -> Non
     messages[1].content[0].input["path"] = "c.py"  # the host edits a tool input after sizing, before planning
     decision = sized.plan_sync(messages)
     assert len(calls) == 2 and decision.status is Status.DECIDED  # judged as it is now, not refused as changed
+
+
+def test_a_token_target_lets_the_tables_let_gos_after_its_first_edit_ride_along() -> None:
+    """Budget mode stops at its target; sized for a host's token target it also lets go of what the
+    threshold table lets go at or after its first edit (re-billed anyway), never before it; a
+    `target_reduction` set directly stays exact."""
+    messages = sized_history([1_000, 8_000, 3_000, 2_000])
+    # every result as good as unneeded, t2's less so: budget order t3 (3 000), t4, t1, t2
+    answers = {"call_t1": 0.95, "call_t2": 0.95, "call_t3": 0.95, "call_t4": 0.95,
+               "result_t1": 0.01, "result_t2": 0.3, "result_t3": 0.01, "result_t4": 0.01}
+    compactor = Compactor(ReplayJudge(answers), CONFIG, ExecutionOptions(Mode.SHADOW))
+    tokens = sum(size(m) for m in messages) // 4
+    sized = compactor.for_tokens(messages, tokens, tokens - 200)  # a little over: t3 alone meets it
+    exact = Compactor(ReplayJudge(answers), dataclasses.replace(CONFIG, target_reduction=sized.config.target_reduction),
+                      ExecutionOptions(Mode.SHADOW))
+    plain = exact.plan_sync(messages).plan
+    assert plain is not None and plain.decisions["t3"] is Action.TRUNCATE_RESULT
+    assert [plain.scores[k].reason for k in ("t1", "t2", "t4")] == ["WITHIN_BUDGET"] * 3
+    table = Compactor(ReplayJudge(answers), CONFIG, ExecutionOptions(Mode.SHADOW)).plan_sync(messages).plan
+    assert table is not None and table.decisions["t4"] is Action.TRUNCATE_RESULT  # what the table lets go
+    deep = sized.plan_sync(messages).plan
+    assert deep is not None
+    assert deep.decisions["t3"] is Action.TRUNCATE_RESULT and deep.decisions["t4"] is Action.TRUNCATE_RESULT
+    assert deep.scores["t4"].reason == table.scores["t4"].reason
+    assert deep.scores["t1"].reason == "WITHIN_BUDGET"  # before the first edit: letting it go re-bills more
+    assert deep.reduction > plain.reduction and deep.target_met
