@@ -107,6 +107,10 @@ class Transcript:
     order: bytes = b""
     calls: tuple[ToolUseBlock, ...] = ()  # the call blocks, in the order they appear
     texts: tuple[str, ...] = ()  # the text of the text blocks outside assistant messages (the task), in order
+    # who this analysis is, and whose it grew from (`extend`: the earlier messages proven unchanged), so that a
+    # reader of an earlier one (the local judge's) may read only what was added; neither is compared
+    lineage: object = field(default_factory=object, compare=False, repr=False)
+    extends: object = field(default=None, compare=False, repr=False)
 
     def call_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
@@ -175,7 +179,7 @@ def extend(previous: Transcript, messages: Sequence[Message]) -> Transcript:
     """`analyze(messages)` for a history that begins with `previous.messages` (the very same objects, whose
     mutable parts the caller has checked are unchanged: `jev.history.unchanged`): only the messages after
     them are read — what a host planning the same history grown by a few messages pays for."""
-    return _Scan.resumed(previous).run(messages, len(previous.messages))
+    return _Scan.resumed(previous).run(messages, len(previous.messages), previous.lineage)
 
 
 class _Scan:
@@ -220,8 +224,9 @@ class _Scan:
                 scan.open_calls[block.id] = (i, block, _input_json(block, f"messages[{i}]"), order[k + 2])
         return scan
 
-    def run(self, messages: Sequence[Message], start: int) -> Transcript:
-        """Read `messages[start:]` on from this state; the transcript of the whole list."""
+    def run(self, messages: Sequence[Message], start: int, extends: object = None) -> Transcript:
+        """Read `messages[start:]` on from this state; the transcript of the whole list (`extends`: the
+        lineage of the transcript this state ended, when resumed)."""
         seen_messages, open_calls, completed, pairs, places = (self.seen_messages, self.open_calls, self.completed,
                                                                self.pairs, self.places)
         thinking, opaque, sizes, parts = self.thinking, self.opaque, self.sizes, self.parts
@@ -293,4 +298,5 @@ class _Scan:
             size_of(total)
         self.called = called
         return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
-                          frozenset(opaque), tuple(sizes), tuple(parts), order.tobytes(), tuple(calls), tuple(texts))
+                          frozenset(opaque), tuple(sizes), tuple(parts), order.tobytes(), tuple(calls), tuple(texts),
+                          extends=extends)

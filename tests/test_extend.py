@@ -103,3 +103,53 @@ def test_a_history_whose_earlier_messages_changed_is_read_afresh(monkeypatch) ->
     inputs["path"] = "b.py"  # a host edited an earlier call's input in place
     compactor.plan_sync([*messages, msg("more", "user", text("and more")), msg("last", "user", text("!"))])
     assert (whole, extended) == ([4, 6], [5])  # read afresh, not extended from a history that is gone
+
+
+def _reads_as_fresh(messages: list, step: int, scan: int = 120, lines: bool = False) -> int:
+    """A feature reader fed each growth of the history in turn (each transcript extended from the last)
+    gives the rows a first reading gives; returns how many grown readings it checked."""
+    import numpy as np
+
+    from jev.judges.features import FeatureReader, feature_matrix
+    reader, transcript, checked = FeatureReader(scan, lines), None, 0
+    for end in range(1, len(messages) + 1, step):
+        transcript = analyze(messages[:end]) if transcript is None else extend(transcript, messages[:end])
+        keys, X = reader(transcript)
+        fresh_keys, fresh = feature_matrix(analyze(messages[:end]), scan, lines)
+        assert keys == fresh_keys
+        np.testing.assert_array_equal(X, fresh)  # NaN where lines are not counted, equal alike
+        checked += transcript.extends is not None and bool(keys)
+    return checked
+
+
+def test_the_judges_features_of_a_grown_history_are_a_first_readings() -> None:
+    """Real sessions read in growing steps (new results, calls and task text each time), with lines and
+    at another scan depth too: the rows equal a fresh reading's, bit for bit."""
+    for k, messages in enumerate(_sessions(SAMPLE, ".traj.json", 6)):
+        assert _reads_as_fresh(messages, 1 + k % 4, scan=(120, 300)[k % 2], lines=k % 3 == 0) > 3
+
+
+@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found at {CLAUDE_CODE}")
+def test_the_judges_features_of_a_grown_claude_code_history_are_a_first_readings() -> None:
+    """Parallel calls, results carried over from an earlier file, JSON inputs of many tools."""
+    for messages in _sessions(CLAUDE_CODE, ".jsonl", 6):
+        _reads_as_fresh(messages, 9)
+
+
+def test_a_feature_reader_reads_afresh_what_did_not_grow_from_its_last_reading() -> None:
+    import numpy as np
+
+    from jev.judges.features import FeatureReader, feature_matrix
+    messages = _sessions(SAMPLE, ".traj.json", 2)
+    reader = FeatureReader()
+    first = analyze(messages[0][:12])
+    reader(first)
+    other = extend(analyze(messages[1][:10]), messages[1][:14])  # grown, but from a history it never read
+    np.testing.assert_array_equal(reader(other)[1], feature_matrix(analyze(messages[1][:14]))[1])
+    grown = extend(first, messages[0][:16])  # grown from the first, read after another: afresh too
+    np.testing.assert_array_equal(reader(grown)[1], feature_matrix(analyze(messages[0][:16]))[1])
+    # the same reader at another depth never reuses what it read at this one
+    deep = FeatureReader(scan_chars=400)
+    deep(first)
+    np.testing.assert_array_equal(deep(extend(first, messages[0][:16]))[1],
+                                  feature_matrix(analyze(messages[0][:16]), 400)[1])

@@ -5,7 +5,8 @@ script calls the same code on each history prefix. One pass, vectorised: the wor
 ends, every command and the task's text are found and hashed over one byte buffer (`words`), and "which
 result showed a word first, is it still the latest to show it, did the agent use it since" become group
 operations over the sorted hashes. No per-word Python, so a first look at a 400-pair history takes a few
-milliseconds and no state needs keeping between plans.
+milliseconds; a `FeatureReader` (the local judge's) keeps what it read, so a history grown from the last
+one it read has only its new results, calls and texts read (the group operations run over all).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..analysis import READ_CALL, READ_RESULT, READ_TEXT, Transcript
 from ..canonical import canonical_json
-from .words import Buffer, Words, find_words, portable, run_starts
+from .words import Buffer, RawWords, Words, portable, raw_words, run_starts, sorted_words
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
 _CATEGORY_INDEX = {name: k for k, name in enumerate(CATEGORIES)}
@@ -171,29 +172,65 @@ class _Reading:
     calls_read: int  # the calls that sit in the history (the first `calls_read` of `call_at`, ascending)
 
 
-def _read(transcript: Transcript, scan: int, lines: bool) -> _Reading:
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What reading a transcript's texts gave, kept to read a transcript grown from it (`Transcript.extends`)
+    by its new pairs, calls and segments only: per pair, its result's scanned ends, characters, lines and
+    whether it failed; per call, its distinct command and that command's category and text; per segment,
+    its text, its words and its marks. Never changed once made (a later read makes a new one)."""
+
+    lineage: object  # the transcript it was read from
+    scan: int
+    lines: bool
+    result_texts: list[str]
+    result_chars: list[int]
+    result_lines: list[int]
+    not_success: list[bool]
+    known: dict[str, dict[str, int]]  # by tool, then command text: the distinct command's number
+    command_of: list[int]  # per call
+    kinds_of: list[int]  # per distinct command: its category
+    call_texts: list[str]
+    texts: list[str]  # per segment, in reading order
+    raw: RawWords
+    returncode: np.ndarray  # segments opening with a non-zero return code
+    error: np.ndarray  # segments holding an error mark
+    truncation: np.ndarray  # segments holding a truncation mark
+
+
+_NOTHING_READ = _Read(None, 0, False, [], [], [], [], {}, [], [], [], [],
+                      RawWords(*(np.zeros(0, dtype=t) for t in (np.uint64, np.uint64, bool, bool))),
+                      *(np.zeros(0, dtype=np.intp) for _ in range(3)))
+
+
+def _read(transcript: Transcript, scan: int, lines: bool, before: _Read | None = None) -> tuple[_Reading, _Read]:
     """The segments and facts, in reading order (a word's first segment is where it was first seen);
     `scan` characters of each result's ends are read for words; each result's lines are counted when
     `lines` (the one fact read over whole results), else 0. A carried-over result (its call before the
-    history) answers a stand-in call of category "other", run once, at message -1, which shows no words."""
+    history) answers a stand-in call of category "other", run once, at message -1, which shows no words.
+    `before`: what reading the transcript this one grew from gave (else None): only what was added is
+    read, the rest taken from it."""
     order = np.frombuffer(transcript.order, dtype=np.int64).reshape(-1, 3)
     kinds, at, number = order[:, 0], order[:, 1], order[:, 2]
     is_result, is_call = kinds == _RESULT, kinds == _CALL
     pairs, calls = transcript.pairs, transcript.calls
-    texts_of = [pair.result.text for pair in pairs]
-    result_texts = [text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:] for text in texts_of]
+    if before is None or before.lineage is not transcript.extends or (before.scan, before.lines) != (scan, lines):
+        before = _NOTHING_READ
+    new_pairs = pairs[len(before.result_texts):]
+    texts_of = [pair.result.text for pair in new_pairs]
+    result_texts = before.result_texts + [text if len(text) <= 2 * scan else text[:scan] + " " + text[-scan:]
+                                          for text in texts_of]
+    result_chars = before.result_chars + [pair.result_chars for pair in new_pairs]
+    result_lines = before.result_lines + ([text.count("\n") for text in texts_of] if lines else [0] * len(new_pairs))
+    not_success = before.not_success + [pair.result.state != "success" for pair in new_pairs]
     static = np.zeros((len(pairs), 5))  # characters, lines, error mark, truncation mark, not a success
-    static[:, 0] = [pair.result_chars for pair in pairs]
-    if lines:
-        static[:, 1] = [text.count("\n") for text in texts_of]
-    static[:, 4] = [pair.result.state != "success" for pair in pairs]
+    static[:, 0] = result_chars
+    static[:, 1] = result_lines
+    static[:, 4] = not_success
     # each call's command: its category read once per distinct (tool, command); runs and the last message
     # running it counted over the whole history
-    known: dict[str, dict[str, int]] = {}  # by tool, then command (no tuple key per call to collect)
-    command_of: list[int] = []
-    kinds_of: list[int] = []
-    call_texts: list[str] = []
-    for call in calls:
+    known = {tool: dict(commands) for tool, commands in before.known.items()}  # by tool (no tuple key per call)
+    command_of, kinds_of, call_texts = list(before.command_of), list(before.kinds_of), list(before.call_texts)
+    for call in calls[len(before.call_texts):]:
         said = command_text(call.input)
         of_tool = known.get(call.name)
         if of_tool is None:
@@ -217,17 +254,27 @@ def _read(transcript: Transcript, scan: int, lines: bool) -> _Reading:
         commands[: len(calls), 1] = np.bincount(command, minlength=len(kinds_of))[command]
         commands[: len(calls), 2] = last[command]
     commands[len(calls):] = (_CATEGORY_INDEX["other"], 1, -1)
-    # the segments in reading order: results, calls and texts placed where `order` has them
+    # the segments in reading order: results, calls and texts placed where `order` has them; those read
+    # before are the first ones (reading order only grows)
     owner = np.where(is_result, np.cumsum(is_result) - 1, np.where(is_call, number, -1))
+    done = len(before.texts)
     place = np.empty(kinds.size, dtype=np.intp)
     place[is_result] = np.arange(len(result_texts))
     place[is_call] = len(result_texts) + np.arange(len(call_texts))
     is_text = kinds == _TEXT
     place[is_text] = len(result_texts) + len(call_texts) + np.arange(int(is_text.sum()))
     every = [*result_texts, *call_texts, *transcript.texts]
-    texts = [every[k] for k in place.tolist()]
-    return _Reading(texts, kinds, at, owner, static, result_call, at[is_result],
-                    np.concatenate((call_at, np.full(carried.size, -1, dtype=np.int64))), commands, len(calls))
+    new_texts = [every[k] for k in place[done:].tolist()]
+    buffer = Buffer.of(new_texts)
+    read = _Read(transcript.lineage, scan, lines, result_texts, result_chars, result_lines, not_success, known,
+                 command_of, kinds_of, call_texts, before.texts + new_texts,
+                 before.raw.then(raw_words(buffer), done),
+                 np.concatenate((before.returncode, buffer.segments_matching(_RETURNCODE) + done)),
+                 np.concatenate((before.error, buffer.segments_containing(_ERROR_MARK) + done)),
+                 np.concatenate((before.truncation, buffer.segments_containing(_TRUNCATION_MARK) + done)))
+    reading = _Reading(read.texts, kinds, at, owner, static, result_call, at[is_result],
+                       np.concatenate((call_at, np.full(carried.size, -1, dtype=np.int64))), commands, len(calls))
+    return reading, read
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,20 +448,38 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: 
     lines, the one pass over whole results (a model without `result_lines`, as the shipped one, need not
     pay for it): that column is then NaN. `common`: the `portable` hashes of words too common to count as
     a result's own (the provenance features leave them out)."""
+    return FeatureReader(scan_chars, lines, common)(transcript)
+
+
+class FeatureReader:
+    """`feature_matrix` for one history planned again and again: it keeps what reading the last transcript
+    gave, and a transcript grown from that one (`jev.analysis.extend`, its earlier messages proven
+    unchanged) has only its new pairs, calls and segments read — the same rows as a first reading."""
+
+    def __init__(self, scan_chars: int = SCAN_CHARS, lines: bool = True, common: np.ndarray = _NO_WORDS) -> None:
+        self.scan_chars, self.lines, self.common = scan_chars, lines, common
+        self._last: _Read | None = None  # replaced whole, never changed: a reader shared by threads stays sound
+
+    def __call__(self, transcript: Transcript) -> tuple[list[str], np.ndarray]:
+        if not transcript.pairs:
+            return [], np.zeros((0, len(FEATURE_NAMES)))
+        reading, self._last = _read(transcript, self.scan_chars, self.lines, self._last)
+        return _rows(transcript, reading, self._last, self.lines, self.common)
+
+
+def _rows(transcript: Transcript, reading: _Reading, read: _Read, lines: bool, common: np.ndarray
+          ) -> tuple[list[str], np.ndarray]:
+    """The feature rows from what was read."""
     messages, pairs = transcript.messages, transcript.pairs
-    if not pairs:
-        return [], np.zeros((0, len(FEATURE_NAMES)))
-    reading = _read(transcript, scan_chars, lines)
-    buffer = Buffer.of(reading.texts)
     edit = reading.commands[:, 0] == _CATEGORY_INDEX["edit"]
     n_messages, n_pairs = len(messages), len(pairs)
     calls_at = reading.call_at[: reading.calls_read]  # the history's calls, in call order, so ascending
     recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
-    w = _word_facts(reading, find_words(buffer), edit, recent_from, common)
+    w = _word_facts(reading, sorted_words(read.raw, len(read.texts)), edit, recent_from, common)
     failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result
-    failed[_results_in(buffer.segments_matching(_RETURNCODE), reading)] = True
-    reading.static[_results_in(buffer.segments_containing(_ERROR_MARK), reading), 2] = 1
-    reading.static[_results_in(buffer.segments_containing(_TRUNCATION_MARK), reading), 3] = 1
+    failed[_results_in(read.returncode, reading)] = True
+    reading.static[_results_in(read.error, reading), 2] = 1
+    reading.static[_results_in(read.truncation, reading), 3] = 1
 
     if reading.result_at.size != n_pairs:  # analyze pairs every result, in the order they appear
         raise ValueError("feature_matrix needs a transcript validated by jev.analysis.analyze")

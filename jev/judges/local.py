@@ -24,7 +24,7 @@ import orjson
 
 from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
-from .features import FEATURE_NAMES, SCAN_CHARS, feature_matrix
+from .features import FEATURE_NAMES, SCAN_CHARS, FeatureReader
 
 MODEL = "jev-local-5"  # a new name with new weights: thresholds calibrated for the old ones are refused
 _HEADS = ("keep_call", "keep_result")
@@ -308,8 +308,10 @@ def head_of(spec: dict[str, Any], version: int) -> _Blend | _Mixture:
 class LocalJudge:
     """The offline default judge. Needs the in-process transcript; sends nothing anywhere.
 
-    `model_path` loads other weights (e.g. retrained on your own shadow logs). Stateless: every plan reads
-    the history it is given, in one vectorised pass. It receives no state, so the state budget does not
+    `model_path` loads other weights (e.g. retrained on your own shadow logs). Every plan reads the history
+    it is given, in one vectorised pass; what it read of the last history is kept (replaced whole each
+    time), so a history a compactor extended from that one (`jev.analysis.extend`) has only its new
+    messages read — the scores are a first reading's. It receives no state, so the state budget does not
     bind it."""
 
     receives_state = False
@@ -326,6 +328,8 @@ class LocalJudge:
         self._lines = "result_lines" in spec["features"]  # the one feature read over whole results
         self._common = np.asarray((spec.get("rarity") or {}).get("common_words", []), dtype=np.uint64)
         self.size_exponent: float = float(spec.get("size_exponent", 1.0))  # what its ranking was tuned at
+        # the features, read again only where a history grew from the last one read
+        self._reader = FeatureReader(self.scan_chars, self._lines, self._common)
         # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
         # history outlives its plan here
         self._last: tuple[weakref.ref[Any], dict[str, float]] | None = None
@@ -346,7 +350,7 @@ class LocalJudge:
         one scoring per transcript, what `ask` answers from."""
         if self._last is not None and self._last[0]() is transcript:
             return self._last[1]
-        keys, X = feature_matrix(transcript, self.scan_chars, self._lines, self._common)
+        keys, X = self._reader(transcript)
         X = X[:, self._columns]
         answers: dict[str, float] = {}
         if keys:

@@ -130,13 +130,36 @@ class Words:
     shift: int  # the low bits dropped from each word's 64-bit hash to make `hash`
 
 
+@dataclass(frozen=True, slots=True)
+class RawWords:
+    """The words `find_words` tracks, one entry per occurrence in buffer order, before sorting: each one's
+    full 64-bit position-free hash, segment, and flags. What one segment shows does not depend on the
+    others, so the raw words of segments read in two buffers, concatenated (the later ones' segments
+    numbered on), are those of one buffer holding both (`find_words` sorts them)."""
+
+    hash: np.ndarray  # uint64
+    segment: np.ndarray  # uint64
+    path: np.ndarray  # bool
+    distinctive: np.ndarray  # bool
+
+    def then(self, later: RawWords, segments: int) -> RawWords:
+        """These words and `later`'s, read from a buffer of the `segments`-th segment on."""
+        return RawWords(np.concatenate((self.hash, later.hash)),
+                        np.concatenate((self.segment, later.segment + np.uint64(segments))),
+                        np.concatenate((self.path, later.path)), np.concatenate((self.distinctive, later.distinctive)))
+
+
 def find_words(buffer: Buffer) -> Words:
     """The words worth tracking — at least 4 bytes and either 8+ long or not all letters (shaped like a
     path, identifier or number) — of each segment, hashed position-free: the polynomial hash of a word
-    at [s, e) is scaled by P**(1-s), so equal words hash alike wherever they sit, in any buffer (mod 2**64).
+    at [s, e) is scaled by P**(1-s), so equal words hash alike wherever they sit, in any buffer (mod 2**64)."""
+    return sorted_words(raw_words(buffer), int(buffer.bounds.size))
 
-    The bytes are read as runs of one class: a word is a row of runs, a path when a run of it is `/` or
-    `.`, distinctive when it holds letters and another class. So only the hash touches every byte."""
+
+def raw_words(buffer: Buffer) -> RawWords:
+    """`find_words` before sorting. The bytes are read as runs of one class: a word is a row of runs, a
+    path when a run of it is `/` or `.`, distinctive when it holds letters and another class. So only the
+    hash touches every byte."""
     data, n = buffer.data, len(buffer.data)
     classes = np.zeros(n + 2, dtype=np.uint8)  # a non-word byte either side: every word starts and ends
     classes[1:-1] = np.frombuffer(data.translate(_CLASS), dtype=np.uint8)
@@ -157,13 +180,18 @@ def find_words(buffer: Buffer) -> Words:
     inside = (word >= 0) & (after[np.maximum(word, 0)] > slashes)
     path[word[inside]] = True
     hashes = _word_hashes(data, starts, ends) if starts.size else np.zeros(0, dtype=np.uint64)
-    # one sort of one key: the hash's top bits, then the segment, then two flags (a word's own)
-    segment = buffer.segment_of(starts).astype(np.uint64)
-    shift = np.uint64(int(buffer.bounds.size).bit_length() + 2)
-    key = np.sort(hashes >> shift << shift | segment << np.uint64(2) | path << np.uint64(1) | distinctive)
+    return RawWords(hashes, buffer.segment_of(starts).astype(np.uint64), path, distinctive)
+
+
+def sorted_words(raw: RawWords, segments: int) -> Words:
+    """The raw words of a buffer of `segments` segments, one entry per word and segment, sorted: one sort
+    of one key — the hash's top bits, then the segment, then two flags (a word's own)."""
+    shift = np.uint64(segments.bit_length() + 2)
+    key = np.sort(raw.hash >> shift << shift | raw.segment << np.uint64(2) | raw.path << np.uint64(1)
+                  | raw.distinctive)
     key = key[run_starts(key >> np.uint64(2))]  # one entry per word and segment
-    segments = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(2)
-    return Words(key >> shift, segments.astype(np.intp), (key >> np.uint64(1) & np.uint64(1)).astype(bool),
+    found = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(2)
+    return Words(key >> shift, found.astype(np.intp), (key >> np.uint64(1) & np.uint64(1)).astype(bool),
                  (key & np.uint64(1)).astype(bool), int(shift))
 
 
