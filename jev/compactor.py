@@ -112,6 +112,7 @@ class Compactor:
         self._taken: Taken | None = None
         self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
+        self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -186,7 +187,10 @@ class Compactor:
     def _take(self, messages: Sequence[Message]) -> Taken:
         """The history as judged, read from where the last one this compactor took ended when it begins
         with those very messages, unchanged (`jev.history.take`), and kept for the next."""
-        taken = self._taken = take(messages, self.config.max_transcript_chars, previous=self._taken)
+        previous = self._taken
+        taken = self._taken = take(messages, self.config.max_transcript_chars, previous=previous)
+        if taken is not previous and (previous is None or taken.transcript.extends is not previous.transcript.lineage):
+            self._sampled = None  # not grown from the history it was measured on
         return taken
 
     # --- the plan, step by step ---------------------------------------------------------------
@@ -247,7 +251,8 @@ class Compactor:
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
-        tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
+        tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript), self._sampled)
+        self._sampled = tokens.sampled
         if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
             chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
         pairs = transcript.pairs

@@ -299,3 +299,28 @@ def test_tokens_each_equals_tokens_of_one_message_at_a_time() -> None:
     messages = [Message(f"m{k}", "user", (TextBlock(t),)) for k, t in enumerate(texts)]
     assert tokens_each(messages) == [tokens_of((m,)) for m in messages]
     assert sum(tokens_each(messages[:3])) == sum(tokens_of((m,)) for m in messages[:3])  # the short path too
+
+
+def test_history_tokens_of_a_grown_history_measure_only_the_new_samples(monkeypatch) -> None:
+    """The per-character rate is sampled over evenly spaced messages; given what the history it grew from
+    sampled, only samples it had not measured are measured, and the rate is a fresh measure's."""
+    import jev.cost
+    from jev.analysis import analyze
+    from jev.cost import SAMPLE_CHARS, HistoryTokens
+    messages = [msg("task", "user", text("Fix the parser. " * 20))]
+    for k in range(160):
+        messages += [msg(f"c{k}", "assistant", call(f"r{k}", input={"path": f"src/m{k}.py"})),
+                     msg(f"o{k}", "tool", result(f"r{k}", f"line {k}: value_{k} = compute({k})\n" * (90 + k % 17)))]
+    whole = analyze(messages)
+    assert sum(whole.sizes) > 2 * SAMPLE_CHARS  # sampled, not measured whole
+    for cut in (101, 250, len(messages) - 1):
+        part = analyze(messages[:cut])
+        earlier = HistoryTokens(part.messages, part.sizes).sampled
+        measured: list[int] = []
+        real = jev.cost._billed
+        monkeypatch.setattr(jev.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
+        grown = HistoryTokens(whole.messages, whole.sizes, (), earlier)
+        monkeypatch.setattr(jev.cost, "_billed", real)
+        fresh = HistoryTokens(whole.messages, whole.sizes)
+        assert grown.per_char == fresh.per_char and grown.sampled == fresh.sampled
+        assert len(measured) == len(set(fresh.sampled) - set(earlier)) < len(fresh.sampled)

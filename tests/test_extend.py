@@ -84,6 +84,7 @@ def test_a_compactor_planning_a_growing_history_decides_as_a_fresh_one() -> None
         assert (grown.status, grown.reason, grown.detail) == (fresh.status, fresh.reason, fresh.detail)
         if fresh.plan is not None:
             assert grown.plan.views == fresh.plan.views and grown.plan.messages == fresh.plan.messages
+            assert grown.plan.cost == fresh.plan.cost  # the history's tokens: sampled messages measured once
 
 
 def test_a_history_whose_earlier_messages_changed_is_read_afresh(monkeypatch) -> None:
