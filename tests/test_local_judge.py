@@ -548,6 +548,18 @@ def test_portable_hashes_name_a_word_alike_in_any_buffer() -> None:
     assert len(large) == 3002  # every filler word, the path and setup.cfg: no two collide
 
 
+def test_a_word_hashes_alike_across_the_hashing_rows_and_in_a_partial_last_row() -> None:
+    """Bytes are hashed in rows of 2**16: a word that straddles a row's end, sits in the partial last row,
+    or in a buffer shorter than one row reads as the same hash."""
+    from jev.judges.words import Buffer, find_words, portable
+    alone = portable(find_words(Buffer.of(["alpha_12345"]))).tolist()
+    for row in (1, 2):
+        for offset in range(-14, 3, 3):  # the word ends before, across and after the row's end
+            padding = " " * (row * 2 ** 16 + offset)
+            words = find_words(Buffer.of([padding, "alpha_12345", "tail"]))
+            assert portable(words).tolist() == alone and words.segment.tolist() == [1]
+
+
 def test_training_refuses_a_depth_below_one(tmp_path: Path, capsys) -> None:
     from calibration.train_local import main
     with pytest.raises(SystemExit) as exit_:

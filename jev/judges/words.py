@@ -51,12 +51,13 @@ def _word_hashes(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     serves any buffer; a word's row sum is then shifted to its own start by P**-(start's place), and the
     few words that cross into the next row add that row's part times P**(2**16)."""
     n = len(data)
-    rows = max(1, -(-n // _ROW))
-    padded = np.zeros(rows * _ROW + 1, dtype=np.uint8)  # a 0 past the end: a word may end at n
-    padded[:n] = np.frombuffer(data, dtype=np.uint8)
-    terms = np.empty(rows * _ROW + 1, dtype=np.uint64)
-    terms[-1] = 0
-    np.multiply(padded[:-1].reshape(rows, _ROW), _powers(_PRIME_INT), out=terms[:-1].reshape(rows, _ROW))
+    full = n >> _ROW_BITS << _ROW_BITS  # the bytes in whole rows; the rest is a part of one
+    terms = np.empty(n + 1, dtype=np.uint64)
+    terms[n] = 0  # a 0 past the end: a word may end at n
+    values = np.frombuffer(data, dtype=np.uint8)
+    powers = _powers(_PRIME_INT)
+    np.multiply(values[:full].reshape(-1, _ROW), powers, out=terms[:full].reshape(-1, _ROW))
+    np.multiply(values[full:], powers[: n - full], out=terms[full:n])
     row_end = ((starts >> _ROW_BITS) + 1) << _ROW_BITS
     crossing = np.flatnonzero(ends > row_end)
     first_end = ends.copy()
