@@ -52,8 +52,8 @@ class Taken:
     """What a plan remembers of the history it judged."""
 
     transcript: Transcript  # the history validated, paired and measured
-    parts: list[Any]  # the mutable values inside the messages (the objects themselves), in order
-    serialized: bytes  # their JSON when judging started
+    own: list[Any]  # the messages' own mutable metadata values (the objects themselves), in order
+    serialized: tuple[bytes, bytes]  # the JSON of `own` and of the blocks' (`transcript.mutable`) when judging started
     kept: list[Any]  # metadata holding a converter's bookkeeping (the mappings themselves)
     kept_then: list[Any]  # their items when judging started, flat (`_remember`): one list, not a copy each
 
@@ -63,7 +63,7 @@ class Taken:
         return self.transcript.chars
 
 
-def _serialized(parts: list[Any], messages: Sequence[Message] = ()) -> bytes:
+def _serialized(parts: Sequence[Any], messages: Sequence[Message] = ()) -> bytes:
     """The parts' JSON as orjson writes them (keys in their order: the same objects give the same bytes,
     and a reordering reads as a change, which only makes the guard more cautious). A part with no JSON
     form is refused naming its place in `messages`."""
@@ -95,14 +95,14 @@ def take(messages: Sequence[Message], max_chars: int | None = None, previous: Ta
         _check_limit(measured, max_chars)
         raise
     _check_limit(transcript.chars, max_chars)
-    parts: list[Any] = []
+    own: list[Any] = []
     kept: list[Any] = []
     then: list[Any] = []
     if previous is not None:  # the earlier messages' own metadata, as that plan set it aside
-        parts.extend(previous.parts[: len(previous.parts) - len(previous.transcript.mutable)])
+        own.extend(previous.own)
         kept.extend(previous.kept)
         then.extend(previous.kept_then)
-    keep, part = kept.append, parts.append
+    keep, part = kept.append, own.append
     for message in transcript.messages[held:]:  # the messages' own metadata; the blocks' parts come from the analysis
         metadata = message.metadata
         if metadata is not None:
@@ -110,11 +110,27 @@ def take(messages: Sequence[Message], max_chars: int | None = None, previous: Ta
                 keep(metadata)
                 _remember(metadata, then)
                 if len(metadata) > 2 or not metadata.keys() <= _BOOKKEEPING:  # usually a converter's keys alone
-                    parts.extend([v for k, v in metadata.items() if k not in _BOOKKEEPING])
+                    own.extend([v for k, v in metadata.items() if k not in _BOOKKEEPING])
             else:
                 part(metadata)
-    parts.extend(transcript.mutable)
-    return Taken(transcript, parts, _serialized(parts, transcript.messages), kept, then)
+    messages_read = transcript.messages
+    if previous is None:
+        serialized = (_serialized(own, messages_read), _serialized(transcript.mutable, messages_read))
+    else:  # the earlier parts' JSON is what `unchanged` just re-read: only the new parts are serialized
+        old_own, old_blocks = previous.serialized
+        serialized = (_joined(old_own, _serialized(own[len(previous.own):], messages_read)),
+                      _joined(old_blocks, _serialized(transcript.mutable[len(previous.transcript.mutable):],
+                                                      messages_read)))
+    return Taken(transcript, own, serialized, kept, then)
+
+
+def _joined(head: bytes, tail: bytes) -> bytes:
+    """The JSON of two lists' concatenation, from each one's (orjson writes `[a,b]`, no spaces)."""
+    if head == b"[]":
+        return tail
+    if tail == b"[]":
+        return head
+    return head[:-1] + b"," + tail[1:]
 
 
 def _check_limit(measured: int, max_chars: int | None) -> None:
@@ -134,7 +150,7 @@ def unchanged(messages: Sequence[Message], judged: Taken) -> bool:
     if not _same(judged.kept, judged.kept_then):
         return False
     try:
-        return _serialized(judged.parts) == judged.serialized
+        return (_serialized(judged.own), _serialized(judged.transcript.mutable)) == judged.serialized
     except TranscriptError:  # mutated into something that no longer serializes
         return False
 

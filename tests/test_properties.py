@@ -139,10 +139,14 @@ def test_the_change_guard_sees_every_change_while_judging_and_nothing_else(messa
     if (mutation == "metadata" and not metadata) or (mutation == "swap" and len(messages) < 2):
         mutation = "input"
     index = data.draw(st.integers(0, len(messages) - 1))
+    # planned before, on a prefix: the plan then reads the history grown from there (its guard's JSON of the
+    # earlier parts joined to the new ones'), and a change anywhere must still be seen
+    planned_before = data.draw(st.integers(0, len(messages) - 1))
     done: list[bool] = []
+    armed: list[bool] = []
 
     def mutate(request: object) -> None:
-        if done:
+        if done or not armed:
             return
         done.append(True)
         if mutation == "input":
@@ -158,7 +162,11 @@ def test_the_change_guard_sees_every_change_while_judging_and_nothing_else(messa
         elif mutation == "swap":
             messages[0], messages[-1] = messages[-1], messages[0]
     config = CompactionConfig(preserve_recent_messages=0, eligible_tools=frozenset(TOOLS), minimum_reduction=0.0)
-    decision = compactor(ScriptedJudge(0.0, hook=mutate), config, mode=Mode.SHADOW).plan_sync(messages)
+    planner = compactor(ScriptedJudge(0.0, hook=mutate), config, mode=Mode.SHADOW)
+    if planned_before:
+        planner.plan_sync(messages[:planned_before])
+    armed.append(True)
+    decision = planner.plan_sync(messages)
     if not done:  # no candidates, so the judge never ran
         return
     changed = decision.reason is Reason.TRANSCRIPT_CHANGED
