@@ -164,15 +164,12 @@ def _remember(mapping: Any, into: list[Any]) -> None:
 
 
 def _same(mappings: list[Any], then: list[Any]) -> bool:
-    """Each mapping holds the keys `_remember` wrote of it, in order, bound to the same (or equal) values."""
-    at = 0
+    """Each mapping holds the keys `_remember` wrote of it, in order, bound to the same (or equal) values:
+    what `_remember` writes of them now equals `then` (one list compare, identity first)."""
+    now: list[Any] = []
     for mapping in mappings:
-        n = then[at]
-        keys, values = at + 1, at + 1 + n
-        at = values + n
-        if len(mapping) != n or list(mapping.keys()) != then[keys:values] or list(mapping.values()) != then[values:at]:
-            return False
-    return True
+        _remember(mapping, now)
+    return now == then
 
 
 def fingerprint(messages: Sequence[Message]) -> bytes:
