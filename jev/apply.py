@@ -103,49 +103,89 @@ def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], confi
     but their content; a message left with no blocks is removed. With `config.tombstones` each dropped
     pair leaves its tombstone line as a message of its own right after where its call was (a message
     made here, so every form writes it afresh; never a lone result)."""
-    # blocks by `place` (call or result, message index, id): a call id may be reused once its pair is complete
-    dropped: set[str] = set()
+    return Applier()(transcript, decisions, config)
+
+
+class Applier:
+    """`apply_actions` for one compactor, planning a history again and again: a message it changed the same
+    way last time (the same message object, the same let-gos of the same pairs) is not made again but
+    taken from then — what it makes depends on nothing else (frozen values; mutable parts are shared by
+    reference, not copied) and the config's cut, tombstones and restore tool. It keeps only what the last
+    plan made."""
+
+    def __init__(self) -> None:
+        self._writes: tuple[int, bool, str | None] | None = None  # the config's fields that shape what is made
+        # id(original message) -> (the original, the let-gos changing it, what it became, the tombstones after it)
+        self._made: dict[int, tuple[Message, tuple[tuple[str, Action], ...], Message | None, list[Message]]] = {}
+
+    def __call__(self, transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig
+                 ) -> list[Message]:
+        writes = (config.truncate_head_chars, config.tombstones, config.restore_tool)
+        if writes != self._writes:
+            self._writes, self._made = writes, {}
+        head = config.truncate_head_chars + SHORT_RESULT_SLACK
+        acting: dict[int, list[tuple[Pair, Action]]] = {}  # message index -> the let-gos changing it, in pair order
+        dropped: set[str] = set()  # places (call or result, message index, id): a call id may be reused
+        for pair in transcript.pairs:
+            action = decisions.get(pair.key, Action.KEEP)
+            if action is Action.DROP_PAIR:
+                dropped.update((place(False, pair.call_message, pair.call_id),
+                                place(True, pair.result_message, pair.call_id)))
+                acting.setdefault(pair.call_message, []).append((pair, action))
+                if pair.result_message != pair.call_message:
+                    acting.setdefault(pair.result_message, []).append((pair, action))
+            elif action is Action.TRUNCATE_RESULT and pair.result_chars > head:  # else nothing to cut
+                acting.setdefault(pair.result_message, []).append((pair, action))
+        made, before = {}, self._made
+        out: list[Message] = []
+        messages = transcript.messages
+        for i, message in enumerate(messages):
+            acts = acting.get(i)
+            if acts is None:
+                out.append(message)
+                continue
+            signature = tuple((pair.key, action) for pair, action in acts)
+            kept = before.get(id(message))
+            if kept is not None and kept[0] is message and kept[1] == signature:
+                became, lines = kept[2], kept[3]
+            else:
+                became, lines = _changed(message, i, acts, dropped, config)
+            made[id(message)] = (message, signature, became, lines)
+            if became is not None:
+                out.append(became)
+            out.extend(lines)  # where the call was: a message of its own, which every form writes
+        self._made = made
+        _assert_results_have_calls(transcript, dropped)
+        return out
+
+
+def _changed(message: Message, i: int, acts: list[tuple[Pair, Action]], dropped: set[str],
+             config: CompactionConfig) -> tuple[Message | None, list[Message]]:
+    """Message `i` with its let-gos applied (None when no block is left), and the tombstones of the pairs
+    whose calls it held."""
     replaced: dict[str, ToolResultBlock] = {}
-    tombstones: dict[int, list[Message]] = {}  # message index of a dropped call -> the lines it leaves
-    touched: set[int] = set()
-    for pair in transcript.pairs:
-        action = decisions.get(pair.key, Action.KEEP)
-        if action is Action.KEEP:
-            continue
-        if action is Action.DROP_PAIR:
-            dropped.update((place(False, pair.call_message, pair.call_id), place(True, pair.result_message, pair.call_id)))
-            touched.update((pair.call_message, pair.result_message))
-            if config.tombstones:
-                holder = transcript.messages[pair.call_message]
-                tombstones.setdefault(pair.call_message, []).append(Message(
-                    f"{holder.id}~dropped~{pair.call_id}", "assistant", (TextBlock(tombstone(pair, config)),)))
-        elif action is Action.TRUNCATE_RESULT:
-            output = truncated_output(pair, config)
-            if output is not None:
-                r = pair.result
-                replaced[place(True, pair.result_message, pair.call_id)] = ToolResultBlock(r.id, r.name, output,
-                                                                                           r.state, r.metadata)
-                touched.add(pair.result_message)
-    out: list[Message] = []
-    for i, message in enumerate(transcript.messages):
-        if i not in touched:
-            out.append(message)
-            continue
-        blocks: list[Block] = []
-        for block in message.content:
-            if isinstance(block, (ToolUseBlock, ToolResultBlock)):
-                at = place(isinstance(block, ToolResultBlock), i, block.id)
-                if at in dropped:
-                    continue
-                block = replaced.get(at, block)
-            blocks.append(block)
-        if blocks:
-            out.append(Message(message.id, message.role, tuple(blocks), message.name, message.metadata,
-                               message.timestamp) if type(message) is Message  # 3x cheaper than replace()
-                       else message.replace(content=tuple(blocks)))
-        out.extend(tombstones.get(i, ()))  # where the call was: a message of its own, which every form writes
-    _assert_results_have_calls(transcript, dropped)
-    return out
+    lines: list[Message] = []
+    for pair, action in acts:
+        if action is Action.TRUNCATE_RESULT:
+            r, output = pair.result, truncated_output(pair, config)
+            if output is not None:  # always, for the results `Applier` lets through
+                replaced[place(True, i, pair.call_id)] = ToolResultBlock(r.id, r.name, output, r.state, r.metadata)
+        elif config.tombstones and pair.call_message == i:
+            lines.append(Message(f"{message.id}~dropped~{pair.call_id}", "assistant",
+                                 (TextBlock(tombstone(pair, config)),)))
+    blocks: list[Block] = []
+    for block in message.content:
+        if isinstance(block, (ToolUseBlock, ToolResultBlock)):
+            at = place(isinstance(block, ToolResultBlock), i, block.id)
+            if at in dropped:
+                continue
+            block = replaced.get(at, block)
+        blocks.append(block)
+    if not blocks:
+        return None, lines
+    return (Message(message.id, message.role, tuple(blocks), message.name, message.metadata, message.timestamp)
+            if type(message) is Message  # 3x cheaper than replace()
+            else message.replace(content=tuple(blocks))), lines
 
 
 def _assert_results_have_calls(transcript: Transcript, dropped: set[str]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .aio import run_sync
 from .analysis import Pair, Transcript
-from .apply import LetGo, apply_actions, let_go
+from .apply import Applier, LetGo, let_go
 from .cost import (
     HistoryTokens,
     cheapest_start,
@@ -113,6 +113,7 @@ class Compactor:
         self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
+        self._applier = Applier()  # what the last plan made of the messages it changed
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -294,7 +295,7 @@ class Compactor:
                         tuple(calls), tuple(results), tuple(actions), tuple(reasons),
                         tuple(why.get(key, "") for key in keys), tuple(scaled), tuple(truncates), tuple(drops))
         decisions = dict(zip(keys, actions, strict=True))
-        compacted = apply_actions(transcript, decisions, config)
+        compacted = self._applier(transcript, decisions, config)
         before = transcript.chars
         after = chars_after(compacted, taken)
         reduction = 1.0 - after / before if before else 0.0

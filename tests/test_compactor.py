@@ -143,14 +143,13 @@ def test_a_bug_is_an_internal_error_not_a_judge_failure(archive: CountingArchive
                                                         mode: Mode) -> None:
     """An unexpected exception (here apply's own internal-error assertion) still ends the plan as ERROR —
     one record, ENFORCE hands back the original history, nothing archived — but says what it was."""
-    import jev.compactor
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("internal error: result 'x' would survive without its call")
 
-    monkeypatch.setattr(jev.compactor, "apply_actions", broken)
     messages, records = reference_messages(), []
     c = compactor(ScriptedJudge(0.01), mode=mode, archive=archive, records=records)
+    monkeypatch.setattr(c, "_applier", broken)
     with caplog.at_level("ERROR", logger="jev"):
         decision = c.plan_sync(messages, scope=SCOPE)
     assert (decision.status, decision.reason, decision.error_kind) == (Status.ERROR, Reason.INTERNAL_ERROR,

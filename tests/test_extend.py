@@ -154,3 +154,33 @@ def test_a_feature_reader_reads_afresh_what_did_not_grow_from_its_last_reading()
     deep(first)
     np.testing.assert_array_equal(deep(extend(first, messages[0][:16]))[1],
                                   feature_matrix(analyze(messages[0][:16]), 400)[1])
+
+
+def test_an_applier_reusing_last_plans_messages_writes_what_a_fresh_apply_writes() -> None:
+    """One applier fed a growing real history with shifting let-gos (some pairs kept, truncated, then
+    dropped, with tombstones and without) writes exactly what `apply_actions` writes afresh; a message
+    changed the same way as last time is the one made then, and a change of the cut is made anew."""
+    import dataclasses
+
+    from jev.apply import Applier, apply_actions
+    from jev.decision import Action
+    messages = _sessions(SAMPLE, ".traj.json", 1)[0]
+    applier, config = Applier(), CompactionConfig(eligible_tools=frozenset({"bash"}))
+    cycle = (Action.KEEP, Action.TRUNCATE_RESULT, Action.DROP_PAIR)
+    last: dict = {}
+    for step, end in enumerate(range(6, len(messages) + 1, 4)):
+        transcript = analyze(messages[:end])
+        decisions = {pair.key: cycle[(k + step // 3) % 3] for k, pair in enumerate(transcript.pairs)}
+        if step % 5 == 4:
+            config = dataclasses.replace(config, tombstones=not config.tombstones)
+        out = applier(transcript, decisions, config)
+        assert out == apply_actions(transcript, decisions, config)
+        made = {m.id: m for m in out if all(m is not original for original in transcript.messages)}
+        assert made or not transcript.pairs
+        for id_, message in made.items():
+            if id_ in last and last[id_][0] == (decisions, config.tombstones) and "~dropped~" not in id_:
+                assert message is last[id_][1]  # made once, taken from the last plan since
+        last = {id_: ((decisions, config.tombstones), m) for id_, m in made.items()}
+    shorter = dataclasses.replace(config, truncate_head_chars=config.truncate_head_chars // 2)
+    assert applier(transcript, decisions, shorter) == apply_actions(transcript, decisions, shorter)
+    assert applier(transcript, decisions, shorter) != apply_actions(transcript, decisions, config)
