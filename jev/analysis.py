@@ -112,6 +112,10 @@ class Transcript:
     lineage: object = field(default_factory=object, compare=False, repr=False)
     extends: object = field(default=None, compare=False, repr=False)
 
+    def pair(self, key: str) -> Pair:
+        """The pair whose key is `key`: `tK` is the K-th, counted from 1 (`analyze` numbers them so)."""
+        return self.pairs[int(key[1:]) - 1]
+
     def call_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""
         return self.places.get(place(False, message_index, call_id))

@@ -111,12 +111,13 @@ class Applier:
     way last time (the same message object, the same let-gos of the same pairs) is not made again but
     taken from then — what it makes depends on nothing else (frozen values; mutable parts are shared by
     reference, not copied) and the config's cut, tombstones and restore tool. It keeps only what the last
-    plan made."""
+    plan made. A message's let-gos are written as one string (`_signature`) and an entry taken from then is
+    kept as it was: a plan that changes what the last one changed makes no object the collector tracks."""
 
     def __init__(self) -> None:
         self._writes: tuple[int, bool, str | None] | None = None  # the config's fields that shape what is made
         # id(original message) -> (the original, the let-gos changing it, what it became, the tombstones after it)
-        self._made: dict[int, tuple[Message, tuple[tuple[str, Action], ...], Message | None, list[Message]]] = {}
+        self._made: dict[int, tuple[Message, str, Message | None, tuple[Message, ...]]] = {}
 
     def __call__(self, transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig
                  ) -> list[Message]:
@@ -124,43 +125,54 @@ class Applier:
         if writes != self._writes:
             self._writes, self._made = writes, {}
         head = config.truncate_head_chars + SHORT_RESULT_SLACK
-        acting: dict[int, list[tuple[Pair, Action]]] = {}  # message index -> the let-gos changing it, in pair order
+        acting: dict[int, str] = {}  # message index -> the let-gos changing it, in pair order (`_signature`)
         dropped: set[str] = set()  # places (call or result, message index, id): a call id may be reused
         for pair in transcript.pairs:
             action = decisions.get(pair.key, Action.KEEP)
             if action is Action.DROP_PAIR:
-                dropped.update((place(False, pair.call_message, pair.call_id),
-                                place(True, pair.result_message, pair.call_id)))
-                acting.setdefault(pair.call_message, []).append((pair, action))
+                dropped.add(place(False, pair.call_message, pair.call_id))
+                dropped.add(place(True, pair.result_message, pair.call_id))
+                sign = _signature(pair.key, action)
+                acting[pair.call_message] = acting.get(pair.call_message, "") + sign
                 if pair.result_message != pair.call_message:
-                    acting.setdefault(pair.result_message, []).append((pair, action))
+                    acting[pair.result_message] = acting.get(pair.result_message, "") + sign
             elif action is Action.TRUNCATE_RESULT and pair.result_chars > head:  # else nothing to cut
-                acting.setdefault(pair.result_message, []).append((pair, action))
+                acting[pair.result_message] = acting.get(pair.result_message, "") + _signature(pair.key, action)
         made, before = {}, self._made
         out: list[Message] = []
-        messages = transcript.messages
-        for i, message in enumerate(messages):
-            acts = acting.get(i)
-            if acts is None:
+        for i, message in enumerate(transcript.messages):
+            signature = acting.get(i)
+            if signature is None:
                 out.append(message)
                 continue
-            signature = tuple((pair.key, action) for pair, action in acts)
-            kept = before.get(id(message))
-            if kept is not None and kept[0] is message and kept[1] == signature:
-                became, lines = kept[2], kept[3]
-            else:
-                became, lines = _changed(message, i, acts, dropped, config)
-            made[id(message)] = (message, signature, became, lines)
-            if became is not None:
-                out.append(became)
-            out.extend(lines)  # where the call was: a message of its own, which every form writes
+            entry = before.get(id(message))
+            if entry is None or entry[0] is not message or entry[1] != signature:
+                entry = (message, signature, *_changed(message, i, _acts(transcript, signature), dropped, config))
+            made[id(message)] = entry
+            if entry[2] is not None:
+                out.append(entry[2])
+            out.extend(entry[3])  # where the call was: a message of its own, which every form writes
         self._made = made
         _assert_results_have_calls(transcript, dropped)
         return out
 
 
+_CODES = {Action.TRUNCATE_RESULT: "T", Action.DROP_PAIR: "D"}
+_ACTIONS = {code: action for action, code in _CODES.items()}
+
+
+def _signature(key: str, action: Action) -> str:
+    """One let-go as text: the pair's key, its action's letter, a space (a key holds none)."""
+    return f"{key}{_CODES[action]} "
+
+
+def _acts(transcript: Transcript, signature: str) -> list[tuple[Pair, Action]]:
+    """The let-gos a `_signature` string names, as (pair, action) in its order."""
+    return [(transcript.pair(word[:-1]), _ACTIONS[word[-1]]) for word in signature.split()]
+
+
 def _changed(message: Message, i: int, acts: list[tuple[Pair, Action]], dropped: set[str],
-             config: CompactionConfig) -> tuple[Message | None, list[Message]]:
+             config: CompactionConfig) -> tuple[Message | None, tuple[Message, ...]]:
     """Message `i` with its let-gos applied (None when no block is left), and the tombstones of the pairs
     whose calls it held."""
     replaced: dict[str, ToolResultBlock] = {}
@@ -182,10 +194,10 @@ def _changed(message: Message, i: int, acts: list[tuple[Pair, Action]], dropped:
             block = replaced.get(at, block)
         blocks.append(block)
     if not blocks:
-        return None, lines
+        return None, tuple(lines)
     return (Message(message.id, message.role, tuple(blocks), message.name, message.metadata, message.timestamp)
             if type(message) is Message  # 3x cheaper than replace()
-            else message.replace(content=tuple(blocks))), lines
+            else message.replace(content=tuple(blocks))), tuple(lines)
 
 
 def _assert_results_have_calls(transcript: Transcript, dropped: set[str]) -> None:

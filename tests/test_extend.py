@@ -156,21 +156,30 @@ def test_a_feature_reader_reads_afresh_what_did_not_grow_from_its_last_reading()
                                   feature_matrix(analyze(messages[0][:16]), 400)[1])
 
 
-def test_an_applier_reusing_last_plans_messages_writes_what_a_fresh_apply_writes() -> None:
+@pytest.mark.parametrize("source", ["swebench", "claude-code"])
+def test_an_applier_reusing_last_plans_messages_writes_what_a_fresh_apply_writes(source: str) -> None:
     """One applier fed a growing real history with shifting let-gos (some pairs kept, truncated, then
     dropped, with tombstones and without) writes exactly what `apply_actions` writes afresh; a message
-    changed the same way as last time is the one made then, and a change of the cut is made anew."""
+    changed the same way as last time is the one made then, and a change of the cut is made anew. The
+    Claude Code session has messages holding several calls, dropped together or one of them."""
     import dataclasses
 
     from jev.apply import Applier, apply_actions
     from jev.decision import Action
-    messages = _sessions(SAMPLE, ".traj.json", 1)[0]
+    if source == "claude-code" and not CLAUDE_CODE.exists():
+        pytest.skip(f"dev Claude Code sessions not found at {CLAUDE_CODE}")
+    messages = (_sessions(SAMPLE, ".traj.json", 1)[0] if source == "swebench" else
+                max(_sessions(CLAUDE_CODE, ".jsonl", 12), key=lambda ms: sum(  # the most parallel calls
+                    sum(b.type == "tool_use" for b in m.content) > 1 for m in ms)))
     applier, config = Applier(), CompactionConfig(eligible_tools=frozenset({"bash"}))
     cycle = (Action.KEEP, Action.TRUNCATE_RESULT, Action.DROP_PAIR)
     last: dict = {}
+    shared = 0  # let-gos of several pairs in one message
     for step, end in enumerate(range(6, len(messages) + 1, 4)):
         transcript = analyze(messages[:end])
         decisions = {pair.key: cycle[(k + step // 3) % 3] for k, pair in enumerate(transcript.pairs)}
+        acting = [p.call_message for p in transcript.pairs if decisions[p.key] is Action.DROP_PAIR]
+        shared += len(acting) - len(set(acting))
         if step % 5 == 4:
             config = dataclasses.replace(config, tombstones=not config.tombstones)
         out = applier(transcript, decisions, config)
@@ -181,6 +190,7 @@ def test_an_applier_reusing_last_plans_messages_writes_what_a_fresh_apply_writes
             if id_ in last and last[id_][0] == (decisions, config.tombstones) and "~dropped~" not in id_:
                 assert message is last[id_][1]  # made once, taken from the last plan since
         last = {id_: ((decisions, config.tombstones), m) for id_, m in made.items()}
+    assert shared or source == "swebench"
     shorter = dataclasses.replace(config, truncate_head_chars=config.truncate_head_chars // 2)
     assert applier(transcript, decisions, shorter) == apply_actions(transcript, decisions, shorter)
     assert applier(transcript, decisions, shorter) != apply_actions(transcript, decisions, config)
