@@ -242,9 +242,11 @@ class Compactor:
 
         gone = let_go(candidates, config)
         chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
-        table = {p.key: verdict(probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], config, p.tool,
-                                p.result_chars, gone.truncate[p.key], p.key in truncate_only)
-                 for p in candidates} if chosen is None or self._ride_along else None
+        call_scores = [probabilities[f"call_{p.key}"] for p in candidates]  # each looked up once, in key order
+        result_scores = [probabilities[f"result_{p.key}"] for p in candidates]
+        table = {p.key: verdict(c, r, config, p.tool, p.result_chars, gone.truncate[p.key], p.key in truncate_only)
+                 for p, c, r in zip(candidates, call_scores, result_scores, strict=True)
+                 } if chosen is None or self._ride_along else None
         if chosen is None:  # the threshold table, pair by pair
             chosen = table
         elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
@@ -266,9 +268,9 @@ class Compactor:
         truncates: list[int] = []
         drops: list[int] = []
         removed = 0
-        for p, key in zip(pairs, keys, strict=True):  # one pass: each pair's row, the plan's one per-pair source
-            truncate_saves = gone.truncate.get(key)
-            if truncate_saves is None:  # pinned: never judged
+        j, judged = 0, len(candidates)  # candidates are a subsequence of the pairs: walked in step
+        for p in pairs:  # one pass: each pair's row, the plan's one per-pair source
+            if j == judged or candidates[j] is not p:  # pinned: never judged
                 calls.append(PINNED_SCORES.keep_call)
                 results.append(PINNED_SCORES.keep_result)
                 actions.append(Action.KEEP)
@@ -276,20 +278,21 @@ class Compactor:
                 scaled.append(None)
                 truncates.append(0)
                 drops.append(0)
-            else:
-                reason = chosen[key]
-                action = action_of(reason)
-                drop_saves = gone.drop[key]
-                if action is not Action.KEEP:
-                    removed += truncate_saves if action is Action.TRUNCATE_RESULT else drop_saves
-                keep_result = probabilities[f"result_{key}"]
-                calls.append(probabilities[f"call_{key}"])
-                results.append(keep_result)
-                actions.append(action)
-                reasons.append(reason)
-                scaled.append(None if keep_result is None else value_score(keep_result, p.result_chars, config))
-                truncates.append(truncate_saves)
-                drops.append(drop_saves)
+                continue
+            key, keep_result = p.key, result_scores[j]
+            calls.append(call_scores[j])
+            j += 1
+            reason = chosen[key]
+            action = action_of(reason)
+            truncate_saves, drop_saves = gone.truncate[key], gone.drop[key]
+            if action is not Action.KEEP:
+                removed += truncate_saves if action is Action.TRUNCATE_RESULT else drop_saves
+            results.append(keep_result)
+            actions.append(action)
+            reasons.append(reason)
+            scaled.append(None if keep_result is None else value_score(keep_result, p.result_chars, config))
+            truncates.append(truncate_saves)
+            drops.append(drop_saves)
         rows = PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
                         tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
                         tuple(calls), tuple(results), tuple(actions), tuple(reasons),
