@@ -24,11 +24,12 @@ from .cost import (
     estimate,
     exact_indices,
     horizon_from_history,
+    tokens_each,
     unprofitable,
 )
 from .decision import Decision, ExecutionOptions, Mode, PairRows, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
-from .history import Taken, chars_after, take, unchanged
+from .history import Remeasured, Taken, chars_after, sizes_each, take, unchanged
 from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
 from .policy import (
     PINNED_SCORES,
@@ -114,6 +115,8 @@ class Compactor:
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
         self._applier = Applier()  # what the last plan made of the messages it changed
+        # the characters and tokens of what it made, measured once while the history is read on from the last
+        self._made_chars, self._made_tokens = Remeasured(sizes_each), Remeasured(tokens_each)
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -192,6 +195,7 @@ class Compactor:
         taken = self._taken = take(messages, self.config.max_transcript_chars, previous=previous)
         if taken is not previous and (previous is None or taken.transcript.extends is not previous.transcript.lineage):
             self._sampled = None  # not grown from the history it was measured on
+            self._made_chars, self._made_tokens = Remeasured(sizes_each), Remeasured(tokens_each)
         return taken
 
     # --- the plan, step by step ---------------------------------------------------------------
@@ -254,7 +258,8 @@ class Compactor:
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
-        tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript), self._sampled)
+        tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript), self._sampled,
+                               self._made_tokens)
         self._sampled = tokens.sampled
         if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
             chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
@@ -300,7 +305,7 @@ class Compactor:
         decisions = dict(zip(keys, actions, strict=True))
         compacted = self._applier(transcript, decisions, config)
         before = transcript.chars
-        after = chars_after(compacted, taken)
+        after = chars_after(compacted, taken, self._made_chars)
         reduction = 1.0 - after / before if before else 0.0
         common = dict(rows=rows, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,13 +182,46 @@ def fingerprint(messages: Sequence[Message]) -> bytes:
     return digest.digest()
 
 
-def chars_after(compacted: Sequence[Message], judged: Taken) -> int:
+def sizes_each(messages: Sequence[Message]) -> list[int]:
+    """`size` of each message."""
+    return [size(m) for m in messages]
+
+
+class Remeasured:
+    """One measure of the messages a plan made (a cut result's message, a tombstone), kept by identity for
+    the next plan of the same compactor: its applier hands back the very objects it made last time when it
+    changes a message the same way, and those are not measured again. It keeps what its last call measured,
+    holding the messages (so their ids stay theirs); a compactor starts a new one whenever a history is not
+    read on from the last (a part shared by reference may have changed)."""
+
+    def __init__(self, measure: Callable[[Sequence[Message]], list[int]]) -> None:
+        self._measure = measure
+        self._held: dict[int, Message] = {}
+        self._values: dict[int, int] = {}
+
+    def __call__(self, messages: Sequence[Message]) -> list[int]:
+        """`measure(messages)`, measuring only those the last call did not."""
+        held, values = self._held, self._values
+        missing = [m for m in messages if held.get(id(m)) is not m]
+        measured = dict(zip(map(id, missing), self._measure(missing), strict=True)) if missing else {}
+        out = [measured[id(m)] if id(m) in measured else values[id(m)] for m in messages]
+        self._held = {id(m): m for m in messages}
+        self._values = {id(m): n for m, n in zip(messages, out, strict=True)}
+        return out
+
+
+def chars_after(compacted: Sequence[Message], judged: Taken,
+                sizes: Callable[[Sequence[Message]], list[int]] = sizes_each) -> int:
     """Model-visible characters of the compacted list: messages the plan kept as they were are counted from
-    the judged sizes, only those it rebuilt or made (a cut result's message, a tombstone) are measured."""
+    the judged sizes, only those it rebuilt or made (a cut result's message, a tombstone) are measured
+    (`sizes`: `sizes_each`, or a `Remeasured` of it)."""
     transcript = judged.transcript
     measured = dict(zip(map(id, transcript.messages), transcript.sizes, strict=True)).get
-    total = 0
+    total, made = 0, []
     for message in compacted:
         n = measured(id(message))
-        total += size(message) if n is None else n
-    return total
+        if n is None:
+            made.append(message)
+        else:
+            total += n
+    return total + sum(sizes(made))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import call, msg, result, text
 
-from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, TranscriptError, formats
+from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode, TranscriptError, formats
 from jev.analysis import Transcript, analyze, extend
 from jev.judges import LocalJudge
 
@@ -85,6 +85,32 @@ def test_a_compactor_planning_a_growing_history_decides_as_a_fresh_one() -> None
         if fresh.plan is not None:
             assert grown.plan.views == fresh.plan.views and grown.plan.messages == fresh.plan.messages
             assert grown.plan.cost == fresh.plan.cost  # the history's tokens: sampled messages measured once
+            assert grown.plan.reduction == fresh.plan.reduction  # what it made: measured once, while it lasts
+
+
+def test_a_made_message_sharing_a_part_the_host_changed_is_measured_again() -> None:
+    """A message a plan made keeps the blocks it did not change by reference: when the host edits one in
+    place, the next plan's sizes are a fresh plan's, not the last plan's."""
+    from jev.judges import ReplayJudge
+    kept = {"path": "y.txt"}
+    messages = [msg("u", "user", text("go")), msg("a", "assistant", call("x"), call("y", input=kept)),
+                msg("rx", "tool", result("x")), msg("ry", "tool", result("y")),
+                *(msg(f"m{k}", "user", text(f"step {k}")) for k in range(8))]
+    judge = ReplayJudge({"call_t1": 0.05, "result_t1": 0.05, "call_t2": 0.95, "result_t2": 0.95}, default=0.5)
+    config = CompactionConfig(eligible_tools=frozenset({"read"}), cost_gate=False, minimum_reduction=0.0,
+                              preserve_recent_messages=2)
+
+    def plans(history: list) -> tuple:
+        warm_plan = warm.plan_sync(history).plan
+        fresh_plan = Compactor(judge, config, ExecutionOptions(Mode.SHADOW, 60)).plan_sync(history).plan
+        return warm_plan, fresh_plan
+
+    warm = Compactor(judge, config, ExecutionOptions(Mode.SHADOW, 60))
+    first, _ = plans(messages)
+    assert [v.action for v in first.views] == [Action.DROP_PAIR, Action.KEEP]  # message "a" remade, call y kept
+    kept["path"] = "a much longer path, " * 40  # the host edits the kept call's input in place
+    grown, fresh = plans([*messages, msg("end", "user", text("and"))])
+    assert grown.reduction == fresh.reduction and grown.cost == fresh.cost
 
 
 def test_a_history_whose_earlier_messages_changed_is_read_afresh(monkeypatch) -> None:
@@ -194,3 +220,13 @@ def test_an_applier_reusing_last_plans_messages_writes_what_a_fresh_apply_writes
     shorter = dataclasses.replace(config, truncate_head_chars=config.truncate_head_chars // 2)
     assert applier(transcript, decisions, shorter) == apply_actions(transcript, decisions, shorter)
     assert applier(transcript, decisions, shorter) != apply_actions(transcript, decisions, config)
+
+
+def test_remeasured_measures_only_what_its_last_call_did_not() -> None:
+    from jev.history import Remeasured, sizes_each
+    asked: list[int] = []
+    remeasured = Remeasured(lambda ms: asked.append(len(ms)) or sizes_each(ms))
+    a, b, c = msg("a", "user", text("one")), msg("b", "user", text("three")), msg("c", "user", text("fifteen"))
+    assert remeasured([a, b]) == [3, 5] and remeasured([b, c, b]) == [5, 7, 5] and remeasured([a]) == [3]
+    assert asked == [2, 1, 1]  # a was let go by the second call: measured again
+    assert remeasured([]) == [] and asked == [2, 1, 1]
