@@ -111,19 +111,23 @@ class Applier:
     way last time (the same message object, the same let-gos of the same pairs) is not made again but
     taken from then — what it makes depends on nothing else (frozen values; mutable parts are shared by
     reference, not copied) and the config's cut, tombstones and restore tool. It keeps only what the last
-    plan made. A message's let-gos are written as one string (`_signature`) and an entry taken from then is
-    kept as it was: a plan that changes what the last one changed makes no object the collector tracks."""
+    plan made. A message's let-gos are written as one string (`_signature`), so a plan that changes what the
+    last one changed makes no object the collector tracks."""
 
     def __init__(self) -> None:
         self._writes: tuple[int, bool, str | None] | None = None  # the config's fields that shape what is made
-        # id(original message) -> (the original, the let-gos changing it, what it became, the tombstones after it)
-        self._made: dict[int, tuple[Message, str, Message | None, tuple[Message, ...]]] = {}
+        # by id(original message), in four maps rather than a tuple per message (the collector would track
+        # each): the original, the let-gos changing it, what it became, the tombstones after it
+        self._source: dict[int, Message] = {}
+        self._signature: dict[int, str] = {}
+        self._became: dict[int, Message | None] = {}
+        self._lines: dict[int, tuple[Message, ...]] = {}
 
     def __call__(self, transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig
                  ) -> list[Message]:
         writes = (config.truncate_head_chars, config.tombstones, config.restore_tool)
         if writes != self._writes:
-            self._writes, self._made = writes, {}
+            self._writes, self._source = writes, {}
         head = config.truncate_head_chars + SHORT_RESULT_SLACK
         acting: dict[int, str] = {}  # message index -> the let-gos changing it, in pair order (`_signature`)
         dropped: set[str] = set()  # places (call or result, message index, id): a call id may be reused
@@ -138,21 +142,27 @@ class Applier:
                     acting[pair.result_message] = acting.get(pair.result_message, "") + sign
             elif action is Action.TRUNCATE_RESULT and pair.result_chars > head:  # else nothing to cut
                 acting[pair.result_message] = acting.get(pair.result_message, "") + _signature(pair.key, action)
-        made, before = {}, self._made
+        source, signature_of, became_of, lines_of = self._source, self._signature, self._became, self._lines
+        sources: dict[int, Message] = {}
+        signatures: dict[int, str] = {}
+        becomes: dict[int, Message | None] = {}
+        lines_after: dict[int, tuple[Message, ...]] = {}
         out: list[Message] = []
         for i, message in enumerate(transcript.messages):
             signature = acting.get(i)
             if signature is None:
                 out.append(message)
                 continue
-            entry = before.get(id(message))
-            if entry is None or entry[0] is not message or entry[1] != signature:
-                entry = (message, signature, *_changed(message, i, _acts(transcript, signature), dropped, config))
-            made[id(message)] = entry
-            if entry[2] is not None:
-                out.append(entry[2])
-            out.extend(entry[3])  # where the call was: a message of its own, which every form writes
-        self._made = made
+            k = id(message)
+            if source.get(k) is message and signature_of[k] == signature:
+                became, lines = became_of[k], lines_of[k]
+            else:
+                became, lines = _changed(message, i, _acts(transcript, signature), dropped, config)
+            sources[k], signatures[k], becomes[k], lines_after[k] = message, signature, became, lines
+            if became is not None:
+                out.append(became)
+            out.extend(lines)  # where the call was: a message of its own, which every form writes
+        self._source, self._signature, self._became, self._lines = sources, signatures, becomes, lines_after
         _assert_results_have_calls(transcript, dropped)
         return out
 
