@@ -15,6 +15,7 @@ import argparse
 import copy
 import gc
 import hashlib
+import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -125,11 +126,15 @@ def main() -> None:
 def collected() -> None:
     """The plan as a host runs it: the default local judge, the collector on (its full collections are
     the cost that grows faster than the history), cold (a history the compactor has not planned) and
-    warm (the history it planned, grown by one pair), each against the floor of the history (timed in turns
-    with the cold plan; one pair more changes it by a quarter of a percent at 400 pairs)."""
+    warm (the history it planned, grown by one pair, read from there), each against the floor of the
+    history (timed in turns with the cold plan; one pair more changes it by a quarter of a percent at 400
+    pairs). Warm is timed two ways: right after a cold plan (which leaves the collector the garbage of a
+    first reading to sweep), and steady — a host planning after each new pair, one plan after another
+    (`_steady`)."""
     print("\nlocal judge, garbage collector on (cold: a compactor that has planned nothing; warm: one that planned "
           "the history before it grew by one pair, read from there):")
-    print(f"{'pairs':>6} {'cold ms':>8} {'floor ms':>9} {'cold/floor':>11} {'warm ms':>8} {'warm/floor':>11}")
+    print(f"{'pairs':>6} {'cold ms':>8} {'floor ms':>9} {'cold/floor':>11} {'warm after cold ms':>19} {'/floor':>7} "
+          f"{'warm steady ms':>15} {'/floor':>7}")
     cold = {}
     for pairs in (400, 4000):
         messages = transcript(pairs)
@@ -140,24 +145,66 @@ def collected() -> None:
         t_cold, t_floor, ratio = paired(lambda m=messages: Compactor(judge, CONFIG, options).plan_sync(m), floor,
                                         repeat=5, min_time=4.0, collector=True)
 
-        def warm(m=messages, g=grown) -> None:  # the history planned before, grown by one pair
-            compactor = Compactor(judge, CONFIG, options)
-            compactor.plan_sync(m)
-            started = time.perf_counter()
-            compactor.plan_sync(g)
-            warm.spent += time.perf_counter() - started
-
-        warm.spent = 0.0
-        rounds = max(3, int(4.0 / max(t_cold, 1e-3)) // 2)
-        for _ in range(rounds):
-            warm()
-        t_warm = warm.spent / rounds
+        t_warm, warm_ratio = _after_cold(messages, grown, judge, options, floor)
+        t_steady, steady_ratio = _steady(pairs, judge, options, floor)
         cold[pairs] = t_cold
-        print(f"{pairs:>6} {t_cold * 1000:>8.1f} {t_floor * 1000:>9.2f} {ratio:>10.2f}x {t_warm * 1000:>8.1f} "
-              f"{t_warm / t_floor:>10.2f}x")
+        print(f"{pairs:>6} {t_cold * 1000:>8.1f} {t_floor * 1000:>9.2f} {ratio:>10.2f}x {t_warm * 1000:>19.1f} "
+              f"{warm_ratio:>6.2f}x {t_steady * 1000:>15.1f} {steady_ratio:>6.2f}x")
     print(f"scaling with the collector on: 10x the pairs (400 -> 4 000) took {cold[4000] / cold[400]:.1f}x the "
           "time (goal <= 11x)")
     print("goals: cold <= 5x the floor at 400 and 4 000 pairs, warm <= 2.5x")
+
+
+def _after_cold(messages: list, grown: list, judge: LocalJudge, options: ExecutionOptions,
+                floor: Callable[[], object], min_time: float = 4.0) -> tuple[float, float]:
+    """Mean seconds of a warm plan right after a cold one — a fresh compactor plans `messages` (untimed),
+    then `grown` (timed) — and the median over rounds of its ratio to the floor timed right after it
+    (in turns, so a machine whose speed drifts slows both alike)."""
+    times, ratios = [], []
+    while sum(times) < min_time / 2 or len(times) < 3:
+        compactor = Compactor(judge, CONFIG, options)
+        compactor.plan_sync(messages)
+        started = time.perf_counter()
+        compactor.plan_sync(grown)
+        times.append(time.perf_counter() - started)
+        ratios.append(times[-1] / _floor_time(floor, times[-1]))
+    return statistics.mean(times), statistics.median(ratios)
+
+
+def _steady(pairs: int, judge: LocalJudge, options: ExecutionOptions, floor: Callable[[], object],
+            min_time: float = 2.0) -> tuple[float, float]:
+    """Mean seconds of a warm plan in a host's steady state, and the median over cycles of its ratio to
+    the floor timed after each cycle: a compactor plans the history of `pairs` pairs, then that history
+    grown by one pair at a time, `pairs // 100` times (at least 5; so it grows by about 1 % and the floor of
+    `pairs` still stands), each growth's plan timed with the collector on, whatever it sweeps counted where it
+    falls; cycles of that until `min_time` is spent, each started from a fresh compactor whose first
+    (cold) plan is untimed and its garbage swept before the timing starts."""
+    growth = max(5, pairs // 100)
+    whole = transcript(pairs + growth)  # the history of `pairs` pairs is its head: `transcript` ends after a result
+    ends = [k + 1 for k, m in enumerate(whole) if any(isinstance(b, ToolResultBlock) for b in m.content)]
+    histories = [whole[:end] for end in ends[pairs - 1:pairs + growth]]
+    times, ratios = [], []
+    while sum(times) * growth < min_time or len(times) < 3:
+        compactor = Compactor(judge, CONFIG, options)
+        compactor.plan_sync(histories[0])
+        gc.collect()
+        started = time.perf_counter()
+        for history in histories[1:]:
+            compactor.plan_sync(history)
+        times.append((time.perf_counter() - started) / growth)
+        ratios.append(times[-1] / _floor_time(floor, times[-1] * 5))
+    return statistics.mean(times), statistics.median(ratios)
+
+
+def _floor_time(floor: Callable[[], object], spend: float) -> float:
+    """Mean seconds of the floor over calls spending about `spend` seconds (at least 3), the collector on."""
+    loops, spent = 0, 0.0
+    while loops < 3 or spent < spend:
+        started = time.perf_counter()
+        floor()
+        spent += time.perf_counter() - started
+        loops += 1
+    return spent / loops
 
 
 def _once(fn) -> float:
