@@ -202,11 +202,16 @@ class Remeasured:
     def __call__(self, messages: Sequence[Message]) -> list[int]:
         """`measure(messages)`, measuring only those the last call did not."""
         held, values = self._held, self._values
-        missing = [m for m in messages if held.get(id(m)) is not m]
-        measured = dict(zip(map(id, missing), self._measure(missing), strict=True)) if missing else {}
-        out = [measured[id(m)] if id(m) in measured else values[id(m)] for m in messages]
-        self._held = {id(m): m for m in messages}
-        self._values = {id(m): n for m, n in zip(messages, out, strict=True)}
+        missing = [m for m in messages if held.get(id(m)) is not m] if held else messages
+        if not missing:
+            out = [values[id(m)] for m in messages]
+        elif len(missing) == len(messages):
+            out = self._measure(messages)
+        else:
+            fresh = iter(self._measure(missing))
+            out = [values[id(m)] if held.get(id(m)) is m else next(fresh) for m in messages]
+        ids = list(map(id, messages))
+        self._held, self._values = dict(zip(ids, messages, strict=True)), dict(zip(ids, out, strict=True))
         return out
 
 
