@@ -107,6 +107,8 @@ class Transcript:
     order: bytes = b""
     calls: tuple[ToolUseBlock, ...] = ()  # the call blocks, in the order they appear
     texts: tuple[str, ...] = ()  # the text of the text blocks outside assistant messages (the task), in order
+    # indices of the messages that pin themselves by role or metadata: system messages, `jev_pinned` ones
+    self_pinned: frozenset[int] = frozenset()
     # who this analysis is, and whose it grew from (`extend`: the earlier messages proven unchanged), so that a
     # reader of an earlier one (the local judge's) may read only what was added; neither is compared
     lineage: object = field(default_factory=object, compare=False, repr=False)
@@ -198,6 +200,7 @@ class _Scan:
         self.places: dict[str, Pair] = {}
         self.thinking: set[int] = set()
         self.opaque: set[int] = set()
+        self.self_pinned: set[int] = set()
         self.sizes: list[int] = []
         self.parts: list[Any] = []
         self.called = False  # a call seen yet: before the first, a result without one is carried over
@@ -213,6 +216,7 @@ class _Scan:
         scan.seen_messages = {m.id for m in messages}
         scan.pairs, scan.places = list(previous.pairs), dict(previous.places)
         scan.thinking, scan.opaque = set(previous.thinking), set(previous.opaque)
+        scan.self_pinned = set(previous.self_pinned)
         scan.sizes, scan.parts = list(previous.sizes), list(previous.mutable)
         scan.completed = {p.call_id for p in previous.pairs}
         scan.called = bool(previous.pending) or any(p.call_message != CARRIED_OVER for p in previous.pairs)
@@ -234,6 +238,7 @@ class _Scan:
         seen_messages, open_calls, completed, pairs, places = (self.seen_messages, self.open_calls, self.completed,
                                                                self.pairs, self.places)
         thinking, opaque, sizes, parts = self.thinking, self.opaque, self.sizes, self.parts
+        self_pinned = self.self_pinned
         part, size_of = parts.append, sizes.append
         called, order, calls, texts = self.called, self.order, self.calls, self.texts
         read = order.extend
@@ -244,6 +249,8 @@ class _Scan:
             if message.id in seen_messages:
                 raise TranscriptError(f"duplicate message id {message.id!r} at messages[{i}]")
             seen_messages.add(message.id)
+            if message.role == "system" or message.pinned_by_metadata:
+                self_pinned.add(i)
             total = 0
             for j, block in enumerate(message.content):
                 kind = type(block)
@@ -303,4 +310,4 @@ class _Scan:
         self.called = called
         return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
                           frozenset(opaque), tuple(sizes), tuple(parts), order.tobytes(), tuple(calls), tuple(texts),
-                          extends=extends)
+                          self_pinned=frozenset(self_pinned), extends=extends)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .transcript import ToolResultBlock
+from .transcript import TextBlock, ToolResultBlock
 
 TRUNCATION_MARKER = ("[JEV archived the full result. Ask the host to restore the scoped snapshot; "
                      "do not re-execute this tool for recovery.]")  # SPEC §6's marker, read as one still
@@ -22,10 +22,13 @@ _TOMBSTONE = re.compile(r"\A\[JEV dropped call [^\n]*do not re-execute this tool
 def is_truncated(result: ToolResultBlock) -> bool:
     """The result is what TRUNCATE_RESULT left (a head and the marker), not an original: after a host's
     format round trip too, where the one text block may have become a string."""
-    if not result.text_only:
-        return False
-    text = result.text
-    return text.endswith(_END) and _MARKER.search(text, max(0, len(text) - 4096)) is not None
+    output = result.output
+    if not isinstance(output, str):  # blocks: their text joined by newlines ends with the last one's
+        last = output[-1] if output else None
+        if not isinstance(last, TextBlock) or not last.text.endswith(_END) or not result.text_only:
+            return False
+        output = result.text
+    return output.endswith(_END) and _MARKER.search(output, max(0, len(output) - 4096)) is not None
 
 
 def is_tombstone(text: str) -> bool:

@@ -186,10 +186,9 @@ def _rule_pinned(transcript: Transcript, config: CompactionConfig) -> set[int]:
     n = len(transcript.messages)
     pinned = {0} if n else set()
     pinned.update(range(max(0, n - config.preserve_recent_messages), n))
-    for i, message in enumerate(transcript.messages):
-        if message.role == "system" or message.id in config.pinned_message_ids or message.pinned_by_metadata:
-            pinned.add(i)
-    return pinned | transcript.opaque
+    if config.pinned_message_ids:
+        pinned.update(i for i, message in enumerate(transcript.messages) if message.id in config.pinned_message_ids)
+    return pinned | transcript.self_pinned | transcript.opaque  # system, `jev_pinned`: found by the analysis
 
 
 def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> set[int]:
@@ -226,7 +225,8 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
     for pair in transcript.pairs:
         rule = _pair_rule(pair, config) if pair.call_message == CARRIED_OVER else None
         if rule is None:
-            pinned_at = next((i for i in (pair.call_message, pair.result_message) if i in ruled), None)
+            pinned_at = (pair.call_message if pair.call_message in ruled
+                         else pair.result_message if pair.result_message in ruled else None)
             if pinned_at is None and pair.result_message in thinking:
                 pinned_at = pair.result_message
             if pinned_at is not None:

@@ -28,7 +28,8 @@ def _sessions(path: Path, suffix: str, limit: int) -> list[list]:
 
 def _same(a: Transcript, b: Transcript) -> None:
     assert a.messages == b.messages and a.pairs == b.pairs and dict(a.places) == dict(b.places)
-    assert (a.pending, a.thinking, a.opaque, a.sizes) == (b.pending, b.thinking, b.opaque, b.sizes)
+    assert (a.pending, a.thinking, a.opaque, a.sizes, a.self_pinned) == (b.pending, b.thinking, b.opaque, b.sizes,
+                                                                         b.self_pinned)
     assert (a.order, a.calls, a.texts) == (b.order, b.calls, b.texts)  # what the local judge reads
     assert len(a.mutable) == len(b.mutable) and all(x is y for x, y in zip(a.mutable, b.mutable, strict=True))
 
@@ -230,3 +231,20 @@ def test_remeasured_measures_only_what_its_last_call_did_not() -> None:
     assert remeasured([a, b]) == [3, 5] and remeasured([b, c, b]) == [5, 7, 5] and remeasured([a]) == [3]
     assert asked == [2, 1, 1]  # a was let go by the second call: measured again
     assert remeasured([]) == [] and asked == [2, 1, 1]
+
+
+def test_a_message_the_host_pins_between_plans_is_pinned_in_the_next() -> None:
+    """Which messages pin themselves is read by the analysis; a host setting `jev_pinned` on an earlier
+    message in place changes its metadata, so the next plan reads the history afresh and pins it."""
+    from jev.transcript import PINNED_METADATA_KEY
+    meta: dict = {"note": "kept"}
+    messages = [msg("u", "user", text("go")), msg("c1", "assistant", call("x")),
+                msg("r1", "tool", result("x"), metadata=meta), msg("c2", "assistant", call("y")),
+                msg("r2", "tool", result("y")), *(msg(f"m{k}", "user", text(f"step {k}")) for k in range(8))]
+    config = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=2)
+    compactor = Compactor(LocalJudge(), config, ExecutionOptions(Mode.SHADOW, 60))
+    first = compactor.plan_sync(messages)
+    assert all(v.pinned != "pinned by its metadata" for v in first.plan.views)
+    meta[PINNED_METADATA_KEY] = True
+    grown = compactor.plan_sync([*messages, msg("end", "user", text("and"))])
+    assert grown.plan.views[0].pinned == "pinned by its metadata"
