@@ -19,6 +19,7 @@ lifetime) re-bills nothing that was not to be written anyway: the next call writ
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -339,9 +340,8 @@ def cheapest_start(tokens: Sequence[int], lets: Sequence[tuple[int, float]], hor
     An early let-go pays only when it frees enough to repay re-billing everything after it."""
     price = pricing(profile)
     read = price.cache_write if cold else price.cache_read
-    suffix = [0] * (len(tokens) + 1)
-    for i in range(len(tokens) - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + tokens[i]
+    suffix = list(itertools.accumulate(reversed(tokens)))[::-1]  # the tokens from each position on
+    suffix.append(0)
     best = (len(tokens), 0.0)
     freed = 0.0
     for position, frees in sorted(lets, reverse=True):
