@@ -115,8 +115,14 @@ class Transcript:
     extends: object = field(default=None, compare=False, repr=False)
 
     def pair(self, key: str) -> Pair:
-        """The pair whose key is `key`: `tK` is the K-th, counted from 1 (`analyze` numbers them so)."""
-        return self.pairs[int(key[1:]) - 1]
+        """The pair whose key is `key`."""
+        return self.pairs[self.position(key)]
+
+    @staticmethod
+    def position(key: str) -> int:
+        """Where the pair whose key is `key` sits in `pairs`: `tK` is the K-th, counted from 1 (`analyze`
+        numbers them so)."""
+        return int(key[1:]) - 1
 
     def call_pair(self, message_index: int, call_id: str) -> Pair | None:
         """The pair whose call is the block `call_id` of message `message_index` (None: still pending)."""

@@ -79,6 +79,22 @@ def _edited_at(pair: Pair, action: Action) -> int:
     return pair.result_message if action is Action.TRUNCATE_RESULT else pair.call_message
 
 
+def _spread(values: list[Any], pinned: list[int], default: Any) -> tuple[Any, ...]:
+    """A column given per candidate (in pair order) as one per pair: `default` at each pinned pair's place
+    (`pinned`, ascending); the candidates fill the places between, in order."""
+    if not pinned:
+        return tuple(values)
+    out: list[Any] = []
+    start = taken = 0
+    for k in pinned:
+        out += values[taken:taken + k - start]
+        taken += k - start
+        out.append(default)
+        start = k + 1
+    out += values[taken:]
+    return tuple(out)
+
+
 def _error(exc: BaseException) -> Decision:
     return Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=str(exc) or type(exc).__name__,
                     error_kind=type(exc).__name__)
@@ -265,44 +281,24 @@ class Compactor:
             chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
         pairs = transcript.pairs
         keys = [p.key for p in pairs]
-        calls: list[float | None] = []
-        results: list[float | None] = []
-        actions: list[Action] = []
-        reasons: list[str] = []
-        scaled: list[float | None] = []
-        truncates: list[int] = []
-        drops: list[int] = []
-        removed = 0
-        j, judged = 0, len(candidates)  # candidates are a subsequence of the pairs: walked in step
-        for p in pairs:  # one pass: each pair's row, the plan's one per-pair source
-            if j == judged or candidates[j] is not p:  # pinned: never judged
-                calls.append(PINNED_SCORES.keep_call)
-                results.append(PINNED_SCORES.keep_result)
-                actions.append(Action.KEEP)
-                reasons.append(PINNED_SCORES.reason)
-                scaled.append(None)
-                truncates.append(0)
-                drops.append(0)
-                continue
-            key, keep_result = p.key, result_scores[j]
-            calls.append(call_scores[j])
-            j += 1
-            reason = chosen[key]
-            action = action_of(reason)
-            truncate_saves, drop_saves = gone.truncate[key], gone.drop[key]
-            if action is not Action.KEEP:
-                removed += truncate_saves if action is Action.TRUNCATE_RESULT else drop_saves
-            results.append(keep_result)
-            actions.append(action)
-            reasons.append(reason)
-            scaled.append(None if keep_result is None else value_score(keep_result, p.result_chars, config))
-            truncates.append(truncate_saves)
-            drops.append(drop_saves)
+        # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
+        judged = [p.key for p in candidates]
+        reasons = [chosen[key] for key in judged]
+        actions = [action_of(reason) for reason in reasons]
+        truncates = [gone.truncate[key] for key in judged]
+        drops = [gone.drop[key] for key in judged]
+        scaled = [None if r is None else value_score(r, p.result_chars, config)
+                  for p, r in zip(candidates, result_scores, strict=True)]
+        removed = sum(t if a is Action.TRUNCATE_RESULT else d
+                      for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
+        at = sorted(map(transcript.position, why))  # the pinned pairs' places among all
         rows = PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
                         tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
-                        tuple(calls), tuple(results), tuple(actions), tuple(reasons),
-                        tuple(why.get(key, "") for key in keys), tuple(scaled), tuple(truncates), tuple(drops))
-        decisions = dict(zip(keys, actions, strict=True))
+                        _spread(call_scores, at, PINNED_SCORES.keep_call),
+                        _spread(result_scores, at, PINNED_SCORES.keep_result), _spread(actions, at, Action.KEEP),
+                        _spread(reasons, at, PINNED_SCORES.reason), tuple(why.get(key, "") for key in keys),
+                        _spread(scaled, at, None), _spread(truncates, at, 0), _spread(drops, at, 0))
+        decisions = dict(zip(keys, rows.action, strict=True))
         compacted = self._applier(transcript, decisions, config)
         before = transcript.chars
         after = chars_after(compacted, taken, self._made_chars)
