@@ -282,11 +282,11 @@ class Compactor:
         pairs = transcript.pairs
         keys = [p.key for p in pairs]
         # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
-        judged = [p.key for p in candidates]
-        reasons = [chosen[key] for key in judged]
+        candidate_keys = [p.key for p in candidates]
+        reasons = [chosen[key] for key in candidate_keys]
         actions = [action_of(reason) for reason in reasons]
-        truncates = [gone.truncate[key] for key in judged]
-        drops = [gone.drop[key] for key in judged]
+        truncates = [gone.truncate[key] for key in candidate_keys]
+        drops = [gone.drop[key] for key in candidate_keys]
         scaled = [None if r is None else value_score(r, p.result_chars, config)
                   for p, r in zip(candidates, result_scores, strict=True)]
         removed = sum(t if a is Action.TRUNCATE_RESULT else d
