@@ -50,6 +50,51 @@ def matched(order: np.ndarray, saves: np.ndarray, target: int) -> np.ndarray:
     return order[: reach + 1]
 
 
+@dataclass(frozen=True)
+class Pick:
+    """What the judge let go at one point, and what every policy's let-go of each candidate saves: the
+    part of `let_go` that does not depend on the proxy (made once per point, whatever the proxies)."""
+
+    picked: np.ndarray  # candidate indices the judge let go
+    removed: int  # the characters that removed: what the other policies are matched to
+    saves: np.ndarray  # per candidate, what letting it go saves under every policy
+    age: np.ndarray  # candidates oldest first
+
+
+def judge_pick(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
+              same_form: bool = True, size_exponent: float = 1.0) -> Pick:
+    """The judge's let-go at one point (budget mode at `share`, ranking by P(needed) / saves **
+    `size_exponent`: `jev.policy.budget`, the product's rule) and each candidate's saving (`let_go`)."""
+    ix = point.rows
+    chars = rows.result_chars[ix].astype(int)
+    default = CompactionConfig()
+    head = default.truncate_head_chars
+    marker = np.asarray([len(truncation_marker(str(c), default)) for c in rows.call_ids[ix]])  # as the product cuts
+    cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + marker), 0)
+    keys = [str(k) for k in rows.keys[ix]]
+    calls, results = p_call[ix], p_result[ix]
+    config = CompactionConfig(target_reduction=share, size_exponent=size_exponent)
+    chosen, removed, _ = budget([Judged(k, c, r, "bash", n, t) for k, c, r, n, t in
+                                 zip(keys, calls.tolist(), results.tolist(), chars.tolist(), cut_saves.tolist(),
+                                     strict=True)], config)
+    picked = np.asarray([j for j, k in enumerate(keys) if action_of(chosen[k]) is not Action.KEEP], dtype=int)
+    saves = np.where(calls >= config.keep_threshold, cut_saves, chars) if same_form else chars
+    return Pick(picked, removed, saves, np.argsort([int(k[1:]) for k in keys], kind="stable"))
+
+
+def matched_policies(pick: Pick, need: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Indices let go by every policy at one point, the others matched to the characters the judge removed;
+    `need`: the candidates' needed flags under one proxy (the oracle's order)."""
+    saves, removed = pick.saves, pick.removed
+    oracle = np.lexsort((-saves, need))  # unneeded first, biggest saving first within
+    return {"judge": pick.picked,
+            "recency": matched(pick.age, saves, removed),
+            "biggest-first": matched(np.argsort(-saves, kind="stable"), saves, removed),
+            "random": matched(rng.permutation(len(saves)), saves, removed),
+            "oracle": matched(oracle, saves, removed),
+            "drop-all": np.arange(len(saves))}
+
+
 def let_go(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
            rng: np.random.Generator, needed: np.ndarray, same_form: bool = True, size_exponent: float = 1.0
            ) -> dict[str, np.ndarray]:
@@ -58,29 +103,8 @@ def let_go(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: np.nd
     saves what the product's let-go of that pair saves under every policy (its head and marker kept when
     the judge truncates), so policies differ only in which results they pick; else the others drop whole
     results."""
-    ix = point.rows
-    chars = rows.result_chars[ix].astype(int)
-    default = CompactionConfig()
-    head = default.truncate_head_chars
-    marker = np.asarray([len(truncation_marker(str(c), default)) for c in rows.call_ids[ix]])  # as the product cuts
-    cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + marker), 0)
-    keys = rows.keys[ix]
-    config = CompactionConfig(target_reduction=share, size_exponent=size_exponent)
-    chosen, removed, _ = budget([Judged(str(k), float(c), float(r), "bash", int(n), int(t))
-                                 for k, c, r, n, t in zip(keys, p_call[ix], p_result[ix], chars, cut_saves,
-                                                          strict=True)], config)
-    judge = np.asarray([j for j, k in enumerate(keys) if action_of(chosen[str(k)]) is not Action.KEEP], dtype=int)
-    truncates = p_call[ix] >= config.keep_threshold
-    saves = np.where(truncates, cut_saves, chars) if same_form else chars
-    age = np.argsort([int(str(k)[1:]) for k in keys], kind="stable")
-    need = needed[ix]
-    oracle = np.lexsort((-saves, need))  # unneeded first, biggest saving first within
-    return {"judge": judge,
-            "recency": matched(age, saves, removed),
-            "biggest-first": matched(np.argsort(-saves, kind="stable"), saves, removed),
-            "random": matched(rng.permutation(len(ix)), saves, removed),
-            "oracle": matched(oracle, saves, removed),
-            "drop-all": np.arange(len(ix))}
+    return matched_policies(judge_pick(rows, point, p_result, p_call, share, same_form, size_exponent),
+                            needed[point.rows], rng)
 
 
 @dataclass(frozen=True)
@@ -130,17 +154,18 @@ def tally(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, labels: 
     pts = points(rows, min_chars)
     groups = sorted({p.group for p in pts})
     gi = {g: k for k, g in enumerate(groups)}
+    picks = [judge_pick(rows, point, p_result, p_call, share, same_form, exponent_at(size_exponent, point))
+             for point in pts]  # the judge's pick does not depend on the proxy: made once
     out = {}
     for proxy, needed in labels.items():
         rng = np.random.default_rng(seed)
         lost = np.zeros((len(POLICIES), len(groups)))
         total = np.zeros(len(groups))
-        for point in pts:
+        for point, pick in zip(pts, picks, strict=True):
             need = needed[point.rows]
             g = gi[point.group]
             total[g] += need.sum()
-            gone = let_go(rows, point, p_result, p_call, share, rng, needed, same_form,
-                          exponent_at(size_exponent, point))
+            gone = matched_policies(pick, need, rng)
             for k, name in enumerate(POLICIES):
                 lost[k, g] += need[gone[name]].sum()
         out[proxy] = Tally(groups, lost, total)
