@@ -275,3 +275,13 @@ def cli(argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, 
     if text:
         return Ran(code, out.getvalue().decode(), err.getvalue().decode())
     return Ran(code, out.getvalue(), err.getvalue())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, those allowed the longest (the full training run) leading: with `-n 2` both
+    workers start on the long tests and the short ones even out the end, rather than one long test
+    starting late and running on alone (longest first; the order is the same in every worker)."""
+    def allowed(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("timeout")
+        return float(marker.args[0]) if marker and marker.args else 0.0
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -allowed(item)))
