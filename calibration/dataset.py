@@ -19,9 +19,9 @@ import numpy as np
 import orjson
 
 from jev import formats
-from jev.analysis import analyze
+from jev.analysis import analyze, extend
 from jev.canonical import canonical_json
-from jev.judges.features import FEATURE_NAMES, SCAN_CHARS, transcript_features
+from jev.judges.features import FEATURE_NAMES, SCAN_CHARS, FeatureReader
 from jev.transcript import Message
 
 from .labels import later_reuse, pair_uses, strict_uses
@@ -126,10 +126,14 @@ def session_rows(session: str, messages: list[Message], every: int = 8, protect:
     reuse = later_reuse(full)
     strict = strict_uses(full, rarity.tokens)
     rows = []
+    # each prefix the last one grown (the same message objects): analyzed and read from where that one
+    # ended, as a compactor planning a growing history does — the same rows as reading each afresh
+    reader, prefix = FeatureReader(scan_chars, common=rarity.words), None
     for n in range(every, len(full.pairs) + 1, every):
         s = full.pairs[n - 1].result_message
-        prefix = analyze(messages[: s + 1])
-        feats = transcript_features(prefix, scan_chars, rarity.words)
+        prefix = analyze(messages[: s + 1]) if prefix is None else extend(prefix, messages[: s + 1])
+        keys, X = reader(prefix)
+        feats = dict(zip(keys, X.tolist(), strict=True))
         for pair in prefix.pairs[: max(0, n - protect)]:
             use = uses[pair.key]
             rows.append((feats[pair.key], use.needed_result(s), use.needed_call(s), session, pair.key, s,

@@ -221,12 +221,12 @@ def distinctive_tokens(text: str) -> set[str]:
     stripped of leading and trailing `./-` and of a leading checkout folder (`testbed/`), at least 4
     characters with a letter, holding a `/`, `.`, `_`, digit or an inner capital."""
     out = set()
-    for raw in _TOKEN.findall(text):
+    for raw in set(_TOKEN.findall(text)):  # each distinct run once (a long output repeats many)
+        if len(raw) < 4:  # stripping only shortens it
+            continue
         token = raw.strip("./-")
-        for checkout in CHECKOUTS:
-            if token.startswith(checkout):
-                token = token[len(checkout):]
-                break
+        if token.startswith(CHECKOUTS):
+            token = next(token[len(c):] for c in CHECKOUTS if token.startswith(c))
         if len(token) >= 4 and _LETTER.search(token) and _MARK.search(token):
             out.add(token)
     return out
