@@ -41,8 +41,7 @@ from .policy import (
     judge_exponent,
     no_candidates_detail,
     pins,
-    value_score,
-    verdict,
+    verdicts,
 )
 from .records import build_record, deliver, pair_records, recommendation, session_of
 from .scope import Archive, Scope
@@ -262,11 +261,15 @@ class Compactor:
 
         gone = let_go(candidates, config)
         chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
-        call_scores = [probabilities[f"call_{p.key}"] for p in candidates]  # each looked up once, in key order
-        result_scores = [probabilities[f"result_{p.key}"] for p in candidates]
-        table = {p.key: verdict(c, r, config, p.tool, p.result_chars, gone.truncate[p.key], p.key in truncate_only)
-                 for p, c, r in zip(candidates, call_scores, result_scores, strict=True)
-                 } if chosen is None or self._ride_along else None
+        # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
+        candidate_keys = [p.key for p in candidates]
+        call_scores = [probabilities[f"call_{key}"] for key in candidate_keys]  # each looked up once, in key order
+        result_scores = [probabilities[f"result_{key}"] for key in candidate_keys]
+        truncates = [gone.truncate[key] for key in candidate_keys]
+        verdict_of, scaled = verdicts(call_scores, result_scores, [p.tool for p in candidates],
+                                      [p.result_chars for p in candidates], truncates,
+                                      [key in truncate_only for key in candidate_keys], config)
+        table = dict(zip(candidate_keys, verdict_of, strict=True)) if chosen is None or self._ride_along else None
         if chosen is None:  # the threshold table, pair by pair
             chosen = table
         elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
@@ -281,14 +284,9 @@ class Compactor:
             chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
         pairs = transcript.pairs
         keys = [p.key for p in pairs]
-        # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
-        candidate_keys = [p.key for p in candidates]
         reasons = [chosen[key] for key in candidate_keys]
         actions = [action_of(reason) for reason in reasons]
-        truncates = [gone.truncate[key] for key in candidate_keys]
         drops = [gone.drop[key] for key in candidate_keys]
-        scaled = [None if r is None else value_score(r, p.result_chars, config)
-                  for p, r in zip(candidates, result_scores, strict=True)]
         removed = sum(t if a is Action.TRUNCATE_RESULT else d
                       for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
         at = sorted(map(transcript.position, why))  # the pinned pairs' places among all

@@ -388,18 +388,34 @@ def verdict(keep_call: float | None, keep_result: float | None, config: Compacti
             result_chars: int = 0, truncate_saves: int | None = None, truncate_only: bool = False) -> str:
     """`decide`'s reason alone (its action is `action_of` the reason): what a plan keeps per pair, a string
     the garbage collector does not track."""
-    if keep_call is None or keep_result is None:
-        return "REFUSED"
-    d, k = config.thresholds(tool)
-    if keep_result >= k:  # a result the judge is sure is needed is kept, however large
-        return "NEEDED_RESULT"
-    r = value_score(keep_result, result_chars, config)
-    drop, truncate = table(r <= d, keep_call <= d, keep_call >= k, truncate_only)
-    if drop:
-        return "DROP_PAIR"
-    if truncate:
-        return "SHORT_RESULT" if truncate_saves is not None and truncate_saves <= 0 else "TRUNCATE_RESULT"
-    return "NEEDED_RESULT" if r >= k else "UNCERTAIN"
+    return verdicts((keep_call,), (keep_result,), (tool,), (result_chars,), (truncate_saves,), (truncate_only,),
+                    config)[0][0]
+
+
+def verdicts(keep_calls: Sequence[float | None], keep_results: Sequence[float | None], tools: Sequence[str],
+             result_chars: Sequence[int], truncate_saves: Sequence[int | None], truncate_only: Sequence[bool],
+             config: CompactionConfig) -> tuple[list[str], list[float | None]]:
+    """`verdict` of many pairs (the columns of their arguments), and each one's `value_score` (None for a
+    refused result): the rule for a whole plan, its per-tool thresholds looked up once per tool."""
+    limits = {tool: config.thresholds(tool) for tool in set(tools)}
+    reasons: list[str] = []
+    scaled: list[float | None] = []
+    for c, r, tool, chars, saves, only in zip(keep_calls, keep_results, tools, result_chars, truncate_saves,
+                                              truncate_only, strict=True):
+        v = None if r is None else value_score(r, chars, config)
+        scaled.append(v)
+        if c is None or r is None or v is None:
+            reasons.append("REFUSED")
+            continue
+        d, k = limits[tool]
+        if r >= k:  # a result the judge is sure is needed is kept, however large
+            reasons.append("NEEDED_RESULT")
+            continue
+        drop, truncate = table(v <= d, c <= d, c >= k, only)
+        reasons.append("DROP_PAIR" if drop
+                       else ("SHORT_RESULT" if saves is not None and saves <= 0 else "TRUNCATE_RESULT") if truncate
+                       else "NEEDED_RESULT" if v >= k else "UNCERTAIN")
+    return reasons, scaled
 
 
 _LET_GO = {"DROP_PAIR": Action.DROP_PAIR, "TRUNCATE_RESULT": Action.TRUNCATE_RESULT}
