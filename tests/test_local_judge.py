@@ -539,6 +539,25 @@ def test_words_match_a_plain_reading_of_the_rule_on_random_texts() -> None:
         assert found(segments) == plain(segments), segments
 
 
+def test_words_read_on_from_an_earlier_reading_are_the_words_of_one_reading() -> None:
+    """A grown history's words are put in place among the last reading's sorted keys (`KeyedWords.then`):
+    the same words as one reading of every segment — within the same key layout, and across the growth
+    that needs another bit for the segment number (7 -> 9 segments), which sorts afresh."""
+    import random
+
+    from jev.judges.words import Buffer, KeyedWords, find_words, raw_words
+    rng = random.Random(3)
+    vocabulary = ["alpha_1", "beta/x.py", "gamma_333", "Delta9", "x", "longenough", "repeat_me"]
+    segments = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12))) for _ in range(20)]
+    for first, end in ((2, 3), (5, 7), (7, 9), (3, 20), (0, 4)):
+        earlier = KeyedWords.of(raw_words(Buffer.of(segments[:first])), first)
+        grown = earlier.then(raw_words(Buffer.of(segments[first:end])), end)
+        assert np.array_equal(grown.keys, KeyedWords.of(grown.raw, end).keys), (first, end)
+        whole, got = find_words(Buffer.of(segments[:end])), grown.words()
+        for field in ("hash", "segment", "path", "distinctive"):
+            assert np.array_equal(getattr(got, field), getattr(whole, field)), (first, end, field)
+
+
 def test_portable_hashes_name_a_word_alike_in_any_buffer() -> None:
     """A shipped table of words (the common ones) is looked up by `portable` hashes: the same word reads
     the same wherever it sits and however many segments its history has, and other words read apart."""

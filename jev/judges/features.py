@@ -19,7 +19,7 @@ import numpy as np
 
 from ..analysis import READ_CALL, READ_RESULT, READ_TEXT, Transcript
 from ..canonical import canonical_json
-from .words import Buffer, RawWords, Words, portable, raw_words, run_starts, sorted_words
+from .words import Buffer, KeyedWords, RawWords, Words, portable, raw_words, run_starts
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
 _CATEGORY_INDEX = {name: k for k, name in enumerate(CATEGORIES)}
@@ -191,14 +191,14 @@ class _Read:
     kinds_of: list[int]  # per distinct command: its category
     call_texts: list[str]
     texts: list[str]  # per segment, in reading order
-    raw: RawWords
+    words: KeyedWords  # every segment's words, their keys sorted
     returncode: np.ndarray  # segments opening with a non-zero return code
     error: np.ndarray  # segments holding an error mark
     truncation: np.ndarray  # segments holding a truncation mark
 
 
 _NOTHING_READ = _Read(None, 0, False, [], [], [], [], {}, [], [], [], [],
-                      RawWords(*(np.zeros(0, dtype=t) for t in (np.uint64, np.uint64, bool, bool))),
+                      KeyedWords.of(RawWords(*(np.zeros(0, dtype=t) for t in (np.uint64, np.uint64, bool, bool))), 0),
                       *(np.zeros(0, dtype=np.intp) for _ in range(3)))
 
 
@@ -268,7 +268,7 @@ def _read(transcript: Transcript, scan: int, lines: bool, before: _Read | None =
     buffer = Buffer.of(new_texts)
     read = _Read(transcript.lineage, scan, lines, result_texts, result_chars, result_lines, not_success, known,
                  command_of, kinds_of, call_texts, before.texts + new_texts,
-                 before.raw.then(raw_words(buffer), done),
+                 before.words.then(raw_words(buffer), done + len(new_texts)),
                  np.concatenate((before.returncode, buffer.segments_matching(_RETURNCODE) + done)),
                  np.concatenate((before.error, buffer.segments_containing(_ERROR_MARK) + done)),
                  np.concatenate((before.truncation, buffer.segments_containing(_TRUNCATION_MARK) + done)))
@@ -475,7 +475,7 @@ def _rows(transcript: Transcript, reading: _Reading, read: _Read, lines: bool, c
     n_messages, n_pairs = len(messages), len(pairs)
     calls_at = reading.call_at[: reading.calls_read]  # the history's calls, in call order, so ascending
     recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
-    w = _word_facts(reading, sorted_words(read.raw, len(read.texts)), edit, recent_from, common)
+    w = _word_facts(reading, read.words.words(), edit, recent_from, common)
     failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result
     failed[_results_in(read.returncode, reading)] = True
     reading.static[_results_in(read.error, reading), 2] = 1

@@ -187,13 +187,49 @@ def raw_words(buffer: Buffer) -> RawWords:
 def sorted_words(raw: RawWords, segments: int) -> Words:
     """The raw words of a buffer of `segments` segments, one entry per word and segment, sorted: one sort
     of one key — the hash's top bits, then the segment, then two flags (a word's own)."""
-    shift = np.uint64(segments.bit_length() + 2)
-    key = np.sort(raw.hash >> shift << shift | raw.segment << np.uint64(2) | raw.path << np.uint64(1)
-                  | raw.distinctive)
-    key = key[run_starts(key >> np.uint64(2))]  # one entry per word and segment
-    found = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(2)
-    return Words(key >> shift, found.astype(np.intp), (key >> np.uint64(1) & np.uint64(1)).astype(bool),
-                 (key & np.uint64(1)).astype(bool), int(shift))
+    return KeyedWords.of(raw, segments).words()
+
+
+def _shift(segments: int) -> np.uint64:
+    """Where a word's key puts the hash's top bits: above the segment number and the two flags."""
+    return np.uint64(segments.bit_length() + 2)
+
+
+def _keys(raw: RawWords, shift: np.uint64) -> np.ndarray:
+    return raw.hash >> shift << shift | raw.segment << np.uint64(2) | raw.path << np.uint64(1) | raw.distinctive
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedWords:
+    """Raw words with their keys sorted (`sorted_words`' one sort), kept so that the words of segments read
+    later are put in place among them (`then`) rather than all sorted again: the same keys either way."""
+
+    raw: RawWords
+    segments: int  # the segments the keys were made for (their number sets the keys' layout)
+    keys: np.ndarray  # uint64, sorted
+
+    @classmethod
+    def of(cls, raw: RawWords, segments: int) -> KeyedWords:
+        return cls(raw, segments, np.sort(_keys(raw, _shift(segments))))
+
+    def then(self, later: RawWords, segments: int) -> KeyedWords:
+        """These words and `later`'s, read from a buffer of this one's `self.segments`-th segment on, in
+        `segments` segments in all."""
+        raw = self.raw.then(later, self.segments)
+        shift = _shift(segments)
+        if shift != _shift(self.segments):  # the segment number needs another bit: every key moves
+            return KeyedWords.of(raw, segments)
+        added = np.sort(_keys(RawWords(later.hash, later.segment + np.uint64(self.segments), later.path,
+                                       later.distinctive), shift))
+        return KeyedWords(raw, segments, np.insert(self.keys, np.searchsorted(self.keys, added), added))
+
+    def words(self) -> Words:
+        """One entry per word and segment, sorted."""
+        shift = _shift(self.segments)
+        key = self.keys[run_starts(self.keys >> np.uint64(2))]
+        found = (key & ((np.uint64(1) << shift) - np.uint64(1))) >> np.uint64(2)
+        return Words(key >> shift, found.astype(np.intp), (key >> np.uint64(1) & np.uint64(1)).astype(bool),
+                     (key & np.uint64(1)).astype(bool), int(shift))
 
 
 def run_starts(keys: np.ndarray) -> np.ndarray:
