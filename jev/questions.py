@@ -106,23 +106,18 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
     out: list[Batch] = []
     current: list[Question] = []
     tenths = _BRACES
-
-    def room(total_tenths: int) -> bool:
-        return state_tokens + -(-total_tenths // 10) + ENVELOPE_TOKENS <= max_request_tokens
-
+    # a request fits while state + ceil(tenths / 10) + envelope <= max_request_tokens, i.e. tenths <= room
+    room = 10 * (max_request_tokens - state_tokens - ENVELOPE_TOKENS)
     for pair in pairs:
-        qs = questions_for(pair)
         own = pair_tenths(pair)
-        add = own + (_COMMA if current else 0)
-        fits = len(current) + 2 <= max_questions and room(tenths + add)
-        if not fits and current:
+        add = own + _COMMA if current else own
+        if current and (len(current) + 2 > max_questions or tenths + add > room):
             out.append(Batch(tuple(current), -(-tenths // 10)))
             current, tenths, add = [], _BRACES, own
-            fits = room(tenths + add)
-        if not fits:
+        if len(current) + 2 > max_questions or tenths + add > room:
             raise StateBudgetError(f"no room for compaction questions: pair {pair.key} does not fit "
                                    f"max_request_tokens {max_request_tokens} beside a state of ~{state_tokens} tokens")
-        current.extend(qs)
+        current.extend(questions_for(pair))
         tenths += add
     if current:
         out.append(Batch(tuple(current), -(-tenths // 10)))
