@@ -484,7 +484,7 @@ def _rows(transcript: Transcript, reading: _Reading, read: _Read, lines: bool, c
     if reading.result_at.size != n_pairs:  # analyze pairs every result, in the order they appear
         raise ValueError("feature_matrix needs a transcript validated by jev.analysis.analyze")
     edit_at = reading.call_at[edit]
-    r = np.arange(n_pairs)  # pairs are numbered in the order their results appear, as results are here
+    r = np.arange(n_pairs)  # pairs are numbered in the order their results appear: per-result arrays are per pair
     c = reading.result_call
     c_at, r_at, static = reading.call_at[c], reading.result_at, reading.static
     kind_of, runs, last_run = reading.commands[c].T  # per pair: its command's category, runs, last run
@@ -495,52 +495,52 @@ def _rows(transcript: Transcript, reading: _Reading, read: _Read, lines: bool, c
     X[:, 3:5] = np.log1p(static[:, 0:2])
     if not lines:
         X[:, 4] = np.nan
-    X[:, 5] = failed[r]
+    X[:, 5] = failed
     X[:, 6:8] = static[:, 2:4]
     X[:, 8] = last_run > c_at
     X[:, 9] = w.reread[c]
     X[:, 10] = w.edited[c]
-    X[:, 11] = np.log1p(w.novel[r])
-    X[:, 12] = np.log1p(w.refs[r])
-    X[:, 13] = w.refs[r] > 0
-    X[:, 14] = np.log1p(n_messages - 1 - np.maximum(w.last_ref[r], r_at))
+    X[:, 11] = np.log1p(w.novel)
+    X[:, 12] = np.log1p(w.refs)
+    X[:, 13] = w.refs > 0
+    X[:, 14] = np.log1p(n_messages - 1 - np.maximum(w.last_ref, r_at))
     X[:, 15] = w.input_referenced[c]
     X[:, 16] = static[:, 4]
-    X[:, 17] = np.log1p(w.live[r])
-    X[:, 18] = np.log1p(w.unsaid[r])
-    X[:, 19] = w.unsaid[r] / np.maximum(1, w.novel[r])
+    X[:, 17] = np.log1p(w.live)
+    X[:, 18] = np.log1p(w.unsaid)
+    X[:, 19] = w.unsaid / np.maximum(1, w.novel)
     X[:, 20] = np.log1p(runs - 1)
     X[:, 21] = np.log1p(edit_at.size - np.searchsorted(edit_at, c_at, side="right"))
     X[:, 22] = np.log1p(n_pairs)
     X[:, 23] = np.log1p(edit_at.size)
     end = 24 + len(CATEGORIES)
     X[:, 24:end] = kind_of[:, None] == np.arange(len(CATEGORIES))
-    X[:, end] = np.log1p(w.recent[r])
-    X[:, end + 1] = w.recent_share[r]
+    X[:, end] = np.log1p(w.recent)
+    X[:, end + 1] = w.recent_share
     X[:, end + 2] = np.log1p(w.call_recent[c])
     for k, column in enumerate((X[:, 3], X[:, 18], X[:, 17], X[:, end], X[:, 11], X[:, 18] - X[:, 3])):
         X[:, end + 3 + k] = _rank(column)
     h = end + 9
     per_kchar = 1000 / np.maximum(static[:, 0], 1)
-    X[:, h] = np.log1p(w.held[r])
-    X[:, h + 1] = np.log1p(w.held_unsaid[r])
-    X[:, h + 2] = np.log1p(w.held_unsaid_paths[r])
-    X[:, h + 3] = np.log1p(w.held_unsaid_repeated[r])
-    X[:, h + 4] = np.log1p(w.held[r] * per_kchar)
-    X[:, h + 5] = np.log1p(w.held_unsaid[r] * per_kchar)
-    X[:, h + 6] = np.log1p(w.credits[r])
+    X[:, h] = np.log1p(w.held)
+    X[:, h + 1] = np.log1p(w.held_unsaid)
+    X[:, h + 2] = np.log1p(w.held_unsaid_paths)
+    X[:, h + 3] = np.log1p(w.held_unsaid_repeated)
+    X[:, h + 4] = np.log1p(w.held * per_kchar)
+    X[:, h + 5] = np.log1p(w.held_unsaid * per_kchar)
+    X[:, h + 6] = np.log1p(w.credits)
     never = -n_messages  # a result never credited reads as older than any credit could be
-    X[:, h + 7] = np.log1p(n_messages - 1 - np.where(w.last_credit[r] >= 0, w.last_credit[r], never))
+    X[:, h + 7] = np.log1p(n_messages - 1 - np.where(w.last_credit >= 0, w.last_credit, never))
     X[:, h + 8] = np.log1p(w.reader_paths[c])
     X[:, h + 9] = np.log1p(w.reader_paths_edited[c])
     X[:, h + 10] = np.where(X[:, 8] > 0, 0.0, np.log1p(runs))
     i = h + 11
-    X[:, i] = np.log1p(w.intro[r])
-    X[:, i + 1] = np.log1p(w.intro_unsaid[r])
-    X[:, i + 2] = np.log1p(w.intro_unique_unsaid[r])
-    X[:, i + 3] = np.log1p(w.intro_unique_unsaid_paths[r])
-    X[:, i + 4] = np.log1p(w.intro_unsaid[r] * per_kchar)
-    X[:, i + 5] = np.log1p(n_messages - 1 - np.where(w.intro_last_said[r] >= 0, w.intro_last_said[r], never))
+    X[:, i] = np.log1p(w.intro)
+    X[:, i + 1] = np.log1p(w.intro_unsaid)
+    X[:, i + 2] = np.log1p(w.intro_unique_unsaid)
+    X[:, i + 3] = np.log1p(w.intro_unique_unsaid_paths)
+    X[:, i + 4] = np.log1p(w.intro_unsaid * per_kchar)
+    X[:, i + 5] = np.log1p(n_messages - 1 - np.where(w.intro_last_said >= 0, w.intro_last_said, never))
     X[:, i + 6] = _rank(X[:, i + 2])
     return [p.key for p in pairs], X
 
