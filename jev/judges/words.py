@@ -219,8 +219,8 @@ class KeyedWords:
         shift = _shift(segments)
         if shift != _shift(self.segments):  # the segment number needs another bit: every key moves
             return KeyedWords.of(raw, segments)
-        added = np.sort(_keys(RawWords(later.hash, later.segment + np.uint64(self.segments), later.path,
-                                       later.distinctive), shift))
+        n = self.raw.hash.size  # the words `raw` holds from here on are `later`'s, placed by `RawWords.then`
+        added = np.sort(_keys(RawWords(raw.hash[n:], raw.segment[n:], raw.path[n:], raw.distinctive[n:]), shift))
         return KeyedWords(raw, segments, np.insert(self.keys, np.searchsorted(self.keys, added), added))
 
     def words(self) -> Words:
