@@ -98,6 +98,36 @@ def let_go(pairs: Sequence[Pair], config: CompactionConfig) -> LetGo:
     return LetGo(truncates, drops)
 
 
+class LetGoSizes:
+    """`let_go` for one compactor, planning a history again and again: a pair it sized in the last plan (the
+    same frozen `Pair`, which a grown history keeps) is not sized again — its savings depend on nothing
+    else but the config's cut, tombstones and restore tool. It keeps only the last plan's pairs."""
+
+    def __init__(self) -> None:
+        # the config's fields the sizes depend on, the last plan's pairs by key and their sizes: one value,
+        # replaced whole (a compactor and its `for_tokens` copy share this)
+        self._last: tuple[tuple[int, bool, str | None] | None, dict[str, Pair], LetGo] = (None, {}, LetGo({}, {}))
+
+    def __call__(self, pairs: Sequence[Pair], config: CompactionConfig) -> LetGo:
+        writes = (config.truncate_head_chars, config.tombstones, config.restore_tool)
+        then, known, last = self._last
+        if writes != then:
+            known = {}
+        missing = [p for p in pairs if known.get(p.key) is not p]
+        fresh = let_go(missing, config) if missing else LetGo({}, {})
+        if len(missing) == len(pairs):
+            out = fresh
+        else:
+            out = LetGo({}, {})
+            truncates, drops = out.truncate, out.drop
+            for pair in pairs:
+                key = pair.key
+                sized = fresh if key in fresh.truncate else last
+                truncates[key], drops[key] = sized.truncate[key], sized.drop[key]
+        self._last = (writes, {p.key: p for p in pairs}, out)
+        return out
+
+
 def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig) -> list[Message]:
     """The compacted history. Unchanged messages are the same objects; changed ones keep every field
     but their content; a message left with no blocks is removed. With `config.tombstones` each dropped

@@ -16,7 +16,7 @@ from typing import Any
 
 from .aio import run_sync
 from .analysis import Pair, Transcript
-from .apply import Applier, LetGo, let_go
+from .apply import Applier, LetGo, LetGoSizes
 from .cost import (
     HistoryTokens,
     cheapest_start,
@@ -130,6 +130,7 @@ class Compactor:
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
         self._applier = Applier()  # what the last plan made of the messages it changed
+        self._let_go = LetGoSizes()  # what letting go of each pair of the last plan saves
         # the characters and tokens of what it made, measured once while the history is read on from the last
         self._made_chars, self._made_tokens = Remeasured(sizes_each), Remeasured(tokens_each)
 
@@ -259,7 +260,7 @@ class Compactor:
             return Decision(Status.INCONCLUSIVE, Reason.TRANSCRIPT_CHANGED,
                             detail="the history changed while it was being judged"), PairRows(), ()
 
-        gone = let_go(candidates, config)
+        gone = self._let_go(candidates, config)
         chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
         # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
         candidate_keys = [p.key for p in candidates]

@@ -248,3 +248,21 @@ def test_a_message_the_host_pins_between_plans_is_pinned_in_the_next() -> None:
     meta[PINNED_METADATA_KEY] = True
     grown = compactor.plan_sync([*messages, msg("end", "user", text("and"))])
     assert grown.plan.views[0].pinned == "pinned by its metadata"
+
+
+def test_let_go_sizes_read_on_are_let_go_of_the_pairs() -> None:
+    """A compactor sizes a grown history's let-gos from the last plan's (the same `Pair` objects) and the
+    new pairs: the same sizes as `let_go` afresh, in the same order — also when the cut, the tombstones
+    or the restore tool changed in between, which size every pair again."""
+    from jev.apply import LetGoSizes, let_go
+    messages = _sessions(SAMPLE, ".traj.json", 1)[0]
+    sizes, before = LetGoSizes(), None
+    configs = [CompactionConfig(), CompactionConfig(truncate_head_chars=50), CompactionConfig(tombstones=False),
+               CompactionConfig(restore_tool="fetch_back")]
+    for step, end in enumerate(range(4, len(messages) + 1, 3)):
+        transcript = analyze(messages[:end]) if before is None else extend(before, messages[:end])
+        pairs, config = list(transcript.pairs)[1:], configs[step // 3 % len(configs)]
+        got, want = sizes(pairs, config), let_go(pairs, config)
+        assert (list(got.truncate.items()), list(got.drop.items())) == (list(want.truncate.items()),
+                                                                       list(want.drop.items())), end
+        before = transcript
