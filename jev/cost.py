@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -306,6 +307,9 @@ def estimate(before: Sequence[Message], after: Sequence[Message], horizon: int,
                         break_even, extra - (horizon - 1) * saving)
 
 
+_ROLE = operator.attrgetter("role")
+
+
 def horizon_from_history(messages: Sequence[Message]) -> int:
     """The later model calls a history can expect when its host does not say: a third of the model calls
     made so far (its assistant messages), at least 1. Chosen on the dev sets by replay (README, "Cost"): at
@@ -313,7 +317,7 @@ def horizon_from_history(messages: Sequence[Message]) -> int:
     0.54× (DeepSeek) and 0.69× (Claude Code) of those made, and the gate with a third kept the billed input
     at or below no compaction at both triggers and both profiles where half did not (SWE-bench, 20 k,
     anthropic-5m: 1.002×). An estimate too high adopts plans that do not pay; too low, refuses some that do."""
-    return max(1, sum(1 for m in messages if m.role == "assistant") // 3)
+    return max(1, list(map(_ROLE, messages)).count("assistant") // 3)
 
 
 def check_horizon(horizon: int | None, idle_seconds: float | None) -> None:
