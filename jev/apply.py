@@ -114,7 +114,7 @@ class LetGoSizes:
         if writes != then:
             known = {}
         missing = [p for p in pairs if known.get(p.key) is not p]
-        fresh = let_go(missing, config) if missing else LetGo({}, {})
+        fresh = let_go(missing, config)
         if len(missing) == len(pairs):
             out = fresh
         else:
