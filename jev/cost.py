@@ -112,10 +112,20 @@ def tokens_of(messages: Sequence[Message]) -> int:
 
 def _billed(blocks: Sequence[Any]) -> tuple[str, int]:
     """What the estimate reads of these blocks: their visible text, joined by newlines, and how many
-    images or documents they hold (a result's included)."""
-    media = sum(1 for b in blocks if _media(b) or (type(b) is ToolResultBlock and type(b.output) is tuple
-                                                   and any(_media(x) for x in b.output)))
-    return "\n".join(_visible(b) for b in blocks if not _media(b)), media
+    images or documents they hold (a result's included). One pass; a text block, the usual one, inline."""
+    texts: list[str] = []
+    media = 0
+    for b in blocks:
+        kind = type(b)
+        if kind is TextBlock:
+            texts.append(b.text)
+        elif _media(b):
+            media += 1
+        else:
+            texts.append(_visible(b))
+            if kind is ToolResultBlock and type(b.output) is tuple and any(_media(x) for x in b.output):
+                media += 1
+    return "\n".join(texts), media
 
 
 def tokens_each(messages: Sequence[Message]) -> list[int]:
@@ -160,7 +170,7 @@ class HistoryTokens:
             sizes = [0 if k in exact else n for k, n in enumerate(sizes)]
         total = sum(sizes)
         step = max(1, int(total // SAMPLE_CHARS))
-        chars = sum(s for k, s in enumerate(sizes) if k % step == 0) if total > SAMPLE_CHARS else total
+        chars = sum(sizes[::step]) if total > SAMPLE_CHARS else total
         # each sampled message's (tenths, media) — the estimate is additive across messages (their texts
         # join at newlines, which cost nothing), so one measured before, in a history this one grew from,
         # is not measured again (`sampled`: what an earlier `HistoryTokens.sampled` of it held)
@@ -178,7 +188,7 @@ class HistoryTokens:
         # by identity: a message's position, checked against the list itself (ints only: nothing for the
         # garbage collector to track per message)
         self._messages, self._sizes = messages, sizes
-        self._at = {id(m): k for k, m in enumerate(messages)}
+        self._at = dict(zip(map(id, messages), range(len(messages)), strict=True))
         self._exact = {k: tokens_of((messages[k],)) for k in exact}
         self._known: list[int] | None = None
         self._made = tokens_each if made is None else made  # how `total` measures messages not in the history

@@ -102,17 +102,17 @@ def take(messages: Sequence[Message], max_chars: int | None = None, previous: Ta
         own.extend(previous.own)
         kept.extend(previous.kept)
         then.extend(previous.kept_then)
-    keep, part = kept.append, own.append
+    keep, part, already = kept.append, own.append, len(kept)
     for message in transcript.messages[held:]:  # the messages' own metadata; the blocks' parts come from the analysis
         metadata = message.metadata
         if metadata is not None:
             if SOURCE_KEY in metadata or FORMAT_KEY in metadata or ENVELOPE_KEY in metadata:
                 keep(metadata)
-                _remember(metadata, then)
                 if len(metadata) > 2 or not metadata.keys() <= _BOOKKEEPING:  # usually a converter's keys alone
                     own.extend([v for k, v in metadata.items() if k not in _BOOKKEEPING])
             else:
                 part(metadata)
+    _remember(kept[already:], then)
     messages_read = transcript.messages
     if previous is None:
         serialized = (_serialized(own, messages_read), _serialized(transcript.mutable, messages_read))
@@ -155,20 +155,21 @@ def unchanged(messages: Sequence[Message], judged: Taken) -> bool:
         return False
 
 
-def _remember(mapping: Any, into: list[Any]) -> None:
-    """Append a mapping's size, keys and values to the flat list `into` (a copy per message would give the
-    garbage collector an object each to track)."""
-    into.append(len(mapping))
-    into.extend(mapping.keys())
-    into.extend(mapping.values())
+def _remember(mappings: Sequence[Any], into: list[Any]) -> None:
+    """Append each mapping's size, keys and values to the flat list `into` (a copy per message would give
+    the garbage collector an object each to track)."""
+    append, extend = into.append, into.extend
+    for mapping in mappings:
+        append(len(mapping))
+        extend(mapping.keys())
+        extend(mapping.values())
 
 
 def _same(mappings: list[Any], then: list[Any]) -> bool:
     """Each mapping holds the keys `_remember` wrote of it, in order, bound to the same (or equal) values:
     what `_remember` writes of them now equals `then` (one list compare, identity first)."""
     now: list[Any] = []
-    for mapping in mappings:
-        _remember(mapping, now)
+    _remember(mappings, now)
     return now == then
 
 

@@ -166,14 +166,18 @@ def raw_words(buffer: Buffer) -> RawWords:
     classes[1:-1] = np.frombuffer(data.translate(_CLASS), dtype=np.uint8)
     change = np.flatnonzero(classes[1:] != classes[:-1])  # where each run starts (n: after the last)
     run = classes[change + 1]  # each run's class
-    step = np.diff((run > 0).view(np.int8), prepend=np.int8(0))
+    in_word = (run > 0).view(np.int8)
+    step = np.empty(run.size, dtype=np.int8)  # +1 where a word's runs begin, -1 at the run after its last
+    step[:1] = in_word[:1]
+    np.subtract(in_word[1:], in_word[:-1], out=step[1:])
     first, after = np.flatnonzero(step == 1), np.flatnonzero(step == -1)  # a word's first run, the run after it
     length = change[after] - change[first]
     keep = np.flatnonzero((length >= 8) | ((length >= 4) & ((after - first > 1) | (run[first] != 1))))
     first, after = first[keep], after[keep]
     starts, ends = change[first], change[after]
     # distinctive: a letter and another class (a run of letters alone, camelCase too, is not)
-    letter_runs = np.concatenate(([0], np.cumsum(run == 1, dtype=np.int32)))
+    letter_runs = np.zeros(run.size + 1, dtype=np.int32)
+    np.cumsum(run == 1, dtype=np.int32, out=letter_runs[1:])
     distinctive = (after - first > 1) & (letter_runs[after] > letter_runs[first])
     slashes = np.flatnonzero(run == 3) if first.size else first  # runs of `/` or `.`: each in one word at most
     path = np.zeros(starts.size, dtype=bool)
