@@ -99,7 +99,7 @@ def validate_answers(answers: Any, ids: Sequence[str]) -> dict[str, float | None
     if not isinstance(got, Mapping) or not got:
         raise JudgeProtocolError("empty compaction reply")
     expected = set(ids)
-    if set(got) != expected:
+    if got.keys() != expected:  # a keys view compares as a set: no copy of the answers' keys
         missing = sorted(expected - set(got))
         extra = sorted(set(got) - expected)
         raise JudgeProtocolError(f"answer keys do not match request keys (missing {missing[:3]}, extra {extra[:3]})")
