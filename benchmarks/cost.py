@@ -40,7 +40,8 @@ DATA = ROOT.parent / "shared" / "data"
 SETS = {"swebench": ("mini-swe-agent-swebench-dev.tar.xz", frozenset({"bash"})),
         "deepseek": ("mini-swe-agent-deepseek-dev.tar.xz", frozenset({"bash"})),
         "claude-code": ("claude-code-sessions-dev.tar.xz", frozenset({"Read", "Grep", "Glob", "LS", "WebFetch",
-                                                                      "WebSearch", "Bash"}))}
+                                                                      "WebSearch", "Bash", "Edit", "MultiEdit",
+                                                                      "Write", "NotebookEdit"}))}
 LABEL = {"swebench": "SWE-bench (Gemini)", "deepseek": "DeepSeek", "claude-code": "Claude Code"}
 
 

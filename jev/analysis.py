@@ -85,6 +85,17 @@ class Pair:
     input_json: str  # the call's input as canonical JSON, made once: the state, tombstones and views show it
     result_chars: int  # characters of the result's text, counted once: ranking, budgets and records use it
 
+    @property
+    def call_chars(self) -> int:
+        """Model-visible characters of the call block (what dropping the pair frees beside its result)."""
+        return call_size(self.tool, self.call.input, self.input_json)
+
+
+def call_size(name: str, value: Any, json: str) -> int:
+    """Model-visible characters of a call block: its tool's name and its input — a string as it is, else
+    its canonical JSON (`json`)."""
+    return len(name) + (len(value) if type(value) is str else len(json))
+
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class Transcript:
@@ -275,7 +286,7 @@ class _Scan:
                                    f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
                     value = block.input
                     json = _input_json(block, f"messages[{i}].content[{j}]")
-                    total += len(block.name) + (len(value) if type(value) is str else len(json))
+                    total += call_size(block.name, value, json)
                     if type(value) is not str:
                         part(value)
                     read((READ_CALL, i, len(calls)))

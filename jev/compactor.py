@@ -38,6 +38,7 @@ from .policy import (
     Judged,
     action_of,
     budget,
+    deepened,
     judge_exponent,
     no_candidates_detail,
     pins,
@@ -46,7 +47,7 @@ from .policy import (
 from .records import build_record, deliver, pair_records, recommendation, session_of
 from .scope import Archive, Scope
 from .state import cut
-from .token_target import MAX_REDUCTION, transcript_reduction
+from .token_target import MAX_REDUCTION, excess_chars, share
 from .transcript import Message
 from .windows import JudgeCall, plan_requests
 
@@ -54,9 +55,10 @@ INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 _log = logging.getLogger("jev")
 
 
-def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True) -> str:
+def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: bool = False) -> str:
     """Why budget mode stopped short of its target: the characters it could not let go, by what holds them
-    (`reachable` False: the host's token target was beyond every candidate result from the start)."""
+    (`reachable` False: the host's token target was beyond every candidate result from the start; `deep`:
+    a host's token target, which drops whole pairs too)."""
     held: dict[str, int] = {}
     rows = plan.rows
     for action, pinned, reason, chars in zip(rows.action, rows.pinned, rows.reason, rows.result_chars, strict=True):
@@ -68,9 +70,20 @@ def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True) -> str
     other = transcript.chars - sum(p.result_chars for p in transcript.pairs)
     parts = [f"{n:,} in results {why}" for why, n in sorted(held.items(), key=lambda item: -item[1])]
     return (("the token target is out of reach: " if not reachable else "")
-            + f"stopped short of the target at {plan.result_share:.1%} of candidate result characters: budget mode "
-            f"lets go of results only; {other:,} characters are text, thinking and call inputs"
+            + f"stopped short of the target at {plan.result_share:.1%} of candidate result characters: "
+            + ("a token target's plan lets go of results, then of whole pairs, never of a call in a message with "
+               "thinking" if deep else "budget mode lets go of results only")
+            + f"; {other:,} characters are text, thinking and call inputs"
             + (", " + ", ".join(parts) if parts else "") + " (model-visible characters)")
+
+
+def calls_let_go(candidates: Sequence[Pair], actions: Sequence[Action], whole: int) -> str:
+    """What a token target's plan let go beyond results: the pairs it dropped whole, their calls' inputs
+    with them (`whole`: those whose calls the threshold table keeps, dropped because results fell short)."""
+    dropped = [p for p, a in zip(candidates, actions, strict=True) if a is Action.DROP_PAIR]
+    return (f"results alone fall short of the token target: {len(dropped)} pairs dropped whole, "
+            f"{sum(p.call_chars for p in dropped):,} characters of calls with them ({whole} of them pairs whose "
+            "calls the judge wants kept)")
 
 
 def _edited_at(pair: Pair, action: Action) -> int:
@@ -128,6 +141,7 @@ class Compactor:
         self._taken: Taken | None = None
         self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
+        self._excess: int | None = None  # on a `for_tokens` copy: the characters its target needs let go
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
         self._applier = Applier()  # what the last plan made of the messages it changed
         self._let_go = LetGoSizes()  # what letting go of each pair of the last plan saves
@@ -194,14 +208,16 @@ class Compactor:
             taken = self._take(messages)
         except JevError:  # not a history this compactor can judge: its plan says why
             return self
-        reduction = transcript_reduction(taken.transcript, tokens, target_tokens, self.config)
-        if reduction is None:
+        excess = excess_chars(taken.transcript, tokens, target_tokens, self.config)
+        if excess is None:
             return self
+        reduction = share(*excess)
         other = copy.copy(self)
         other.config = dataclasses.replace(self.config, target_reduction=reduction)
         other._taken = taken
         other._reachable = reduction < MAX_REDUCTION  # capped: even every candidate result would not do
         other._ride_along = True
+        other._excess = excess[0]
         return other
 
     def _take(self, messages: Sequence[Message]) -> Taken:
@@ -261,9 +277,12 @@ class Compactor:
                             detail="the history changed while it was being judged"), PairRows(), ()
 
         gone = self._let_go(candidates, config)
-        chosen, target = self._budget(candidates, probabilities, gone, truncate_only)
-        # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
         candidate_keys = [p.key for p in candidates]
+        # what a drop removes: its result net of the tombstone; for a host's token target, its call's input too
+        drops = [gone.drop[key] for key in candidate_keys] if self._excess is None else \
+            [gone.drop[p.key] + p.call_chars for p in candidates]
+        chosen, target, whole = self._budget(candidates, probabilities, gone, drops, truncate_only)
+        # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
         call_scores = [probabilities[f"call_{key}"] for key in candidate_keys]  # each looked up once, in key order
         result_scores = [probabilities[f"result_{key}"] for key in candidate_keys]
         truncates = [gone.truncate[key] for key in candidate_keys]
@@ -287,9 +306,11 @@ class Compactor:
         keys = [p.key for p in pairs]
         reasons = [chosen[key] for key in candidate_keys]
         actions = [action_of(reason) for reason in reasons]
-        drops = [gone.drop[key] for key in candidate_keys]
         removed = sum(t if a is Action.TRUNCATE_RESULT else d
                       for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
+        # the result characters let go (a host's token target counts a dropped call's input in `removed` too)
+        results_removed = removed if self._excess is None else removed - sum(
+            p.call_chars for p, a in zip(candidates, actions, strict=True) if a is Action.DROP_PAIR)
         at = sorted(map(transcript.position, why))  # the pinned pairs' places among all
         rows = PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
                         tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
@@ -305,7 +326,7 @@ class Compactor:
         common = dict(rows=rows, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
-                      result_share=removed / max(1, sum(p.result_chars for p in candidates)),
+                      result_share=results_removed / max(1, sum(p.result_chars for p in candidates)),
                       target_met=None if target is None else removed >= target)
         cost = estimate(transcript.messages, compacted, horizon, config.pricing, tokens, cold)
         if after >= before or reduction < config.minimum_reduction:
@@ -317,10 +338,14 @@ class Compactor:
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
                              detail=unprofitable(cost)), rows, transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
-        return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True),
-                         detail=shortfall(plan, transcript, self._reachable)
-                         if plan.target_met is False or not self._reachable else ""), rows,
-                transcript.messages)
+        if plan.target_met is False or (not self._reachable and self._excess is None):
+            detail = shortfall(plan, transcript, self._reachable, self._excess is not None)
+        elif self._excess is not None and (whole or not self._reachable):
+            detail = calls_let_go(candidates, actions, whole)
+        else:
+            detail = ""
+        return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True), detail=detail),
+                rows, transcript.messages)
 
     @staticmethod
     def _riding(candidates: Sequence[Pair], chosen: dict[str, str], table: dict[str, str]) -> dict[str, str]:
@@ -404,18 +429,25 @@ class Compactor:
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
     def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: LetGo,
-                truncate_only: frozenset[str]) -> tuple[dict[str, str] | None, int | None]:
-        """Budget mode's reason per judged pair (its action is `action_of` it), and the characters it must
-        remove; (None, None)
-        on the threshold table, which decides pair by pair. `gone`: what letting go of each pair removes;
-        `truncate_only`: the pairs whose call stays (its message carries thinking)."""
+                drops: Sequence[int], truncate_only: frozenset[str]
+                ) -> tuple[dict[str, str] | None, int | None, int]:
+        """Budget mode's reason per judged pair (its action is `action_of` it), the characters it must
+        remove, and how many pairs whose calls the table keeps it dropped whole; (None, None, 0) on the
+        threshold table, which decides pair by pair. `gone`: what a truncation removes; `drops`: what each
+        candidate's drop removes; `truncate_only`: the pairs whose call stays (its message carries
+        thinking). A host's token target (`for_tokens`) that results alone do not reach is met by dropping
+        whole pairs too (`jev.policy.deepened`), its target the whole excess."""
         if self.config.target_reduction is None:
-            return None, None
-        reasons, _removed, target = budget(
-            [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
-                    p.result_chars, gone.truncate[p.key], gone.drop[p.key], p.key in truncate_only)
-             for p in candidates], self.config)
-        return reasons, target
+            return None, None, 0
+        judged = [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
+                         p.result_chars, gone.truncate[p.key], drop, p.key in truncate_only)
+                  for p, drop in zip(candidates, drops, strict=True)]
+        reasons, removed, target = budget(judged, self.config)
+        if self._excess is None:
+            return reasons, target, 0
+        target = max(target, self._excess)
+        deep, _removed = deepened(judged, reasons, removed, target)
+        return deep, target, sum(deep[key] != reasons[key] for key in deep)
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
         # A write already under way finishes even if the budget ends: documented, never adopted.

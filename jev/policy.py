@@ -353,6 +353,34 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
     return out, removed, target
 
 
+
+def deepened(judged: Sequence[Judged], reasons: dict[str, str], removed: int, target: int
+             ) -> tuple[dict[str, str], int]:
+    """A host's token target that letting go of results did not reach (`removed` < `target`, characters,
+    a drop counting its call's input in `drop_saves`): whole pairs whose call the threshold table keeps
+    are dropped too, least needed first — the higher of the pair's two scores per character the drop
+    removes beyond its result's let-go — until the target is met. A call whose message carries thinking
+    stays (that message is pinned whole), and so do a pair the judge refused and one whose result it is
+    confident is needed (NEEDED_RESULT). Returns the reasons and the characters removed."""
+    if removed >= target:
+        return reasons, removed
+    order: list[tuple[float, int, str, int]] = []
+    for position, j in enumerate(judged):
+        reason = reasons[j.key]
+        if reason in ("DROP_PAIR", "NEEDED_RESULT") or j.truncate_only or j.drop_saves is None \
+                or j.keep_call is None or j.keep_result is None:
+            continue
+        adds = j.drop_saves - (j.truncate_saves if reason == "TRUNCATE_RESULT" else 0)
+        if adds > 0:
+            order.append((max(j.keep_call, j.keep_result) / adds, position, j.key, adds))
+    out = dict(reasons)
+    for _value, _position, key, adds in sorted(order):
+        if removed >= target:
+            break
+        out[key] = "DROP_PAIR"
+        removed += adds
+    return out, removed
+
 B = TypeVar("B")  # a bool, or a numpy bool array
 
 

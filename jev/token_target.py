@@ -47,6 +47,20 @@ def transcript_reduction(transcript: Transcript, tokens: int, target_tokens: int
                          config: CompactionConfig) -> float | None:
     """`reduction_for_tokens` for a history already analyzed (the compactor sizes a plan on the analysis
     the plan then judges, so the history is analyzed once)."""
+    excess = excess_chars(transcript, tokens, target_tokens, config)
+    return None if excess is None else share(*excess)
+
+
+def share(chars: int, results: int) -> float:
+    """`chars` as budget mode's `target_reduction`: a share of the candidate results' `results` characters,
+    capped at `MAX_REDUCTION`."""
+    return min(MAX_REDUCTION, max(chars / results, 1e-6))
+
+
+def excess_chars(transcript: Transcript, tokens: int, target_tokens: int,
+                 config: CompactionConfig) -> tuple[int, int] | None:
+    """The characters a plan must let go of to bring the history under `target_tokens`, and the candidate
+    results' characters (None: under the target already, or no candidate results)."""
     if tokens <= target_tokens or tokens <= 0:
         return None
     judged = candidates(transcript, config)
@@ -59,5 +73,4 @@ def transcript_reduction(transcript: Transcript, tokens: int, target_tokens: int
     history = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
     estimated = sum(history.of_history())
     per_token = results / max(1, sampled_tokens([p.result.text for p in judged]))
-    excess = math.ceil((tokens - target_tokens) * estimated / tokens * per_token)
-    return min(MAX_REDUCTION, max(excess / results, 1e-6))
+    return math.ceil((tokens - target_tokens) * estimated / tokens * per_token), results

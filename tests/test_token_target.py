@@ -7,10 +7,11 @@ import dataclasses
 import pytest
 from conftest import call, msg, result, sized_history, text
 
-from jev import Action, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Mode, Status
+from jev import Action, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Message, Mode, Status
 from jev.history import size
 from jev.judges import ReplayJudge
 from jev.token_target import MAX_REDUCTION, check_target_tokens, reduction_for_tokens
+from jev.transcript import ThinkingBlock
 
 CONFIG = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=1, minimum_reduction=0.0)
 
@@ -127,3 +128,56 @@ def test_a_token_target_lets_the_tables_let_gos_after_its_first_edit_ride_along(
     assert deep.scores["t4"].reason == table.scores["t4"].reason
     assert deep.scores["t1"].reason == "WITHIN_BUDGET"  # before the first edit: letting it go re-bills more
     assert deep.reduction > plain.reduction and deep.target_met
+
+
+def _edits_history(thinking: bool = False) -> list[Message]:
+    """A task, two reads whose results are big, three edits whose inputs are (a file's new text) and whose
+    results are a line; the second edit's call in a message that carries thinking when `thinking`."""
+    out = [msg("task", "user", text("Fix the bug."))]
+    for k in range(2):
+        out += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"o{k}", "tool", result(f"r{k}", "x" * 3_000))]
+    for k in range(3):
+        edit = call(f"e{k}", "edit", {"path": f"f{k}.py", "new_text": "y" * 8_000})
+        blocks = (ThinkingBlock("Rewrite it."), edit) if thinking and k == 1 else (edit,)
+        out += [msg(f"ce{k}", "assistant", *blocks), msg(f"oe{k}", "tool", result(f"e{k}", "The file was updated.",
+                                                                                  "edit"))]
+    return out + [msg("end", "user", text("go on"))]
+
+
+def test_a_token_target_results_cannot_reach_drops_whole_pairs_whose_calls_the_judge_wants() -> None:
+    messages = _edits_history()
+    config = dataclasses.replace(CONFIG, eligible_tools=frozenset({"read", "edit"}))
+    judge = ReplayJudge({f"call_t{k}": 0.9 for k in range(1, 6)}, default=0.1)  # calls wanted, results not
+    compactor = Compactor(judge, config, ExecutionOptions(Mode.SHADOW))
+    tokens = sum(size(m) for m in messages) // 4
+    sized = compactor.for_tokens(messages, tokens, 2_000)  # ~22 000 characters to let go; results hold ~6 000
+    decision = sized.plan_sync(messages)
+    plan = decision.plan
+    assert decision.status is Status.DECIDED and plan.target_met is True
+    assert decision.detail.startswith("results alone fall short of the token target: ")
+    assert decision.detail.endswith("3 pairs dropped whole, 24,102 characters of calls with them (3 of them pairs "
+                                    "whose calls the judge wants kept)")
+    assert plan.decisions["t1"] is not Action.KEEP and plan.decisions["t2"] is not Action.KEEP  # results first
+    # the edits go whole, inputs and all, though their calls are wanted
+    assert [plan.decisions[f"t{k}"] for k in (3, 4, 5)] == [Action.DROP_PAIR] * 3
+    assert all(m.id not in {"ce0", "ce1", "ce2"} for m in plan.messages)
+    assert plan.result_share <= 1.0  # a share of result characters: the inputs are not counted in it
+    # a target set directly (what calibration certifies) lets go of results only: the edits' calls stay
+    direct = Compactor(judge, dataclasses.replace(config, target_reduction=sized.config.target_reduction),
+                       ExecutionOptions(Mode.SHADOW)).plan_sync(messages).plan
+    assert [direct.decisions[f"t{k}"] for k in (3, 4, 5)] == [Action.KEEP] * 3
+    assert direct.target_met is False  # the results' heads and the edits' lines stay: it falls short
+
+
+def test_a_token_target_never_drops_a_call_in_a_message_with_thinking_and_says_so() -> None:
+    messages = _edits_history(thinking=True)
+    config = dataclasses.replace(CONFIG, eligible_tools=frozenset({"read", "edit"}))
+    judge = ReplayJudge({f"call_t{k}": 0.9 for k in range(1, 6)}, default=0.1)
+    compactor = Compactor(judge, config, ExecutionOptions(Mode.SHADOW))
+    tokens = sum(size(m) for m in messages) // 4
+    decision = compactor.for_tokens(messages, tokens, 2_000).plan_sync(messages)
+    plan = decision.plan
+    assert plan.decisions["t3"] is Action.DROP_PAIR and plan.decisions["t4"] is not Action.DROP_PAIR
+    assert next(m for m in plan.messages if m.id == "ce1") is messages[7]  # byte-identical: the same object
+    assert plan.target_met is False
+    assert "then of whole pairs, never of a call in a message with thinking" in decision.detail
