@@ -278,9 +278,7 @@ class Compactor:
 
         gone = self._let_go(candidates, config)
         candidate_keys = [p.key for p in candidates]
-        # what a drop removes: its result net of the tombstone; for a host's token target, its call's input too
-        drops = [gone.drop[key] for key in candidate_keys] if self._excess is None else \
-            [gone.drop[p.key] + p.call_chars for p in candidates]
+        drops = [gone.drop[key] for key in candidate_keys]
         chosen, target, whole = self._budget(candidates, probabilities, gone, drops, truncate_only)
         # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
         call_scores = [probabilities[f"call_{key}"] for key in candidate_keys]  # each looked up once, in key order
@@ -306,11 +304,10 @@ class Compactor:
         keys = [p.key for p in pairs]
         reasons = [chosen[key] for key in candidate_keys]
         actions = [action_of(reason) for reason in reasons]
-        removed = sum(t if a is Action.TRUNCATE_RESULT else d
-                      for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
-        # the result characters let go (a host's token target counts a dropped call's input in `removed` too)
-        results_removed = removed if self._excess is None else removed - sum(
-            p.call_chars for p, a in zip(candidates, actions, strict=True) if a is Action.DROP_PAIR)
+        results_removed = sum(t if a is Action.TRUNCATE_RESULT else d
+                              for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
+        # a token target counts the inputs of the calls it dropped because results fell short
+        removed = results_removed + sum(p.call_chars for p in candidates if p.key in whole)
         at = sorted(map(transcript.position, why))  # the pinned pairs' places among all
         rows = PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
                         tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
@@ -341,7 +338,7 @@ class Compactor:
         if plan.target_met is False or (not self._reachable and self._excess is None):
             detail = shortfall(plan, transcript, self._reachable, self._excess is not None)
         elif self._excess is not None and (whole or not self._reachable):
-            detail = calls_let_go(candidates, actions, whole)
+            detail = calls_let_go(candidates, actions, len(whole))
         else:
             detail = ""
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True), detail=detail),
@@ -430,24 +427,25 @@ class Compactor:
 
     def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: LetGo,
                 drops: Sequence[int], truncate_only: frozenset[str]
-                ) -> tuple[dict[str, str] | None, int | None, int]:
+                ) -> tuple[dict[str, str] | None, int | None, frozenset[str]]:
         """Budget mode's reason per judged pair (its action is `action_of` it), the characters it must
-        remove, and how many pairs whose calls the table keeps it dropped whole; (None, None, 0) on the
+        remove, and the pairs whose calls the table keeps that it dropped whole; (None, None, {}) on the
         threshold table, which decides pair by pair. `gone`: what a truncation removes; `drops`: what each
-        candidate's drop removes; `truncate_only`: the pairs whose call stays (its message carries
-        thinking). A host's token target (`for_tokens`) that results alone do not reach is met by dropping
-        whole pairs too (`jev.policy.deepened`), its target the whole excess."""
+        candidate's drop removes of its result; `truncate_only`: the pairs whose call stays (its message
+        carries thinking). A host's token target (`for_tokens`) that results alone do not reach is met by
+        dropping whole pairs too, their calls' inputs counted (`jev.policy.deepened`), its target the whole
+        excess."""
         if self.config.target_reduction is None:
-            return None, None, 0
+            return None, None, frozenset()
         judged = [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
                          p.result_chars, gone.truncate[p.key], drop, p.key in truncate_only)
                   for p, drop in zip(candidates, drops, strict=True)]
         reasons, removed, target = budget(judged, self.config)
         if self._excess is None:
-            return reasons, target, 0
+            return reasons, target, frozenset()
         target = max(target, self._excess)
-        deep, _removed = deepened(judged, reasons, removed, target)
-        return deep, target, sum(deep[key] != reasons[key] for key in deep)
+        deep, _removed = deepened(judged, reasons, removed, target, [p.call_chars for p in candidates])
+        return deep, target, frozenset(key for key in deep if deep[key] != reasons[key])
 
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
         # A write already under way finishes even if the budget ends: documented, never adopted.

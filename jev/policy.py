@@ -354,23 +354,23 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
 
 
 
-def deepened(judged: Sequence[Judged], reasons: dict[str, str], removed: int, target: int
-             ) -> tuple[dict[str, str], int]:
-    """A host's token target that letting go of results did not reach (`removed` < `target`, characters,
-    a drop counting its call's input in `drop_saves`): whole pairs whose call the threshold table keeps
-    are dropped too, least needed first — the higher of the pair's two scores per character the drop
-    removes beyond its result's let-go — until the target is met. A call whose message carries thinking
-    stays (that message is pinned whole), and so do a pair the judge refused and one whose result it is
-    confident is needed (NEEDED_RESULT). Returns the reasons and the characters removed."""
+def deepened(judged: Sequence[Judged], reasons: dict[str, str], removed: int, target: int,
+             call_chars: Sequence[int]) -> tuple[dict[str, str], int]:
+    """A host's token target that letting go of results did not reach (`removed` < `target`, characters):
+    whole pairs whose call the threshold table keeps are dropped too, least needed first — the higher of
+    the pair's two scores per character the drop removes beyond its result's let-go, its call's input
+    (`call_chars`, per judged pair) counted — until the target is met. A call whose message carries
+    thinking stays (that message is pinned whole), and so do a pair the judge refused and one whose
+    result it is confident is needed (NEEDED_RESULT). Returns the reasons and the characters removed."""
     if removed >= target:
         return reasons, removed
     order: list[tuple[float, int, str, int]] = []
-    for position, j in enumerate(judged):
+    for position, (j, call) in enumerate(zip(judged, call_chars, strict=True)):
         reason = reasons[j.key]
         if reason in ("DROP_PAIR", "NEEDED_RESULT") or j.truncate_only or j.drop_saves is None \
                 or j.keep_call is None or j.keep_result is None:
             continue
-        adds = j.drop_saves - (j.truncate_saves if reason == "TRUNCATE_RESULT" else 0)
+        adds = j.drop_saves + call - (j.truncate_saves if reason == "TRUNCATE_RESULT" else 0)
         if adds > 0:
             order.append((max(j.keep_call, j.keep_result) / adds, position, j.key, adds))
     out = dict(reasons)

@@ -52,26 +52,27 @@ def test_a_truncation_is_valued_by_what_it_removes_not_by_the_whole_result() -> 
 
 
 def test_a_token_target_results_cannot_reach_drops_whole_pairs_least_needed_per_character_first() -> None:
-    # every call is wanted (keep_call >= keep), so the results walk only truncates; `drop_saves` counts the
-    # call's input, as a host's token target counts it: t2 and t3 are edits (big inputs, tiny results)
-    items = [Judged("t1", 0.9, 0.1, "read", 5_000, 4_600, 5_100),  # 0.9 per the 500 a drop adds
-             Judged("t2", 0.95, 0.2, "edit", 100, 0, 4_000),  # 0.95 / 4 000
-             Judged("t3", 0.9, 0.1, "edit", 100, 0, 7_000),  # 0.9 / 7 000: the cheapest
-             Judged("t4", 0.9, 0.1, "edit", 100, 0, 9_000, truncate_only=True),  # its message carries thinking
-             Judged("t5", 0.9, 0.95, "read", 3_000, 2_600, 3_100),  # a result the judge is sure is needed
-             Judged("t6", None, 0.1, "edit", 100, 0, 9_000)]  # refused
+    # every call is wanted (keep_call >= keep), so the results walk only truncates; a drop frees its result
+    # (net of the tombstone) and its call's input: t2 and t3 are edits (big inputs, tiny results)
+    items = [Judged("t1", 0.9, 0.1, "read", 5_000, 4_600, 4_900),  # a drop adds 4 900 + 200 - 4 600: 0.9 / 500
+             Judged("t2", 0.95, 0.2, "edit", 100, 0, 50),  # 0.95 / 4 000
+             Judged("t3", 0.9, 0.1, "edit", 100, 0, 50),  # 0.9 / 7 000: the cheapest
+             Judged("t4", 0.9, 0.1, "edit", 100, 0, 50, truncate_only=True),  # its message carries thinking
+             Judged("t5", 0.9, 0.95, "read", 3_000, 2_600, 2_900),  # a result the judge is sure is needed
+             Judged("t6", None, 0.1, "edit", 100, 0, 50)]  # refused
+    inputs = [200, 3_950, 6_950, 8_950, 100, 8_950]
     reasons, removed, _target = budget(items, CompactionConfig(target_reduction=0.99))
     assert reasons["t1"] == "TRUNCATE_RESULT" and removed == 4_600
-    deep, total = deepened(items, reasons, removed, 15_000)
+    deep, total = deepened(items, reasons, removed, 15_000, inputs)
     assert {k for k, r in deep.items() if r == "DROP_PAIR"} == {"t2", "t3"} and total == 4_600 + 7_000 + 4_000
     assert deep["t1"] == "TRUNCATE_RESULT"  # the target was met before t1's drop, the dearest, was needed
     assert deep["t4"] == reasons["t4"] and deep["t5"] == "NEEDED_RESULT" and deep["t6"] == "REFUSED"
     assert reasons["t3"] != "DROP_PAIR"  # the walk's reasons are not changed in place
-    short, total = deepened(items, reasons, removed, 11_000)  # t3 alone is enough
+    short, total = deepened(items, reasons, removed, 11_000, inputs)  # t3 alone is enough
     assert {k for k, r in short.items() if r == "DROP_PAIR"} == {"t3"} and total == 11_600
-    more, total = deepened(items, reasons, removed, 100_000)  # out of reach: every pair it may drop, no more
+    more, total = deepened(items, reasons, removed, 100_000, inputs)  # out of reach: every pair it may drop
     assert {k for k, r in more.items() if r == "DROP_PAIR"} == {"t1", "t2", "t3"} and total == 16_100
-    assert deepened(items, reasons, removed, 4_000) == (reasons, removed)  # reached already: unchanged
+    assert deepened(items, reasons, removed, 4_000, inputs) == (reasons, removed)  # reached already: unchanged
 
 
 @pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, math.nan, "0.5", True])
