@@ -278,8 +278,7 @@ class Compactor:
 
         gone = self._let_go(candidates, config)
         candidate_keys = [p.key for p in candidates]
-        drops = [gone.drop[key] for key in candidate_keys]
-        chosen, target, whole = self._budget(candidates, probabilities, gone, drops, truncate_only)
+        chosen, target, whole = self._budget(candidates, probabilities, gone, truncate_only)
         # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
         call_scores = [probabilities[f"call_{key}"] for key in candidate_keys]  # each looked up once, in key order
         result_scores = [probabilities[f"result_{key}"] for key in candidate_keys]
@@ -304,6 +303,7 @@ class Compactor:
         keys = [p.key for p in pairs]
         reasons = [chosen[key] for key in candidate_keys]
         actions = [action_of(reason) for reason in reasons]
+        drops = [gone.drop[key] for key in candidate_keys]
         results_removed = sum(t if a is Action.TRUNCATE_RESULT else d
                               for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
         # a token target counts the inputs of the calls it dropped because results fell short
@@ -426,20 +426,18 @@ class Compactor:
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
     def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: LetGo,
-                drops: Sequence[int], truncate_only: frozenset[str]
-                ) -> tuple[dict[str, str] | None, int | None, frozenset[str]]:
+                truncate_only: frozenset[str]) -> tuple[dict[str, str] | None, int | None, frozenset[str]]:
         """Budget mode's reason per judged pair (its action is `action_of` it), the characters it must
         remove, and the pairs whose calls the table keeps that it dropped whole; (None, None, {}) on the
-        threshold table, which decides pair by pair. `gone`: what a truncation removes; `drops`: what each
-        candidate's drop removes of its result; `truncate_only`: the pairs whose call stays (its message
-        carries thinking). A host's token target (`for_tokens`) that results alone do not reach is met by
-        dropping whole pairs too, their calls' inputs counted (`jev.policy.deepened`), its target the whole
-        excess."""
+        threshold table, which decides pair by pair. `gone`: what letting go of each pair removes of its
+        result; `truncate_only`: the pairs whose call stays (its message carries thinking). A host's token
+        target (`for_tokens`) that results alone do not reach is met by dropping whole pairs too, their
+        calls' inputs counted (`jev.policy.deepened`), its target the whole excess."""
         if self.config.target_reduction is None:
             return None, None, frozenset()
         judged = [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
-                         p.result_chars, gone.truncate[p.key], drop, p.key in truncate_only)
-                  for p, drop in zip(candidates, drops, strict=True)]
+                         p.result_chars, gone.truncate[p.key], gone.drop[p.key], p.key in truncate_only)
+                  for p in candidates]
         reasons, removed, target = budget(judged, self.config)
         if self._excess is None:
             return reasons, target, frozenset()
