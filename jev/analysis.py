@@ -45,10 +45,10 @@ def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "con
         elif kind is ToolUseBlock:
             value = block.input
             if type(value) is str:
-                total += len(block.name) + len(value)
+                total += call_size(block.name, value, value)
             else:
                 try:
-                    total += len(block.name) + len(canonical_json(value).decode())
+                    total += call_size(block.name, value, canonical_json(value).decode())
                 except TypeError:
                     not_json(value, f"{where}[{k}].input", TranscriptError)
                 if parts is not None:

@@ -3,8 +3,9 @@
 Hosts count tokens their own way; budget mode counts candidate result characters. The excess over the
 target is converted to the library's token estimate (the host's count against SPEC §4's estimate of the
 same history), then to characters at the candidate results' own characters per token, and taken as a
-share of the characters the plan may let go of — the candidate results'. Pure: the integrations call
-it, the compactor never sees tokens.
+share of the characters the plan may let go of — the candidate results'. Pure: the compactor's
+`for_tokens` sizes a plan with it (and keeps the excess itself, which a plan that letting go of results
+cannot reach frees by dropping whole pairs: `jev.policy.deepened`); the plan never sees tokens.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def reduction_for_tokens(messages: Sequence[Message], tokens: int, target_tokens
     """The `target_reduction` that brings a history the host counts at `tokens` under `target_tokens`, or
     None when it is already under, has no candidate results, or is not a valid transcript (the plan then
     says why). Capped at `MAX_REDUCTION` when letting go of every candidate result would still leave the
-    history over the target; `plan.target_met` then speaks of that share, and says False when pinned or
-    confidently needed results stop even that."""
+    history over the target; a plan configured with this share alone then lets go of results only, and its
+    `plan.target_met` speaks of that share (`Compactor.for_tokens` also keeps the whole excess)."""
     if tokens <= target_tokens or tokens <= 0:
         return None
     try:
