@@ -10,6 +10,7 @@ import asyncio
 import copy
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -47,18 +48,21 @@ from .policy import (
 from .records import build_record, deliver, pair_records, recommendation, session_of
 from .scope import Archive, Scope
 from .state import cut
-from .token_target import MAX_REDUCTION, excess_chars, share
+from .token_target import MAX_REDUCTION, excess_chars, share, tokens_left
 from .transcript import Message
 from .windows import JudgeCall, plan_requests
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
+REFITS = 3  # times a token target's plan asks for more when its first choice leaves the history over the target
 _log = logging.getLogger("jev")
 
 
-def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: bool = False) -> str:
+def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: bool = False,
+              left: tuple[int, int] | None = None) -> str:
     """Why budget mode stopped short of its target: the characters it could not let go, by what holds them
     (`reachable` False: the host's token target was beyond every candidate result from the start; `deep`:
-    a host's token target, which drops whole pairs too)."""
+    a host's token target, which drops whole pairs too; `left`: the host's count the plan leaves, estimated,
+    and its target)."""
     held: dict[str, int] = {}
     rows = plan.rows
     for action, pinned, reason, chars in zip(rows.action, rows.pinned, rows.reason, rows.result_chars, strict=True):
@@ -70,6 +74,8 @@ def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: 
     other = transcript.chars - sum(p.result_chars for p in transcript.pairs)
     parts = [f"{n:,} in results {why}" for why, n in sorted(held.items(), key=lambda item: -item[1])]
     return (("the token target is out of reach: " if not reachable else "")
+            + (f"the plan leaves about {left[0]:,} tokens as the host counts them (estimated), over the target of "
+               f"{left[1]:,}; " if left is not None and left[0] > left[1] else "")
             + f"stopped short of the target at {plan.result_share:.1%} of candidate result characters: "
             + ("a token target's plan lets go of results, then of whole pairs, never of a call in a message with "
                "thinking" if deep else "budget mode lets go of results only")
@@ -142,6 +148,7 @@ class Compactor:
         self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
         self._excess: int | None = None  # on a `for_tokens` copy: the characters its target needs let go
+        self._host: tuple[int, int] | None = None  # on a `for_tokens` copy: the host's count and its target
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
         self._applier = Applier()  # what the last plan made of the messages it changed
         self._let_go = LetGoSizes()  # what letting go of each pair of the last plan saves
@@ -218,6 +225,7 @@ class Compactor:
         other._reachable = reduction < MAX_REDUCTION  # capped: even every candidate result would not do
         other._ride_along = True
         other._excess = excess[0]
+        other._host = (tokens, target_tokens)
         return other
 
     def _take(self, messages: Sequence[Message]) -> Taken:
@@ -278,36 +286,50 @@ class Compactor:
 
         gone = self._let_go(candidates, config)
         candidate_keys = [p.key for p in candidates]
-        chosen, target, whole = self._budget(candidates, probabilities, gone, truncate_only)
         # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
         call_scores = [probabilities[f"call_{key}"] for key in candidate_keys]  # each looked up once, in key order
         result_scores = [probabilities[f"result_{key}"] for key in candidate_keys]
         truncates = [gone.truncate[key] for key in candidate_keys]
+        drops = [gone.drop[key] for key in candidate_keys]
         verdict_of, scaled = verdicts(call_scores, result_scores, [p.tool for p in candidates],
                                       [p.result_chars for p in candidates], truncates,
                                       [key in truncate_only for key in candidate_keys], config)
-        table = dict(zip(candidate_keys, verdict_of, strict=True)) if chosen is None or self._ride_along else None
-        if chosen is None:  # the threshold table, pair by pair
-            chosen = table
-        elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
-            chosen = self._riding(candidates, chosen, table)
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
         tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript), self._sampled,
                                self._made_tokens)
         self._sampled = tokens.sampled
-        if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
-            chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
+        goal, refits, left, last = self._excess, 0, None, None
+        while True:  # once, but for a host's token target the plan's first choice leaves over it (`_left`)
+            chosen, target, whole = self._budget(candidates, probabilities, gone, truncate_only, goal)
+            table = dict(zip(candidate_keys, verdict_of, strict=True)) if chosen is None or self._ride_along else None
+            if chosen is None:  # the threshold table, pair by pair
+                chosen = table
+            elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
+                chosen = self._riding(candidates, chosen, table)
+            if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
+                chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
+            reasons = [chosen[key] for key in candidate_keys]
+            if reasons == last:  # a deeper goal let go of nothing more: none would
+                break
+            actions = [action_of(reason) for reason in reasons]
+            compacted = self._applier(transcript, dict(zip(candidate_keys, actions, strict=True)), config)
+            results_removed = sum(t if a is Action.TRUNCATE_RESULT else d
+                                  for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
+            # a token target counts the inputs of the calls it dropped because results fell short
+            removed = results_removed + sum(p.call_chars for p in candidates if p.key in whole)
+            if self._host is None or self._excess is None:
+                break
+            host, goal_tokens = self._host
+            left = self._left(transcript, compacted, tokens)
+            if left <= goal_tokens or refits == REFITS:
+                break
+            # what is still over, in characters at the rate the excess was sized with, beyond what was let go
+            goal, refits, last = removed + math.ceil((left - goal_tokens) * self._excess / (host - goal_tokens)), \
+                refits + 1, reasons
         pairs = transcript.pairs
         keys = [p.key for p in pairs]
-        reasons = [chosen[key] for key in candidate_keys]
-        actions = [action_of(reason) for reason in reasons]
-        drops = [gone.drop[key] for key in candidate_keys]
-        results_removed = sum(t if a is Action.TRUNCATE_RESULT else d
-                              for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
-        # a token target counts the inputs of the calls it dropped because results fell short
-        removed = results_removed + sum(p.call_chars for p in candidates if p.key in whole)
         at = sorted(map(transcript.position, why))  # the pinned pairs' places among all
         rows = PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
                         tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
@@ -315,8 +337,6 @@ class Compactor:
                         _spread(result_scores, at, PINNED_SCORES.keep_result), _spread(actions, at, Action.KEEP),
                         _spread(reasons, at, PINNED_SCORES.reason), tuple(why.get(key, "") for key in keys),
                         _spread(scaled, at, None), _spread(truncates, at, 0), _spread(drops, at, 0))
-        decisions = dict(zip(keys, rows.action, strict=True))
-        compacted = self._applier(transcript, decisions, config)
         before = transcript.chars
         after = chars_after(compacted, taken, self._made_chars)
         reduction = 1.0 - after / before if before else 0.0
@@ -324,7 +344,8 @@ class Compactor:
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=results_removed / max(1, sum(p.result_chars for p in candidates)),
-                      target_met=None if target is None else removed >= target)
+                      target_met=None if target is None else removed >= target if left is None
+                      else left <= self._host[1])
         cost = estimate(transcript.messages, compacted, horizon, config.pricing, tokens, cold)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common, cost=cost)
@@ -336,7 +357,8 @@ class Compactor:
                              detail=unprofitable(cost)), rows, transcript.messages)
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         if plan.target_met is False or (not self._reachable and self._excess is None):
-            detail = shortfall(plan, transcript, self._reachable, self._excess is not None)
+            detail = shortfall(plan, transcript, self._reachable, self._excess is not None,
+                               None if left is None else (left, self._host[1]))
         elif self._excess is not None and (whole or not self._reachable):
             detail = calls_let_go(candidates, actions, len(whole))
         else:
@@ -389,6 +411,13 @@ class Compactor:
             out[key] = "CACHED_PREFIX"
         return out
 
+    def _left(self, transcript: Transcript, compacted: Sequence[Message], tokens: HistoryTokens) -> int:
+        """The host's count of `compacted` on a `for_tokens` copy (`jev.token_target.tokens_left`): the
+        messages the plan changed and made measured, the rest as the host counted them."""
+        assert self._host is not None
+        return tokens_left(self._host[0], sum(tokens.of_history()), transcript.messages, compacted,
+                           self._made_tokens)
+
     async def _ask_all(self, calls: Sequence[JudgeCall],
                        transcript: Transcript) -> tuple[dict[str, float | None], int, int]:
         """All requests, at most `max_concurrent_requests` in flight; the first failure stops the rest."""
@@ -426,22 +455,27 @@ class Compactor:
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
     def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: LetGo,
-                truncate_only: frozenset[str]) -> tuple[dict[str, str] | None, int | None, frozenset[str]]:
+                truncate_only: frozenset[str], goal: int | None
+                ) -> tuple[dict[str, str] | None, int | None, frozenset[str]]:
         """Budget mode's reason per judged pair (its action is `action_of` it), the characters it must
         remove, and the pairs whose calls the table keeps that it dropped whole; (None, None, {}) on the
         threshold table, which decides pair by pair. `gone`: what letting go of each pair removes of its
         result; `truncate_only`: the pairs whose call stays (its message carries thinking). A host's token
         target (`for_tokens`) that results alone do not reach is met by dropping whole pairs too, their
-        calls' inputs counted (`jev.policy.deepened`), its target the whole excess."""
-        if self.config.target_reduction is None:
+        calls' inputs counted (`jev.policy.deepened`), its target the whole excess — `goal` characters (the
+        excess, or more where a first plan left the history over the target: `_left`)."""
+        config = self.config
+        if config.target_reduction is None:
             return None, None, frozenset()
         judged = [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
                          p.result_chars, gone.truncate[p.key], gone.drop[p.key], p.key in truncate_only)
                   for p in candidates]
-        reasons, removed, target = budget(judged, self.config)
-        if self._excess is None:
+        if goal is not None and goal != self._excess:
+            config = dataclasses.replace(config, target_reduction=share(goal, sum(p.result_chars for p in candidates)))
+        reasons, removed, target = budget(judged, config)
+        if goal is None:
             return reasons, target, frozenset()
-        target = max(target, self._excess)
+        target = max(target, goal)
         deep, _removed = deepened(judged, reasons, removed, target, [p.call_chars for p in candidates])
         return deep, target, frozenset(key for key in deep if deep[key] != reasons[key])
 

@@ -54,7 +54,8 @@ class Plan:
     state in every request), and `request_tokens` the estimated tokens sent to the judge over all requests.
     `result_share` is the share of the candidates' result characters the plan lets go of (net of kept heads and
     markers); in budget mode `target_met` says whether it reached `target_reduction` (False: pinned, refused or
-    confidently needed results stopped it short), else None. `cost` is what adopting it does to the bill under
+    confidently needed results stopped it short; sized for a host's token target, whether the history it leaves
+    is under that target as the host counts it, estimated), else None. `cost` is what adopting it does to the bill under
     prompt caching (`jev.cost`), over the horizon the plan assumed."""
 
     messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody

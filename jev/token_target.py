@@ -11,10 +11,10 @@ cannot reach frees by dropping whole pairs: `jev.policy.deepened`); the plan nev
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .analysis import Transcript, analyze
-from .cost import HistoryTokens, exact_indices, sampled_tokens
+from .cost import HistoryTokens, exact_indices, sampled_tokens, tokens_each
 from .errors import JevError
 from .policy import CompactionConfig, candidates
 from .transcript import Message
@@ -75,3 +75,18 @@ def excess_chars(transcript: Transcript, tokens: int, target_tokens: int,
     estimated = sum(history.of_history())
     per_token = results / max(1, sampled_tokens([p.result.text for p in judged]))
     return math.ceil((tokens - target_tokens) * estimated / tokens * per_token), results
+
+
+def tokens_left(tokens: int, estimated: int, before: Sequence[Message], after: Sequence[Message],
+                measure: Callable[[Sequence[Message]], list[int]] = tokens_each) -> int:
+    """The host's count of `after`, a compaction of `before` (the host counts `before` at `tokens`, the library
+    estimates it at `estimated`): `tokens` less what the plan removed — the messages it changed or removed
+    against those it made, each measured with SPEC §4's estimate (`measure`) — scaled to the host's count.
+    Only what changed is measured: the rate a whole history's sample gives misjudges a history that lost
+    most of its results, which run denser or sparser than the text that stays."""
+    kept = set(map(id, after))
+    held = set(map(id, before))
+    gone = [m for m in before if id(m) not in kept]
+    made = [m for m in after if id(m) not in held]
+    removed = sum(tokens_each(gone)) - sum(measure(made))
+    return math.ceil(tokens - removed * tokens / max(1, estimated))

@@ -181,3 +181,53 @@ def test_a_token_target_never_drops_a_call_in_a_message_with_thinking_and_says_s
     assert next(m for m in plan.messages if m.id == "ce1") is messages[7]  # byte-identical: the same object
     assert plan.target_met is False
     assert "then of whole pairs, never of a call in a message with thinking" in decision.detail
+
+
+def test_tokens_left_counts_what_changed_as_the_host_counts() -> None:
+    from jev.cost import tokens_each
+    from jev.token_target import tokens_left
+    a, b, c = msg("a", "user", text("alpha beta")), msg("b", "tool", text("x" * 600)), msg("c", "user", text("go"))
+    made = msg("b", "tool", text("x" * 60))
+    each = dict(zip("abcm", tokens_each([a, b, c, made]), strict=True))
+    host = 2 * sum(each[k] for k in "abc")  # a host counting twice what the library estimates
+    left = tokens_left(host, host // 2, [a, b, c], [a, made, c])
+    assert left == host - 2 * (each["b"] - each["m"])  # only b and what replaced it are measured, scaled by 2
+    assert tokens_left(host, host // 2, [a, b, c], [a, c]) == host - 2 * each["b"]  # a message removed
+    assert tokens_left(host, host // 2, [a, b, c], [a, b, c]) == host  # nothing changed
+
+
+def _sparse_tails_history() -> list[Message]:
+    """Results whose head (what a cut keeps) is dense with symbols and whose tail is plain words: a cut frees
+    fewer tokens a character than the results' average, which sizes a token target."""
+    out = [msg("task", "user", text("Fix the bug."))]
+    for k in range(6):
+        body = "{}[]();" * 60 + " ".join(["word"] * 1200)
+        out += [msg(f"c{k}", "assistant", call(f"r{k}")), msg(f"o{k}", "tool", result(f"r{k}", body))]
+    return out + [msg("end", "user", text("go on"))]
+
+
+def test_a_token_target_plan_left_over_its_target_asks_again_or_says_so(monkeypatch) -> None:
+    import jev.compactor
+    from jev.cost import tokens_each
+    messages = _sparse_tails_history()
+    config = dataclasses.replace(CONFIG, size_exponent=0)  # the table keeps uncertain results: budget decides
+    judge = ReplayJudge({f"call_t{k}": 0.9 for k in range(1, 7)}, default=0.6)  # calls wanted: results are cut
+    tokens = sum(tokens_each(messages))  # the host counts as the library estimates
+    target = int(tokens * 0.7)
+
+    def planned():
+        return Compactor(judge, config, ExecutionOptions(Mode.SHADOW)).for_tokens(messages, tokens, target
+                                                                                 ).plan_sync(messages)
+
+    monkeypatch.setattr(jev.compactor, "REFITS", 0)  # the first choice alone: a little over, and it says so
+    first = planned()
+    assert sum(tokens_each(first.plan.messages)) > target and first.plan.target_met is False
+    left = sum(tokens_each(first.plan.messages))
+    assert first.detail.startswith(f"the plan leaves about {left:,} tokens as the host counts them (estimated), "
+                                   f"over the target of {target:,}; ")
+    monkeypatch.undo()
+    again = planned()  # asked again for what was still over: under the target
+    assert sum(tokens_each(again.plan.messages)) <= target and again.plan.target_met is True
+    assert again.detail == ""
+    cut = [k for k, a in again.plan.decisions.items() if a is Action.TRUNCATE_RESULT]
+    assert len(cut) > len([k for k, a in first.plan.decisions.items() if a is Action.TRUNCATE_RESULT])
