@@ -311,8 +311,6 @@ class Compactor:
             if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
                 chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
             reasons = [chosen[key] for key in candidate_keys]
-            if reasons == last:  # a deeper goal let go of nothing more: none would
-                break
             actions = [action_of(reason) for reason in reasons]
             compacted = self._applier(transcript, dict(zip(candidate_keys, actions, strict=True)), config)
             results_removed = sum(t if a is Action.TRUNCATE_RESULT else d
@@ -323,7 +321,7 @@ class Compactor:
                 break
             host, goal_tokens = self._host
             left = self._left(transcript, compacted, tokens)
-            if left <= goal_tokens or refits == REFITS:
+            if left <= goal_tokens or refits == REFITS or reasons == last:  # under, or asking more let go of nothing
                 break
             # what is still over, in characters at the rate the excess was sized with, beyond what was let go
             goal, refits, last = removed + math.ceil((left - goal_tokens) * self._excess / (host - goal_tokens)), \
