@@ -279,6 +279,13 @@ def test_jev_cost_replays_every_form_and_reports_each_policy(tmp_path) -> None:
         assert row["calls"] == base["calls"] and 0 < row["cache_read_share"] <= 1
         assert row["largest_request"] <= base["largest_request"] and "requests_over_window" in row
     assert rows["jev (budget to 1,500)"]["compactions_adopted"] >= 1
+    # with a target, the compactor's trigger events and those that ended over it (each saying why)
+    events = rows["jev (budget to 1,500)"]["target_events"]
+    assert events["events"] >= rows["jev (budget to 1,500)"]["compactions_adopted"]
+    assert 0 <= events["over_target"] <= events["events"] and events["over_target_without_reason"] == 0
+    assert all("target_events" not in row for name, row in rows.items() if not name.startswith("jev"))
+    assert (f"jev (budget to 1,500): {events['over_target']} of {events['events']} trigger events ended over 1,500 "
+            "tokens, each plan saying why") in proc.stderr.decode()
     assert rows["jev (budget to 1,500)"]["sent_ratio"] < 1 and rows["clear each call (keep 3)"]["sent_ratio"] < 1
     assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
     assert "billed ×" in proc.stderr.decode() and "needed let go (v1)" in proc.stderr.decode()

@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if not totals:
         raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(skipped)} unreadable)")
     report = _report(totals, lost if args.labels else None, needed, profile.name, trigger, target, args.window,
-                     len(found) - len(skipped), skipped)
+                     len(found) - len(skipped), skipped, jev_name)
     write_json(report, args.out)
     _table(out, report)
     if args.plot:
@@ -137,7 +137,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: list[int], profile: str,
             trigger: int, target: int | None, window: int | None, sessions: int,
-            skipped: dict[str, str]) -> dict[str, Any]:
+            skipped: dict[str, str], planned: str) -> dict[str, Any]:
+    """The report's JSON: one row per policy (`planned`: the compactor's, the one whose trigger events
+    are counted against the target)."""
     base = totals["no compaction"]
     rows = {}
     for name, bill in totals.items():
@@ -147,6 +149,9 @@ def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: l
                "compactions_refused": bill.refused, "largest_request": bill.largest}
         if window is not None:
             row["requests_over_window"] = bill.over_window
+        if target is not None and name == planned:  # its trigger events, and those that ended over the target
+            row["target_events"] = {"events": bill.events, "over_target": bill.over_target + bill.unexplained,
+                                    "over_target_without_reason": bill.unexplained}
         if lost is not None:
             v1, v2 = lost.get(name, [0, 0])
             row["needed_results_let_go"] = {
@@ -179,8 +184,18 @@ def _table(out: Any, report: dict[str, Any]) -> None:
             cells += [_share(lost["labels-v1_share"]), _share(lost["labels-v2-reuse_share"])]
         table.add_row(*cells)
     out.print(table)
+    for name, row in report["policies"].items():
+        if "target_events" in row:
+            out.print(_over_target(name, row["target_events"], report["target_tokens"]))
     for path, why in list(report["unreadable"].items())[:5]:
         out.print(f"  unreadable: {path}: {why}")
+
+
+def _over_target(name: str, events: dict[str, int], target: int) -> str:
+    """How many of the compactor's trigger events ended over the target, and whether each plan said why."""
+    silent = events["over_target_without_reason"]
+    return (f"{name}: {events['over_target']} of {events['events']} trigger events ended over {target:,} tokens, "
+            + (f"{silent} of them with no reason in the plan" if silent else "each plan saying why (its detail)"))
 
 
 def _ratio(value: float | None) -> str:
