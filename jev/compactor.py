@@ -321,7 +321,8 @@ class Compactor:
                 break
             host, goal_tokens = self._host
             left = self._left(transcript, compacted, tokens)
-            if left <= goal_tokens or refits == REFITS or reasons == last:  # under, or asking more let go of nothing
+            # under; or short in characters too (all it may let go is let go); or asking more let go of nothing
+            if left <= goal_tokens or removed < target or refits == REFITS or reasons == last:
                 break
             # what is still over, in characters at the rate the excess was sized with, beyond what was let go
             goal, refits, last = removed + math.ceil((left - goal_tokens) * self._excess / (host - goal_tokens)), \
