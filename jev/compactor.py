@@ -336,6 +336,9 @@ class Compactor:
                         _spread(result_scores, at, PINNED_SCORES.keep_result), _spread(actions, at, Action.KEEP),
                         _spread(reasons, at, PINNED_SCORES.reason), tuple(why.get(key, "") for key in keys),
                         _spread(scaled, at, None), _spread(truncates, at, 0), _spread(drops, at, 0))
+        met: bool | None = None  # budget mode: the characters reached; a token target: the host's count under it
+        if target is not None:
+            met = left <= self._host[1] if left is not None and self._host is not None else removed >= target
         before = transcript.chars
         after = chars_after(compacted, taken, self._made_chars)
         reduction = 1.0 - after / before if before else 0.0
@@ -343,8 +346,7 @@ class Compactor:
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=results_removed / max(1, sum(p.result_chars for p in candidates)),
-                      target_met=None if target is None else removed >= target if left is None
-                      else left <= self._host[1])
+                      target_met=met)
         cost = estimate(transcript.messages, compacted, horizon, config.pricing, tokens, cold)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common, cost=cost)
