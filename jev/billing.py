@@ -236,7 +236,8 @@ class JevCompaction(Policy):
         total = self.tokens.total(live)
         if self._count(live, total) < self.next_at:
             return live, live
-        compactor = self.compactor.for_tokens(live, total, self.target) if self.target else self.compactor
+        compactor = self.compactor.for_tokens(live, total, self.target, self.tokens.total) if self.target \
+            else self.compactor
         horizon = self.horizon(self.transcript, point) if self.horizon else None
         decision = compactor.plan_sync(live, scope=self.scope, horizon=horizon, idle_seconds=idle)
         self.bill.events += 1

@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .aio import run_sync
@@ -58,11 +58,11 @@ _log = logging.getLogger("jev")
 
 
 def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: bool = False,
-              left: tuple[int, int] | None = None) -> str:
+              left: tuple[int, int, bool] | None = None) -> str:
     """Why budget mode stopped short of its target: the characters it could not let go, by what holds them
     (`reachable` False: the host's token target was beyond every candidate result from the start; `deep`:
-    a host's token target, which drops whole pairs too; `left`: the host's count the plan leaves, estimated,
-    and its target)."""
+    a host's token target, which drops whole pairs too; `left`: the host's count of what the plan leaves, its
+    target, and whether the count is the library's estimate rather than the host's counter's)."""
     held: dict[str, int] = {}
     rows = plan.rows
     for action, pinned, reason, chars in zip(rows.action, rows.pinned, rows.reason, rows.result_chars, strict=True):
@@ -74,8 +74,9 @@ def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: 
     other = transcript.chars - sum(p.result_chars for p in transcript.pairs)
     parts = [f"{n:,} in results {why}" for why, n in sorted(held.items(), key=lambda item: -item[1])]
     return (("the token target is out of reach: " if not reachable else "")
-            + (f"the plan leaves about {left[0]:,} tokens as the host counts them (estimated), over the target of "
-               f"{left[1]:,}; " if left is not None and left[0] > left[1] else "")
+            + (f"the plan leaves {'about ' if left[2] else ''}{left[0]:,} tokens as the host counts them"
+               f"{' (estimated)' if left[2] else ''}, over the target of {left[1]:,}; "
+               if left is not None and left[0] > left[1] else "")
             + f"stopped short of the target at {plan.result_share:.1%} of candidate result characters: "
             + ("a token target's plan lets go of results, then of whole pairs, never of a call in a message with "
                "thinking" if deep else "budget mode lets go of results only")
@@ -149,6 +150,7 @@ class Compactor:
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
         self._excess: int | None = None  # on a `for_tokens` copy: the characters its target needs let go
         self._host: tuple[int, int] | None = None  # on a `for_tokens` copy: the host's count and its target
+        self._count: Callable[[Sequence[Message]], int] | None = None  # on a `for_tokens` copy: the host's counter
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
         self._applier = Applier()  # what the last plan made of the messages it changed
         self._let_go = LetGoSizes()  # what letting go of each pair of the last plan saves
@@ -203,12 +205,15 @@ class Compactor:
         return run_sync(self.compact(messages, scope=scope, context=context, horizon=horizon,
                                      idle_seconds=idle_seconds))
 
-    def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None) -> Compactor:
+    def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None,
+                   count: Callable[[Sequence[Message]], int] | None = None) -> Compactor:
         """This compactor, or a copy of it in budget mode whose `target_reduction` should bring `messages`
         — `tokens` long as the host counts them — under `target_tokens` (`jev.token_target`). Itself when
         there is no target, the history is already under it, or nothing could be let go. The copy keeps
         the analysis it sized the plan on: planning that same list, unchanged (the change guard proves
-        it), judges it without analyzing it again."""
+        it), judges it without analyzing it again. `count`, when the host can count a list of messages
+        the way it counted `tokens`, counts the history a plan leaves (else it is estimated:
+        `jev.token_target.tokens_left`); a plan still over the target asks for more."""
         if target_tokens is None or tokens <= target_tokens:
             return self
         try:
@@ -226,6 +231,7 @@ class Compactor:
         other._ride_along = True
         other._excess = excess[0]
         other._host = (tokens, target_tokens)
+        other._count = count
         return other
 
     def _take(self, messages: Sequence[Message]) -> Taken:
@@ -359,7 +365,7 @@ class Compactor:
         plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
         if plan.target_met is False or (not self._reachable and self._excess is None):
             detail = shortfall(plan, transcript, self._reachable, self._excess is not None,
-                               None if left is None else (left, self._host[1]))
+                               None if left is None else (left, self._host[1], self._count is None))
         elif self._excess is not None and (whole or not self._reachable):
             detail = calls_let_go(candidates, actions, len(whole))
         else:
@@ -413,9 +419,12 @@ class Compactor:
         return out
 
     def _left(self, transcript: Transcript, compacted: Sequence[Message], tokens: HistoryTokens) -> int:
-        """The host's count of `compacted` on a `for_tokens` copy (`jev.token_target.tokens_left`): the
-        messages the plan changed and made measured, the rest as the host counted them."""
+        """The host's count of `compacted` on a `for_tokens` copy: its own counter's when it gave one, else
+        estimated (`jev.token_target.tokens_left`: the messages the plan changed and made measured, the
+        rest as the host counted them)."""
         assert self._host is not None
+        if self._count is not None:
+            return self._count(compacted)
         return tokens_left(self._host[0], sum(tokens.of_history()), transcript.messages, compacted,
                            self._made_tokens)
 

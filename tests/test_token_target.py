@@ -231,3 +231,27 @@ def test_a_token_target_plan_left_over_its_target_asks_again_or_says_so(monkeypa
     assert again.detail == ""
     cut = [k for k, a in again.plan.decisions.items() if a is Action.TRUNCATE_RESULT]
     assert len(cut) > len([k for k, a in first.plan.decisions.items() if a is Action.TRUNCATE_RESULT])
+
+
+def test_a_token_target_plan_counts_what_it_leaves_with_the_hosts_counter() -> None:
+    from jev import formats
+    from jev.canonical import canonical_json
+    messages = _sparse_tails_history()
+    config = dataclasses.replace(CONFIG, size_exponent=0)
+    judge = ReplayJudge({f"call_t{k}": 0.9 for k in range(1, 7)}, default=0.6)
+    counted: list[int] = []
+
+    def host(history) -> int:  # a quarter token per character of the messages' JSON, ids and all
+        counted.append(len(history))
+        return sum(-(-len(canonical_json(formats.dump([m]))) // 4) for m in history)
+
+    tokens = host(messages)
+    for target in (int(tokens * 0.7), int(tokens * 0.4), 100):  # the last beyond reach: the task and turn stay
+        decision = Compactor(judge, config, ExecutionOptions(Mode.SHADOW)).for_tokens(
+            messages, tokens, target, host).plan_sync(messages)
+        left = host(decision.plan.messages)
+        assert (left <= target) is decision.plan.target_met  # what the plan says is what the host counts
+        if target == 100:
+            assert left > target and f"the plan leaves {left:,} tokens as the host counts them, over the target of " \
+                f"{target:,}; " in decision.detail
+    assert len(counted) > 3  # the plans counted with it: the history, then each plan's choice

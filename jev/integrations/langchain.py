@@ -52,7 +52,8 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
 
     def _sized(self, live: list[Any], judged: list[Any]) -> Compactor:
         """The compactor for this plan: in budget mode toward `target_tokens` when one is set."""
-        return self.host.sized(judged, lambda: self.token_counter(live))
+        return self.host.sized(judged, lambda: self.token_counter(live),
+                               lambda messages: self.token_counter(formats.dump(list(messages), "langchain")))
 
     # --- SHADOW: a per-call look, state untouched ---------------------------------------------------
 

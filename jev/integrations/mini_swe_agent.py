@@ -57,7 +57,8 @@ class JevQueryHook(Adapter):
         if not self.host.due(count):
             return
         scope = self.host.scope_for(agent)
-        compactor = self.host.sized(messages, lambda: count if self.trigger[0] == "tokens" else tokens_of(messages))
+        compactor = self.host.sized(messages, lambda: count if self.trigger[0] == "tokens" else tokens_of(messages),
+                                    tokens_of)  # the hook counts with the library's estimate
         decision = self.host.keep(compactor.plan_sync(messages, scope=scope, horizon=self.host.horizon_for(agent)))
         adopted = self.host.commit(decision, scope, lambda: _same(agent.messages, judged))
         if adopted is not None:

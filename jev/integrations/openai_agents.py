@@ -81,7 +81,8 @@ class JevSession(Adapter, SessionABC):
         if judged is None:
             self.host.planned(len(items))
             return
-        compactor = self.host.sized(judged, lambda: self.token_counter(items))
+        compactor = self.host.sized(judged, lambda: self.token_counter(items),
+                                    lambda messages: self.token_counter(formats.dump(list(messages), FORMAT)))
         decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
                                                        horizon=self.host.horizon_for(self)))
         async def unchanged() -> bool:
@@ -121,7 +122,9 @@ def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions:
         judged = host.read(lambda: formats.load(items, FORMAT))
         if judged is None:  # left as it is
             return ModelInputData(input=items, instructions=data.model_data.instructions)
-        decision = await host.sized(judged, lambda: token_counter(items)).plan(judged, scope=scope)
+        decision = await host.sized(judged, lambda: token_counter(items),
+                                    lambda messages: token_counter(formats.dump(list(messages), FORMAT))
+                                    ).plan(judged, scope=scope)
         if decisions is not None:  # the caller's list, bounded as every adapter's: the last keep_decisions
             decisions.append(decision)
             del decisions[:-keep_decisions]
