@@ -101,8 +101,14 @@ def questions_tokens_of(count: int, tenths: int) -> int:
     return -(-(_BRACES + tenths + _COMMA * max(0, count - 1)) // 10)
 
 
-def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_request_tokens: int) -> list[Batch]:
-    """Pairs in key order, two questions each, packed so that every request fits both limits."""
+def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_request_tokens: int | None
+            ) -> list[Batch]:
+    """Pairs in key order, two questions each, packed so that every request fits both limits
+    (`max_request_tokens` None: a judge in process, sent nothing — `max_questions` alone, no tokens counted)."""
+    if max_request_tokens is None:
+        questions = [q for pair in pairs for q in questions_for(pair)]
+        return [Batch(tuple(questions[k:k + 2 * (max_questions // 2)]), 0)
+                for k in range(0, len(questions), 2 * (max_questions // 2))]
     out: list[Batch] = []
     current: list[Question] = []
     tenths = _BRACES

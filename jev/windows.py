@@ -12,7 +12,6 @@ each window; only a pair that cannot fit even alone beside the task ends the pla
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +67,7 @@ def plan_requests(transcript: Transcript, judged: Sequence[Pair], config: Compac
     if not receives_state:
         state: dict[str, Any] = {}
         return RequestPlan(tuple(JudgeCall(state, b, 0, NOT_SENT)
-                                 for b in batches(judged, 0, config.max_questions, sys.maxsize)), NOT_SENT, 0)
+                                 for b in batches(judged, 0, config.max_questions, None)), NOT_SENT, 0)
     try:
         fitted = fit_state(transcript, config.max_state_tokens)
         whole = batches(judged, fitted.tokens, config.max_questions, config.max_request_tokens)
