@@ -353,7 +353,6 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
     return out, removed, target
 
 
-
 def deepened(judged: Sequence[Judged], reasons: dict[str, str], removed: int, target: int,
              call_chars: Sequence[int]) -> tuple[dict[str, str], int]:
     """A host's token target that letting go of results did not reach (`removed` < `target`, characters):
@@ -380,6 +379,7 @@ def deepened(judged: Sequence[Judged], reasons: dict[str, str], removed: int, ta
         out[key] = "DROP_PAIR"
         removed += adds
     return out, removed
+
 
 B = TypeVar("B")  # a bool, or a numpy bool array
 

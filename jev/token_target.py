@@ -5,7 +5,8 @@ target is converted to the library's token estimate (the host's count against SP
 same history), then to characters at the candidate results' own characters per token, and taken as a
 share of the characters the plan may let go of — the candidate results'. Pure: the compactor's
 `for_tokens` sizes a plan with it (and keeps the excess itself, which a plan that letting go of results
-cannot reach frees by dropping whole pairs: `jev.policy.deepened`); the plan never sees tokens.
+cannot reach frees by dropping whole pairs: `jev.policy.deepened`), and a plan checks what it leaves in the
+host's tokens — with the host's counter, or estimated here (`tokens_left`) — asking for more while over.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def tokens_left(tokens: int, estimated: int, before: Sequence[Message], after: S
                 measure: Callable[[Sequence[Message]], list[int]] = tokens_each) -> int:
     """The host's count of `after`, a compaction of `before` (the host counts `before` at `tokens`, the library
     estimates it at `estimated`): `tokens` less what the plan removed — the messages it changed or removed
-    against those it made, each measured with SPEC §4's estimate (`measure`) — scaled to the host's count.
+    against those it made, each measured with SPEC §4's estimate (`tokens_each`; the made ones with `measure`,
+    which may be a `jev.history.Remeasured` of it that keeps an earlier plan's) — scaled to the host's count.
     Only what changed is measured: the rate a whole history's sample gives misjudges a history that lost
     most of its results, which run denser or sparser than the text that stays."""
     kept = set(map(id, after))
