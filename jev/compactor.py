@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import inspect
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .aio import run_sync
@@ -150,7 +151,7 @@ class Compactor:
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
         self._excess: int | None = None  # on a `for_tokens` copy: the characters its target needs let go
         self._host: tuple[int, int] | None = None  # on a `for_tokens` copy: the host's count and its target
-        self._count: Callable[[Sequence[Message]], int] | None = None  # on a `for_tokens` copy: the host's counter
+        self._count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None  # a `for_tokens` copy's host counter
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
         self._applier = Applier()  # what the last plan made of the messages it changed
         self._let_go = LetGoSizes()  # what letting go of each pair of the last plan saves
@@ -206,14 +207,15 @@ class Compactor:
                                      idle_seconds=idle_seconds))
 
     def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None,
-                   count: Callable[[Sequence[Message]], int] | None = None) -> Compactor:
+                   count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None) -> Compactor:
         """This compactor, or a copy of it in budget mode whose `target_reduction` should bring `messages`
         — `tokens` long as the host counts them — under `target_tokens` (`jev.token_target`). Itself when
         there is no target, the history is already under it, or nothing could be let go. The copy keeps
         the analysis it sized the plan on: planning that same list, unchanged (the change guard proves
         it), judges it without analyzing it again. `count`, when the host can count a list of messages
-        the way it counted `tokens`, counts the history a plan leaves (else it is estimated:
-        `jev.token_target.tokens_left`); a plan still over the target asks for more."""
+        the way it counted `tokens` (returning the count, or an awaitable of it), counts the history a plan
+        leaves (else it is estimated: `jev.token_target.tokens_left`); a plan still over the target asks for
+        more."""
         if target_tokens is None or tokens <= target_tokens:
             return self
         try:
@@ -326,7 +328,7 @@ class Compactor:
             if self._host is None or self._excess is None:
                 break
             host, goal_tokens = self._host
-            left = self._left(transcript, compacted, tokens)
+            left = await self._left(transcript, compacted, tokens)
             # under; or short in characters too (all it may let go is let go); or asking more let go of nothing
             if left <= goal_tokens or removed < target or refits == REFITS or reasons == last:
                 break
@@ -418,13 +420,14 @@ class Compactor:
             out[key] = "CACHED_PREFIX"
         return out
 
-    def _left(self, transcript: Transcript, compacted: Sequence[Message], tokens: HistoryTokens) -> int:
+    async def _left(self, transcript: Transcript, compacted: Sequence[Message], tokens: HistoryTokens) -> int:
         """The host's count of `compacted` on a `for_tokens` copy: its own counter's when it gave one, else
         estimated (`jev.token_target.tokens_left`: the messages the plan changed and made measured, the
         rest as the host counted them)."""
         assert self._host is not None
         if self._count is not None:
-            return self._count(compacted)
+            counted = self._count(compacted)
+            return await counted if inspect.isawaitable(counted) else counted
         return tokens_left(self._host[0], sum(tokens.of_history()), transcript.messages, compacted,
                            self._made_tokens)
 

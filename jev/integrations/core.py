@@ -103,10 +103,11 @@ class HostCompaction:
         return self.scope(host) if callable(self.scope) else self.scope
 
     def sized(self, messages: Sequence[Message], count_tokens: Callable[[], int],
-              count: Callable[[Sequence[Message]], int] | None = None) -> Compactor:
+              count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None) -> Compactor:
         """The compactor for this plan: in budget mode toward `target_tokens` when one is set, the history
         counted (only then) by the host's own counter; `count` counts a list of jev messages as the host
-        would (the history a plan leaves is checked against the target with it; else estimated)."""
+        would, or gives an awaitable of it (the history a plan leaves is checked against the target with it;
+        else estimated)."""
         if self.target_tokens is None:
             return self.compactor
         return self.compactor.for_tokens(messages, count_tokens(), self.target_tokens, count)
