@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -105,20 +106,17 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
             ) -> list[Batch]:
     """Pairs in key order, two questions each, packed so that every request fits both limits
     (`max_request_tokens` None: a judge in process, sent nothing — `max_questions` alone, no tokens counted)."""
-    if max_request_tokens is None:
-        questions = [q for pair in pairs for q in questions_for(pair)]
-        return [Batch(tuple(questions[k:k + 2 * (max_questions // 2)]), 0)
-                for k in range(0, len(questions), 2 * (max_questions // 2))]
     out: list[Batch] = []
     current: list[Question] = []
     tenths = _BRACES
+    sized = max_request_tokens is not None
     # a request fits while state + ceil(tenths / 10) + envelope <= max_request_tokens, i.e. tenths <= room
-    room = 10 * (max_request_tokens - state_tokens - ENVELOPE_TOKENS)
+    room = 10 * (max_request_tokens - state_tokens - ENVELOPE_TOKENS) if max_request_tokens is not None else math.inf
     for pair in pairs:
-        own = pair_tenths(pair)
+        own = pair_tenths(pair) if sized else 0
         add = own + _COMMA if current else own
         if current and (len(current) + 2 > max_questions or tenths + add > room):
-            out.append(Batch(tuple(current), -(-tenths // 10)))
+            out.append(Batch(tuple(current), -(-tenths // 10) if sized else 0))
             current, tenths, add = [], _BRACES, own
         if len(current) + 2 > max_questions or tenths + add > room:
             raise StateBudgetError(f"no room for compaction questions: pair {pair.key} does not fit "
@@ -126,7 +124,7 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
         current.extend(questions_for(pair))
         tenths += add
     if current:
-        out.append(Batch(tuple(current), -(-tenths // 10)))
+        out.append(Batch(tuple(current), -(-tenths // 10) if sized else 0))
     return out
 
 
