@@ -28,7 +28,7 @@ from ..decision import Mode
 from ..errors import ConfigError
 from ..scope import Scope
 from ..transcript import Message, ToolResultBlock
-from .core import Adapter, HostCompaction, check_trigger
+from .core import Adapter, HostCompaction, check_trigger, counted_as
 
 FORMAT = "agentscope"
 
@@ -92,8 +92,8 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
         compactor = self.compactor
         if self.host.target_tokens is not None:  # counted by the agent's model, as AgentScope counts its context
             tokens = await agent.model.count_tokens(context, None)
-            compactor = self.host.sized(messages, lambda: tokens, lambda compacted: agent.model.count_tokens(
-                [Msg.model_validate(d) for d in formats.dump(list(compacted), FORMAT)], None))
+            compactor = self.host.sized(messages, lambda: tokens, counted_as(
+                lambda dicts: agent.model.count_tokens([Msg.model_validate(d) for d in dicts], None), FORMAT))
         decision = self.host.keep(await compactor.plan(messages, scope=scope,
                                                        context={"session_id": agent.state.session_id},
                                                        horizon=self.host.horizon_for(agent)))

@@ -22,8 +22,9 @@ import logging
 import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+from .. import formats
 from ..archived_pair import restore_latest
 from ..compactor import Compactor
 from ..decision import Decision, Mode, Reason, Status
@@ -34,6 +35,15 @@ from ..transcript import Message
 from ..validate import require_integer
 
 _log = logging.getLogger("jev")
+
+
+N = TypeVar("N", int, Awaitable[int])
+
+
+def counted_as(counter: Callable[[Any], N], form: str) -> Callable[[Sequence[Message]], N]:
+    """A host's token counter, which reads its own form of a history, as one of jev messages: each list is
+    written in `form` first (what a token target's plan counts what it leaves with: `HostCompaction.sized`)."""
+    return lambda messages: counter(formats.dump(list(messages), form))
 
 
 def check_trigger(trigger: Any, kinds: tuple[str, ...]) -> tuple[str, int]:

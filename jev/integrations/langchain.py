@@ -26,7 +26,7 @@ from ..decision import Decision, Mode
 from ..history import fingerprint
 from ..scope import Scope
 from ..transcript import Message
-from .core import Adapter, HostCompaction, check_trigger
+from .core import Adapter, HostCompaction, check_trigger, counted_as
 
 
 class JevCompactionMiddleware(Adapter, AgentMiddleware):
@@ -52,8 +52,7 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
 
     def _sized(self, live: list[Any], judged: list[Any]) -> Compactor:
         """The compactor for this plan: in budget mode toward `target_tokens` when one is set."""
-        return self.host.sized(judged, lambda: self.token_counter(live),
-                               lambda messages: self.token_counter(formats.dump(list(messages), "langchain")))
+        return self.host.sized(judged, lambda: self.token_counter(live), counted_as(self.token_counter, "langchain"))
 
     # --- SHADOW: a per-call look, state untouched ---------------------------------------------------
 

@@ -29,7 +29,7 @@ from ..compactor import Compactor
 from ..decision import Decision, Mode
 from ..scope import Scope
 from ..state import estimate_tokens
-from .core import Adapter, HostCompaction, check_count
+from .core import Adapter, HostCompaction, check_count, counted_as
 
 FORMAT = "openai-responses"
 
@@ -81,8 +81,7 @@ class JevSession(Adapter, SessionABC):
         if judged is None:
             self.host.planned(len(items))
             return
-        compactor = self.host.sized(judged, lambda: self.token_counter(items),
-                                    lambda messages: self.token_counter(formats.dump(list(messages), FORMAT)))
+        compactor = self.host.sized(judged, lambda: self.token_counter(items), counted_as(self.token_counter, FORMAT))
         decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
                                                        horizon=self.host.horizon_for(self)))
         async def unchanged() -> bool:
@@ -122,8 +121,7 @@ def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions:
         judged = host.read(lambda: formats.load(items, FORMAT))
         if judged is None:  # left as it is
             return ModelInputData(input=items, instructions=data.model_data.instructions)
-        decision = await host.sized(judged, lambda: token_counter(items),
-                                    lambda messages: token_counter(formats.dump(list(messages), FORMAT))
+        decision = await host.sized(judged, lambda: token_counter(items), counted_as(token_counter, FORMAT)
                                     ).plan(judged, scope=scope)
         if decisions is not None:  # the caller's list, bounded as every adapter's: the last keep_decisions
             decisions.append(decision)
