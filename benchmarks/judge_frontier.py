@@ -1,0 +1,125 @@
+"""The local judge's frontier: how the strict proxy's gap closed trades against labels-v2-reuse's as the
+result head's one free knob — the strict part's share of the mixture — moves, across agent models and
+within each one.
+
+Issue 38 asks for a strict gap >= 0.35 both ways across models while labels-v2-reuse does not fall below
+`jev-local-4`'s cells (0.492 Gemini -> DeepSeek, 0.541 DeepSeek -> Gemini). The shipped recipe picks one
+point by grouped cross-validation on its training set; this script prints the whole curve it picks
+from, so a shortfall reads as "no point of the curve clears the bar", not as a bad pick:
+
+- *across models*: the recipe's parts (boosted trees per proxy at the shipped capacity, leaves of
+  >= 1 000 rows) and call head trained on one dev set, scored on the other;
+- *within one model*: the same, instance-grouped 5-fold cross-validation on one dev set — the ceiling a
+  model trained on the test agent's own sessions reaches, out of fold (what "cannot be reached across
+  models" is measured against).
+
+Each row ranks by the mixture's sum (P / saves ** a; the shipped link is monotone, so the exponent grid
+covers it) at each strict share and size exponent, on the yardstick of `benchmarks/quality.py` (half of
+the candidate characters at points with >= 30 000; size-aware oracle), with 95 % intervals over
+instances. `--scan-chars` reads more of each result end (the features' depth; 120 ships).
+
+    python benchmarks/judge_frontier.py [--scan-chars 120 --scan-chars 1500] [--boot 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+
+import numpy as np
+from sklearn.model_selection import GroupKFold
+
+from calibration import train_local as recipe
+from calibration.dataset import TrainingRows, build_rows
+from calibration.labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
+from calibration.rarity import Rarity
+from calibration.yardstick import tally, with_intervals
+from jev.judges.local import mixed, score, score_trees
+
+SHARES = (0.4, 0.6, 0.8, 1.0)
+EXPONENTS = (1.0, 1.5)
+CAPACITY = recipe.CAPACITIES[1]  # the shipped choice: leaves of >= 1 000 rows
+SHORT = {"mini-swe-agent 1 (Gemini 3 Pro) on SWE-bench Verified": "Gemini",
+         "mini-swe-agent 2.x (DeepSeek chat/reasoner/lite) on SWE-bench Lite": "DeepSeek"}
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def curve(rows: TrainingRows, parts: np.ndarray, bases: np.ndarray, test_of: list[np.ndarray],
+          p_call: np.ndarray, boot: int) -> Iterator[tuple[float, float, dict[str, tuple[float, float, float]]]]:
+    """(share, exponent, gap closed with its interval per proxy) of every point on the curve: `parts` (one
+    row per proxy) scored on `rows`, each of `test_of`'s row sets mixed with its own training bases."""
+    labels = {**recipe.part_labels(rows), LABEL_VERSION: rows.needed_result}
+    for share in SHARES:
+        mixture = np.zeros(len(rows.X))
+        for ix, base in zip(test_of, bases, strict=True):
+            weights = recipe.part_weights(base.tolist(), share)
+            mixture[ix] = mixed([parts[p, ix] for p in range(len(recipe.PARTS))], weights)
+        for exponent in EXPONENTS:
+            tallies = tally(rows, mixture, p_call, labels, recipe.BUDGET, recipe.MIN_CHARS, size_exponent=exponent)
+            yield share, exponent, {proxy: with_intervals(t, boot)["gap closed"] for proxy, t in tallies.items()}
+
+
+def across(train: TrainingRows, test: TrainingRows, boot: int):
+    """The curve of a recipe trained on `train` and scored on `test`."""
+    X, X_test, labels = recipe.columns(train.X), recipe.columns(test.X), recipe.part_labels(train)
+    p_call = score(recipe.fit_spec(X, recipe.call_label(train).astype(float), recipe.groups_of(train)), X_test, 3)
+    parts = np.asarray([score_trees(recipe.fit_trees(X, labels[p], CAPACITY), X_test) for p in recipe.PARTS])
+    bases = np.asarray([[labels[p].mean() for p in recipe.PARTS]])
+    return curve(test, parts, bases, [np.arange(len(test.X))], p_call, boot)
+
+
+def within(rows: TrainingRows, boot: int):
+    """The curve out of fold: instance-grouped 5-fold cross-validation on one set."""
+    X, labels, groups = recipe.columns(rows.X), recipe.part_labels(rows), recipe.groups_of(rows)
+    _head, _metrics, p_call = recipe.fit_head(X, recipe.call_label(rows).astype(float), groups)  # out of fold
+    folds = list(GroupKFold(recipe.FOLDS).split(X, rows.needed_result, groups))
+    parts, bases = np.zeros((len(recipe.PARTS), len(X))), np.zeros((len(folds), len(recipe.PARTS)))
+    for f, (fit_ix, test_ix) in enumerate(folds):
+        for p, label in enumerate(recipe.PARTS):
+            bases[f, p] = labels[label][fit_ix].mean()
+            parts[p, test_ix] = score_trees(recipe.fit_trees(X[fit_ix], labels[label][fit_ix], CAPACITY), X[test_ix])
+    return curve(rows, parts, bases, [test_ix for _fit, test_ix in folds], p_call, boot)
+
+
+def cell(value: tuple[float, float, float]) -> str:
+    return f"{value[0]:.3f} [{value[1]:.3f}, {value[2]:.3f}]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scan-chars", type=int, action="append", metavar="N",
+                        help="characters of each result end the features read (repeatable; default 120 and 1500)")
+    parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of instances (default 1000)")
+    args = parser.parse_args(argv)
+    depths = args.scan_chars or [120, 1500]
+    for depth in depths:
+        recipe.checked_scan_chars(parser, depth)
+    sources = [str(p) for p in recipe.DEFAULT_DATA]
+    say("common words of the dev sets")
+    rarity = Rarity.of(recipe.rarity_of(sources))
+    print("| depth | cell | strict share | size exponent | labels-v3-strict | labels-v2-reuse | labels-v1 |")
+    print("|---|---|---|---|---|---|---|")
+    for depth in depths:
+        say(f"decision points reading {depth} characters of each result end")
+        by = {SHORT.get(recipe.corpus_name(s), recipe.corpus_name(s)): build_rows(s, scan_chars=depth, rarity=rarity)
+              for s in sources}
+        (a, rows_a), (b, rows_b) = by.items()
+        cells = [(f"{a} → {b}", lambda: across(rows_a, rows_b, args.boot)),
+                 (f"{b} → {a}", lambda: across(rows_b, rows_a, args.boot)),
+                 (f"within {b} (5-fold CV)", lambda: within(rows_b, args.boot)),
+                 (f"within {a} (5-fold CV)", lambda: within(rows_a, args.boot))]
+        for name, points in cells:
+            say(f"{depth}: {name}")
+            for share, exponent, gaps in points():
+                print(f"| {depth} | {name} | {share:g} | {exponent:g} | {cell(gaps[STRICT_LABEL_VERSION])} | "
+                      f"{cell(gaps[ALT_LABEL_VERSION])} | {cell(gaps[LABEL_VERSION])} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
