@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     depths = args.scan_chars or [120, 1500]
     for depth in depths:
         recipe.checked_scan_chars(parser, depth)
+    if args.boot < 1:
+        parser.error(f"--boot must be an integer >= 1 (got {args.boot})")
     sources = [str(p) for p in recipe.DEFAULT_DATA]
     say("common words of the dev sets")
     rarity = Rarity.of(recipe.rarity_of(sources))

@@ -108,6 +108,15 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
         assert says in _refusal(monkeypatch, capsys, name, *args), (name, args)
 
 
+def test_judge_frontier_refuses_bad_flags_by_name(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before any data is read: the flag and its rule named."""
+    for args, says in [(["--scan-chars", "0"], "--scan-chars must be an integer >= 1 (got 0)"),
+                       (["--boot", "0"], "--boot must be an integer >= 1 (got 0)"),
+                       (["--boot", "x"], "--boot: invalid int value: 'x'")]:
+        assert says in _refusal(monkeypatch, capsys, "judge_frontier", *args), args
+
+
 def _rollout(sessions: Path, out: Path, *judge: str, env: dict[str, str] | None = None) -> Path:
     """The rollout's first two steps over `sessions`: SHADOW records from `jev replay`, then `jev label`."""
     records, labelled = out / "records.jsonl", out / "labelled.jsonl"
