@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 
 import numpy as np
+from quality import SETS
 from sklearn.model_selection import GroupKFold
 
 from calibration import train_local as recipe
@@ -41,8 +42,6 @@ from jev.judges.local import mixed, score, score_trees
 SHARES = (0.4, 0.6, 0.8, 1.0)
 EXPONENTS = (1.0, 1.5)
 CAPACITY = recipe.CAPACITIES[1]  # the shipped choice: leaves of >= 1 000 rows
-SHORT = {"mini-swe-agent 1 (Gemini 3 Pro) on SWE-bench Verified": "Gemini",
-         "mini-swe-agent 2.x (DeepSeek chat/reasoner/lite) on SWE-bench Lite": "DeepSeek"}
 
 
 def say(text: str) -> None:
@@ -101,15 +100,13 @@ def main(argv: list[str] | None = None) -> int:
         recipe.checked_scan_chars(parser, depth)
     if args.boot < 1:
         parser.error(f"--boot must be an integer >= 1 (got {args.boot})")
-    sources = [str(p) for p in recipe.DEFAULT_DATA]
     say("common words of the dev sets")
-    rarity = Rarity.of(recipe.rarity_of(sources))
+    rarity = Rarity.of(recipe.rarity_of(list(SETS.values())))
     print("| depth | cell | strict share | size exponent | labels-v3-strict | labels-v2-reuse | labels-v1 |")
     print("|---|---|---|---|---|---|---|")
     for depth in depths:
         say(f"decision points reading {depth} characters of each result end")
-        by = {SHORT.get(recipe.corpus_name(s), recipe.corpus_name(s)): build_rows(s, scan_chars=depth, rarity=rarity)
-              for s in sources}
+        by = {name: build_rows(path, scan_chars=depth, rarity=rarity) for name, path in SETS.items()}
         (a, rows_a), (b, rows_b) = by.items()
         cells = [(f"{a} → {b}", lambda: across(rows_a, rows_b, args.boot)),
                  (f"{b} → {a}", lambda: across(rows_b, rows_a, args.boot)),
