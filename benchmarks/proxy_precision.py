@@ -2,14 +2,15 @@
 proxy called needed later, shown with the evidence, for a person to read; then the share read as genuine,
 with Wilson 95 % intervals.
 
-    python benchmarks/proxy_precision.py sample [--per-cell 12] [--out benchmarks/proxy_precision_sample.md]
+    python benchmarks/proxy_precision.py sample [--per-cell 24] [--out benchmarks/proxy_precision_sample.md]
     python benchmarks/proxy_precision.py score [--verdicts benchmarks/proxy_precision_verdicts.json]
 
 `sample` scores both dev sets with the shipped judge at the yardstick's point (budget mode, half the
 candidate result characters, points with 30 000 of them), keeps the let-go results each proxy calls needed
-after the point, draws `--per-cell` per set and proxy (seeded), and writes each case: the call, the
-proxy's evidence (the first use after the point: a token this result alone introduced and the command
-that wrote it; a word or re-run; a copied line, re-run or edit), and the result's lines around it.
+after the point, draws `--per-cell` per set and proxy (the first of one seeded shuffle, so a larger
+sample keeps a smaller one's cases), and writes each case: the call, the proxy's evidence (the first
+use after the point: a token this result alone introduced and the command that wrote it; a word or
+re-run; a copied line, re-run or edit), and the result's lines around it.
 `score` reads the verdicts a reader wrote (`{"case id": {"genuine": true, "why": "..."}}`) and prints the
 table. A verdict is "genuine" when the agent, at the later use, needed something only this result gave
 it — not prose, not boilerplate, not its own code echoed back, not something the task or a later result
@@ -77,7 +78,8 @@ def cases(name: str, source: Path, per_cell: int, seed: int = 0) -> list[dict]:
                                  model["size_exponent"])["judge"]]
         for proxy, flags in needed.items():
             found[proxy].extend(int(i) for i in gone if flags[i])
-    picked = {proxy: sorted(np.random.default_rng(seed).choice(ix, min(per_cell, len(ix)), replace=False).tolist())
+    # the first `per_cell` of one seeded shuffle per proxy: a larger sample keeps a smaller one's cases
+    picked = {proxy: sorted(np.random.default_rng(seed).permutation(ix)[:per_cell].tolist())
               for proxy, ix in found.items()}
     wanted: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for proxy, ix in picked.items():
@@ -149,7 +151,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample")
-    s.add_argument("--per-cell", type=int, default=12)
+    s.add_argument("--per-cell", type=int, default=24)
     s.add_argument("--out", type=Path, default=SAMPLE)
     v = sub.add_parser("score")
     v.add_argument("--verdicts", type=Path, default=VERDICTS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,19 @@ def test_judge_frontier_refuses_bad_flags_by_name(monkeypatch: pytest.MonkeyPatc
                        (["--boot", "0"], "--boot must be an integer >= 1 (got 0)"),
                        (["--boot", "x"], "--boot: invalid int value: 'x'")]:
         assert says in _refusal(monkeypatch, capsys, "judge_frontier", *args), args
+
+
+def test_proxy_precision_verdicts_are_the_samples_one_each() -> None:
+    """The shipped reading covers the shipped sample: a verdict, with its reason, for every case drawn and
+    for nothing else (a re-drawn sample must be read again before its table is quoted)."""
+    from proxy_precision import SAMPLE, VERDICTS, wilson
+
+    drawn = re.findall(r"^## (\S+)$", SAMPLE.read_text(), re.M)
+    verdicts = orjson.loads(VERDICTS.read_bytes())
+    assert len(drawn) == len(set(drawn)) == 144 and set(drawn) == set(verdicts)
+    assert all(isinstance(v["genuine"], bool) and v["why"].strip() for v in verdicts.values())
+    lo, hi = wilson(18, 24)
+    assert (round(lo, 2), round(hi, 2)) == (0.55, 0.88)  # the README's strict SWE cell
 
 
 def _rollout(sessions: Path, out: Path, *judge: str, env: dict[str, str] | None = None) -> Path:
