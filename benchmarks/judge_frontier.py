@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from quality import SETS
@@ -42,6 +42,7 @@ from jev.judges.local import mixed, score, score_trees
 SHARES = (0.4, 0.6, 0.8, 1.0)
 EXPONENTS = (1.0, 1.5)
 CAPACITY = recipe.CAPACITIES[1]  # the shipped choice: leaves of >= 1 000 rows
+Curve = Iterator[tuple[float, float, dict[str, tuple[float, float, float]]]]  # share, exponent, gap per proxy
 
 
 def say(text: str) -> None:
@@ -49,7 +50,7 @@ def say(text: str) -> None:
 
 
 def curve(rows: TrainingRows, parts: np.ndarray, bases: np.ndarray, test_of: list[np.ndarray],
-          p_call: np.ndarray, boot: int) -> Iterator[tuple[float, float, dict[str, tuple[float, float, float]]]]:
+          p_call: np.ndarray, boot: int) -> Curve:
     """(share, exponent, gap closed with its interval per proxy) of every point on the curve: `parts` (one
     row per proxy) scored on `rows`, each of `test_of`'s row sets mixed with its own training bases."""
     labels = {**recipe.part_labels(rows), LABEL_VERSION: rows.needed_result}
@@ -63,7 +64,7 @@ def curve(rows: TrainingRows, parts: np.ndarray, bases: np.ndarray, test_of: lis
             yield share, exponent, {proxy: with_intervals(t, boot)["gap closed"] for proxy, t in tallies.items()}
 
 
-def across(train: TrainingRows, test: TrainingRows, boot: int):
+def across(train: TrainingRows, test: TrainingRows, boot: int) -> Curve:
     """The curve of a recipe trained on `train` and scored on `test`."""
     X, X_test, labels = recipe.columns(train.X), recipe.columns(test.X), recipe.part_labels(train)
     p_call = score(recipe.fit_spec(X, recipe.call_label(train).astype(float), recipe.groups_of(train)), X_test, 3)
@@ -72,7 +73,7 @@ def across(train: TrainingRows, test: TrainingRows, boot: int):
     return curve(test, parts, bases, [np.arange(len(test.X))], p_call, boot)
 
 
-def within(rows: TrainingRows, boot: int):
+def within(rows: TrainingRows, boot: int) -> Curve:
     """The curve out of fold: instance-grouped 5-fold cross-validation on one set."""
     X, labels, groups = recipe.columns(rows.X), recipe.part_labels(rows), recipe.groups_of(rows)
     _head, _metrics, p_call = recipe.fit_head(X, recipe.call_label(rows).astype(float), groups)  # out of fold
@@ -86,6 +87,7 @@ def within(rows: TrainingRows, boot: int):
 
 
 def cell(value: tuple[float, float, float]) -> str:
+    """A gap closed with its interval, as the table prints it."""
     return f"{value[0]:.3f} [{value[1]:.3f}, {value[2]:.3f}]"
 
 
@@ -108,13 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         say(f"decision points reading {depth} characters of each result end")
         by = {name: build_rows(path, scan_chars=depth, rarity=rarity) for name, path in SETS.items()}
         (a, rows_a), (b, rows_b) = by.items()
-        cells = [(f"{a} → {b}", lambda: across(rows_a, rows_b, args.boot)),
-                 (f"{b} → {a}", lambda: across(rows_b, rows_a, args.boot)),
-                 (f"within {b} (5-fold CV)", lambda: within(rows_b, args.boot)),
-                 (f"within {a} (5-fold CV)", lambda: within(rows_a, args.boot))]
-        for name, points in cells:
+        cells: list[tuple[str, Callable[..., Curve], tuple[TrainingRows, ...]]] = [
+            (f"{a} → {b}", across, (rows_a, rows_b)), (f"{b} → {a}", across, (rows_b, rows_a)),
+            (f"within {b} (5-fold CV)", within, (rows_b,)), (f"within {a} (5-fold CV)", within, (rows_a,))]
+        for name, make, given in cells:
             say(f"{depth}: {name}")
-            for share, exponent, gaps in points():
+            for share, exponent, gaps in make(*given, args.boot):
                 print(f"| {depth} | {name} | {share:g} | {exponent:g} | {cell(gaps[STRICT_LABEL_VERSION])} | "
                       f"{cell(gaps[ALT_LABEL_VERSION])} | {cell(gaps[LABEL_VERSION])} |", flush=True)
     return 0
