@@ -11,7 +11,12 @@ from, so a shortfall reads as "no point of the curve clears the bar", not as a b
   >= 1 000 rows) and call head trained on one dev set, scored on the other;
 - *within one model*: the same, instance-grouped 5-fold cross-validation on one dev set — the ceiling a
   model trained on the test agent's own sessions reaches, out of fold (what "cannot be reached across
-  models" is measured against).
+  models" is measured against);
+- *in sample, a richer model*: boosted trees of many more, deeper and smaller leaves (`RICHER`, beyond
+  what the judge may score in its time) fitted on one set and scored on the same rows — what these
+  features can describe at all, so a shortfall out of sample reads as transfer, not as missing signal;
+- *both labels known*: each part replaced by its own label — that the bar can be met at all at this
+  budget (the two proxies compete for the same characters).
 
 Each row ranks by the mixture's sum (P / saves ** a; the shipped link is monotone, so the exponent grid
 covers it) at each strict share and size exponent, on the yardstick of `benchmarks/quality.py` (half of
@@ -30,6 +35,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 from quality import SETS
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import GroupKFold
 
 from calibration import train_local as recipe
@@ -42,6 +48,9 @@ from jev.judges.local import mixed, score, score_trees
 SHARES = (0.4, 0.6, 0.8, 1.0)
 EXPONENTS = (1.0, 1.5)
 CAPACITY = recipe.CAPACITIES[1]  # the shipped choice: leaves of >= 1 000 rows
+RICHER = {**recipe.TREES, "max_iter": 300, "max_depth": None, "max_leaf_nodes": 31, "min_samples_leaf": 20,
+          "learning_rate": 0.1}  # the in-sample reference: ~15x the shipped parts' leaves, leaves of >= 20 rows
+KNOWN = 0.02  # a known label as a part's probability: 0.02 or 0.98 (the mixture sums logits, finite here)
 Curve = Iterator[tuple[float, float, dict[str, tuple[float, float, float]]]]  # share, exponent, gap per proxy
 
 
@@ -67,10 +76,8 @@ def curve(rows: TrainingRows, parts: np.ndarray, bases: np.ndarray, test_of: lis
 def across(train: TrainingRows, test: TrainingRows, boot: int) -> Curve:
     """The curve of a recipe trained on `train` and scored on `test`."""
     X, X_test, labels = recipe.columns(train.X), recipe.columns(test.X), recipe.part_labels(train)
-    p_call = score(recipe.fit_spec(X, recipe.call_label(train).astype(float), recipe.groups_of(train)), X_test, 3)
     parts = np.asarray([score_trees(recipe.fit_trees(X, labels[p], CAPACITY), X_test) for p in recipe.PARTS])
-    bases = np.asarray([[labels[p].mean() for p in recipe.PARTS]])
-    return curve(test, parts, bases, [np.arange(len(test.X))], p_call, boot)
+    return curve(test, parts, _bases(labels), [np.arange(len(test.X))], _call_head(train, X_test), boot)
 
 
 def within(rows: TrainingRows, boot: int) -> Curve:
@@ -84,6 +91,35 @@ def within(rows: TrainingRows, boot: int) -> Curve:
             bases[f, p] = labels[label][fit_ix].mean()
             parts[p, test_ix] = score_trees(recipe.fit_trees(X[fit_ix], labels[label][fit_ix], CAPACITY), X[test_ix])
     return curve(rows, parts, bases, [test_ix for _fit, test_ix in folds], p_call, boot)
+
+
+def in_sample(rows: TrainingRows, boot: int) -> Curve:
+    """The curve of `RICHER` parts fitted on `rows` and scored on the same rows."""
+    return _on_itself(rows, boot, lambda X, y: HistGradientBoostingClassifier(**RICHER).fit(X, y).predict_proba(X)[:, 1])
+
+
+def known(rows: TrainingRows, boot: int) -> Curve:
+    """The curve with each part's label known: the proxies' own trade-off at this budget."""
+    return _on_itself(rows, boot, lambda _X, y: np.where(y, 1 - KNOWN, KNOWN))
+
+
+def _on_itself(rows: TrainingRows, boot: int, part: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Curve:
+    """The curve of parts made by `part(X, label)` on `rows` and scored there, the call head as shipped
+    fitted and scored on the same rows."""
+    X, labels = recipe.columns(rows.X), recipe.part_labels(rows)
+    parts = np.asarray([part(X, labels[p]) for p in recipe.PARTS])
+    return curve(rows, parts, _bases(labels), [np.arange(len(X))], _call_head(rows, X), boot)
+
+
+def _call_head(train: TrainingRows, X: np.ndarray) -> np.ndarray:
+    """The call head's probabilities on `X` (model columns), fitted on `train` as the recipe fits it."""
+    return score(recipe.fit_spec(recipe.columns(train.X), recipe.call_label(train).astype(float),
+                                 recipe.groups_of(train)), X, 3)
+
+
+def _bases(labels: dict[str, np.ndarray]) -> np.ndarray:
+    """Each part's base rate on the rows it was fitted on, as `curve` takes them (one fold)."""
+    return np.asarray([[labels[p].mean() for p in recipe.PARTS]])
 
 
 def cell(value: tuple[float, float, float]) -> str:
@@ -112,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         (a, rows_a), (b, rows_b) = by.items()
         cells: list[tuple[str, Callable[..., Curve], tuple[TrainingRows, ...]]] = [
             (f"{a} → {b}", across, (rows_a, rows_b)), (f"{b} → {a}", across, (rows_b, rows_a)),
-            (f"within {b} (5-fold CV)", within, (rows_b,)), (f"within {a} (5-fold CV)", within, (rows_a,))]
+            (f"within {b} (5-fold CV)", within, (rows_b,)), (f"within {a} (5-fold CV)", within, (rows_a,)),
+            (f"{b}, richer model in sample", in_sample, (rows_b,)), (f"{a}, richer model in sample", in_sample, (rows_a,)),
+            (f"{b}, both labels known", known, (rows_b,)), (f"{a}, both labels known", known, (rows_a,))]
         for name, make, given in cells:
             say(f"{depth}: {name}")
             for share, exponent, gaps in make(*given, args.boot):
