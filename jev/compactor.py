@@ -155,7 +155,8 @@ class Compactor:
         self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
         self._applier = Applier()  # what the last plan made of the messages it changed
         self._let_go = LetGoSizes()  # what letting go of each pair of the last plan saves
-        # the characters and tokens of what it made, measured once while the history is read on from the last
+        # the characters and tokens of what it made (the tokens also of the originals a token target's estimate
+        # weighs them against: `_left`), measured once while the history is read on from the last
         self._made_chars, self._made_tokens = Remeasured(sizes_each), Remeasured(tokens_each)
 
     # --- public API -----------------------------------------------------------------------------

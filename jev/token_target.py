@@ -82,13 +82,15 @@ def tokens_left(tokens: int, estimated: int, before: Sequence[Message], after: S
                 measure: Callable[[Sequence[Message]], list[int]] = tokens_each) -> int:
     """The host's count of `after`, a compaction of `before` (the host counts `before` at `tokens`, the library
     estimates it at `estimated`): `tokens` less what the plan removed — the messages it changed or removed
-    against those it made, each measured with SPEC §4's estimate (`tokens_each`; the made ones with `measure`,
-    which may be a `jev.history.Remeasured` of it that keeps an earlier plan's) — scaled to the host's count.
-    Only what changed is measured: the rate a whole history's sample gives misjudges a history that lost
-    most of its results, which run denser or sparser than the text that stays."""
+    against those it made, each measured with SPEC §4's estimate (`measure`: `tokens_each`, or a
+    `jev.history.Remeasured` of it, which keeps what its last call measured — the refit rounds of one plan
+    measure mostly the same messages) — scaled to the host's count. Only what changed is measured: the rate
+    a whole history's sample gives misjudges a history that lost most of its results, which run denser or
+    sparser than the text that stays."""
     kept = set(map(id, after))
     held = set(map(id, before))
     gone = [m for m in before if id(m) not in kept]
     made = [m for m in after if id(m) not in held]
-    removed = sum(tokens_each(gone)) - sum(measure(made))
+    measured = measure([*gone, *made])  # one call: a memo of it holds both sides for the next round
+    removed = sum(measured[:len(gone)]) - sum(measured[len(gone):])
     return math.ceil(tokens - removed * tokens / max(1, estimated))

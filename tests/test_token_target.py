@@ -194,6 +194,13 @@ def test_tokens_left_counts_what_changed_as_the_host_counts() -> None:
     assert left == host - 2 * (each["b"] - each["m"])  # only b and what replaced it are measured, scaled by 2
     assert tokens_left(host, host // 2, [a, b, c], [a, c]) == host - 2 * each["b"]  # a message removed
     assert tokens_left(host, host // 2, [a, b, c], [a, b, c]) == host  # nothing changed
+    # a memo of the measure (what a compactor passes) measures each message once across refit rounds
+    from jev.history import Remeasured
+    seen: list[str] = []
+    memo = Remeasured(lambda ms: (seen.extend(m.id for m in ms), tokens_each(ms))[1])
+    assert tokens_left(host, host // 2, [a, b, c], [a, made, c], memo) == left
+    assert tokens_left(host, host // 2, [a, b, c], [a, made, c], memo) == left
+    assert sorted(seen) == ["b", "b"]  # the original and what replaced it, once each (they share an id)
 
 
 def _sparse_tails_history() -> list[Message]:
