@@ -35,9 +35,16 @@ CONFIG = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_me
 
 
 def floor_of(messages) -> Callable[[], object]:
-    """The floor: the history's jev-form dicts as canonical JSON (orjson, sorted keys), hashed."""
+    """The floor: the history's jev-form dicts as canonical JSON (orjson, sorted keys), hashed. The dicts are
+    dumped before any timing, so the floor leaves out reading the `Message` objects a plan is given."""
     data = formats.dump(messages)
     return lambda: hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).digest()
+
+
+def held_floor_of(messages) -> Callable[[], object]:
+    """The floor's other reading: the same canonical JSON made from the `Message` objects a plan is given
+    (`jev.canonical_json`), hashed — the same bytes, the objects read inside the timing."""
+    return lambda: hashlib.sha256(canonical_json(messages)).digest()
 
 
 def answers_for(messages) -> dict[str, float]:
@@ -134,7 +141,7 @@ def collected() -> None:
     print("\nlocal judge, garbage collector on (cold: a compactor that has planned nothing; warm: one that planned "
           "the history before it grew by one pair, read from there):")
     print(f"{'pairs':>6} {'cold ms':>8} {'floor ms':>9} {'cold/floor':>11} {'warm after cold ms':>19} {'/floor':>7} "
-          f"{'warm steady ms':>15} {'/floor':>7}")
+          f"{'warm steady ms':>15} {'/floor':>7} {'held floor ms':>14} {'cold/held floor':>16}")
     cold = {}
     for pairs in (400, 4000):
         messages = transcript(pairs)
@@ -142,17 +149,22 @@ def collected() -> None:
         judge, options = LocalJudge(), ExecutionOptions(Mode.SHADOW, 600, "bench")
 
         floor = floor_of(messages)
-        t_cold, t_floor, ratio = paired(lambda m=messages: Compactor(judge, CONFIG, options).plan_sync(m), floor,
-                                        repeat=5, min_time=4.0, collector=True)
+        def cold_plan(m: list = messages) -> object:
+            return Compactor(judge, CONFIG, options).plan_sync(m)
+
+        t_cold, t_floor, ratio = paired(cold_plan, floor, repeat=5, min_time=4.0, collector=True)
+        _t, t_held, held_ratio = paired(cold_plan, held_floor_of(messages), repeat=5, min_time=4.0, collector=True)
 
         t_warm, warm_ratio = _after_cold(messages, grown, judge, options, floor)
         t_steady, steady_ratio = _steady(pairs, judge, options, floor)
         cold[pairs] = t_cold
         print(f"{pairs:>6} {t_cold * 1000:>8.1f} {t_floor * 1000:>9.2f} {ratio:>10.2f}x {t_warm * 1000:>19.1f} "
-              f"{warm_ratio:>6.2f}x {t_steady * 1000:>15.1f} {steady_ratio:>6.2f}x")
+              f"{warm_ratio:>6.2f}x {t_steady * 1000:>15.1f} {steady_ratio:>6.2f}x {t_held * 1000:>14.2f} "
+              f"{held_ratio:>15.2f}x")
     print(f"scaling with the collector on: 10x the pairs (400 -> 4 000) took {cold[4000] / cold[400]:.1f}x the "
           "time (goal <= 11x)")
-    print("goals: cold <= 5x the floor at 400 and 4 000 pairs, warm <= 2.5x")
+    print("goals: cold <= 5x the floor at 400 and 4 000 pairs, warm <= 2.5x (counted against the floor; the held "
+          "floor makes the same canonical JSON from the Message objects inside the timing)")
 
 
 def _after_cold(messages: list, grown: list, judge: LocalJudge, options: ExecutionOptions,
