@@ -4,7 +4,9 @@ reduction, change guard, records — on real transcripts of 40, 400, 4 000 and 1
 (b) LangChain's ClearToolUsesEdit(trigger=0, keep=3).apply on the same transcript as LangChain messages
     with the approximate token counter; and the peak memory of a plan against the transcript's size.
 The edit slices the message list once per result it clears, so its time grows with the square of the
-pairs while a plan's grows with the pairs: the 16 000-pair row shows them drawing apart.
+pairs while a plan's grows with the pairs: the 16 000-pair row shows them drawing apart. A second table
+times the default local judge with the collector on, cold and warm, against the floor and against the
+held floor (the same canonical JSON made from the `Message` objects inside the timing).
 
     python benchmarks/plan_speed.py
 """
