@@ -24,46 +24,50 @@ from .transcript import (
 )
 
 
-def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "content", first: int = 0) -> int:
-    """Characters of what the model sees of `blocks`: text, thinking, each call's tool name and canonical
-    input, each result's text, other blocks as their canonical JSON — never envelopes, ids or metadata, so
-    a history's size does not depend on the form it was loaded from. With `parts`, every mutable value
-    inside the blocks (call inputs, result metadata, other blocks' JSON objects) is appended to it.
-    `analyze` applies the same rules inline (it runs on every plan); a unit test keeps the two equal. A
-    value with no JSON form is refused naming its place (`where`: the blocks' path, `first`: the index of
-    `blocks[0]` there)."""
-    total = 0
-    for k, block in enumerate(blocks, first):
-        kind = type(block)
-        if kind is TextBlock:
-            total += len(block.text)
-        elif kind is ToolResultBlock:
-            output = block.output
-            if parts is not None and block.metadata is not None:
-                parts.append(block.metadata)
-            total += len(output) if type(output) is str else visible_chars(output, parts, f"{where}[{k}].output")
-        elif kind is ToolUseBlock:
-            value = block.input
-            if type(value) is str:
-                total += call_size(block.name, value, value)
-            else:
-                try:
-                    total += call_size(block.name, value, canonical_json(value).decode())
-                except TypeError:
-                    not_json(value, f"{where}[{k}].input", TranscriptError)
-                if parts is not None:
-                    parts.append(value)
-        elif kind is ThinkingBlock:
-            total += len(block.thinking)
-        else:  # an unknown block: its JSON object is what the model is sent
-            data = getattr(block, "data", block)
-            try:
-                total += chars(canonical_json(data))
-            except TypeError:
-                not_json(data, f"{where}[{k}]", TranscriptError)
-            if parts is not None:
-                parts.append(data)
-    return total
+def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "content") -> int:
+    """Characters of what the model sees of `blocks` (`block_chars` of each; `where`: their path)."""
+    return sum(block_chars(block, parts, where, k) for k, block in enumerate(blocks))
+
+
+def block_chars(block: Any, parts: list[Any] | None, where: str | int, k: int, json: str | None = None) -> int:
+    """Characters of what the model sees of one block — text, thinking, a call's tool name and input (a
+    string as it is, else its canonical JSON: `json` when the caller made it), a result's text (its parts
+    counted alike), another block's canonical JSON — never envelopes, ids or metadata, so a history's size
+    does not depend on the form it was loaded from. The one size rule: `analyze` measures every message
+    with it. With `parts`, the mutable values inside the block (a call's input, a result's metadata,
+    another block's JSON object) are appended to it. A value with no JSON form is refused naming its place,
+    `where[k]`: `where` the path of the blocks holding it, or the index of the message whose content they are
+    (its path made only when needed: this runs for every block of every plan)."""
+    kind = type(block)
+    if kind is TextBlock:
+        return len(block.text)
+    if kind is ToolResultBlock:
+        output = block.output
+        if parts is not None and block.metadata is not None:
+            parts.append(block.metadata)
+        return len(output) if type(output) is str else visible_chars(output, parts, f"{_path(where, k)}.output")
+    if kind is ToolUseBlock:
+        value = block.input
+        if type(value) is str:
+            return len(block.name) + len(value)
+        if parts is not None:
+            parts.append(value)
+        return len(block.name) + len(_input_json(block, where, k) if json is None else json)
+    if kind is ThinkingBlock:
+        return len(block.thinking)
+    data = getattr(block, "data", block)  # an unknown block: its JSON object is what the model is sent
+    try:
+        size = chars(canonical_json(data))
+    except TypeError:
+        not_json(data, _path(where, k), TranscriptError)
+    if parts is not None:
+        parts.append(data)
+    return size
+
+
+def _path(where: str | int, k: int) -> str:
+    """The path of block `k` of `where` (`block_chars`)."""
+    return f"messages[{where}].content[{k}]" if type(where) is int else f"{where}[{k}]"
 
 
 CARRIED_OVER = -1  # the `call_message` of a result whose call is not in the history (see `analyze`)
@@ -88,13 +92,7 @@ class Pair:
     @property
     def call_chars(self) -> int:
         """Model-visible characters of the call block (what dropping the pair frees beside its result)."""
-        return call_size(self.tool, self.call.input, self.input_json)
-
-
-def call_size(name: str, value: Any, json: str) -> int:
-    """Model-visible characters of a call block: its tool's name and its input — a string as it is, else
-    its canonical JSON (`json`)."""
-    return len(name) + (len(value) if type(value) is str else len(json))
+        return block_chars(self.call, None, "call", 0, self.input_json)
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -155,11 +153,13 @@ def place(result: bool, message_index: int, call_id: str) -> str:
     return f"{'r' if result else 'c'}{message_index} {call_id}"
 
 
-def _input_json(call: ToolUseBlock, where: str) -> str:
+def _input_json(call: ToolUseBlock, where: str | int, k: int) -> str:
+    """A call's input as canonical JSON, or `TranscriptError` naming its place (`_path(where, k)`) if it
+    has none."""
     try:
         return orjson.dumps(call.input, default=json_default, option=CANONICAL_OPTIONS).decode()
     except orjson.JSONEncodeError:
-        not_json(call.input, f"{where}.input", TranscriptError)
+        not_json(call.input, f"{_path(where, k)}.input", TranscriptError)
 
 
 def _check_message(message: Any, i: int) -> None:
@@ -246,7 +246,8 @@ class _Scan:
             if order[k] == READ_CALL and (block := previous.calls[order[k + 2]]).id in missing:
                 missing.discard(block.id)
                 i = order[k + 1]
-                scan.open_calls[block.id] = (i, block, _input_json(block, f"messages[{i}]"), order[k + 2])
+                j = messages[i].content.index(block)
+                scan.open_calls[block.id] = (i, block, _input_json(block, i, j), order[k + 2])
         return scan
 
     def run(self, messages: Sequence[Message], start: int, extends: object = None) -> Transcript:
@@ -256,7 +257,7 @@ class _Scan:
                                                                self.pairs, self.places)
         thinking, opaque, sizes, parts = self.thinking, self.opaque, self.sizes, self.parts
         self_pinned = self.self_pinned
-        part, size_of = parts.append, sizes.append
+        size_of = sizes.append
         called, order, calls, texts = self.called, self.order, self.calls, self.texts
         read = order.extend
         for i in range(start, len(messages)):
@@ -270,25 +271,19 @@ class _Scan:
                 self_pinned.add(i)
             total = 0
             for j, block in enumerate(message.content):
-                kind = type(block)
+                kind, json = type(block), None
                 if kind is TextBlock:
-                    total += len(block.text)
                     if message.role != "assistant":
                         read((READ_TEXT, i, len(texts)))
                         texts.append(block.text)
                 elif kind is ThinkingBlock:
                     thinking.add(i)
-                    total += len(block.thinking)
                 elif kind is ToolUseBlock:
                     if not block.id.strip() or block.id in open_calls:
                         _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
                                 + (" (blank)" if not block.id.strip() else
                                    f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
-                    value = block.input
-                    json = _input_json(block, f"messages[{i}].content[{j}]")
-                    total += call_size(block.name, value, json)
-                    if type(value) is not str:
-                        part(value)
+                    json = _input_json(block, i, j)
                     read((READ_CALL, i, len(calls)))
                     open_calls[block.id] = (i, block, json, len(calls))
                     calls.append(block)
@@ -305,24 +300,15 @@ class _Scan:
                     completed.add(block.id)
                     read((READ_RESULT, i, call[3]))
                     output = block.output
-                    if block.metadata is not None:
-                        part(block.metadata)
-                    if type(output) is str:
-                        result_chars = len(output)
-                        total += result_chars
-                    else:
-                        result_chars = len(block.text)
-                        total += visible_chars(output, parts, f"messages[{i}].content[{j}].output")
                     pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
-                                result_chars)
+                                len(output) if type(output) is str else len(block.text))
                     pairs.append(pair)
                     places[place(True, i, block.id)] = pair
                     if call[0] != CARRIED_OVER:
                         places[place(False, call[0], block.id)] = pair
-                else:  # an image a user pasted, a file, an unknown part: sent as it is, never changed by a plan
-                    if block.type not in VERBATIM_KINDS:
-                        opaque.add(i)
-                    total += visible_chars((block,), parts, f"messages[{i}].content", j)
+                elif block.type not in VERBATIM_KINDS:  # an unknown part: sent as it is, never changed by a plan
+                    opaque.add(i)
+                total += block_chars(block, parts, i, j, json)
             size_of(total)
         self.called = called
         return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
