@@ -84,7 +84,7 @@ def across(train: TrainingRows, test: TrainingRows, boot: int) -> Curve:
 def within(rows: TrainingRows, boot: int) -> Curve:
     """The curve out of fold: instance-grouped 5-fold cross-validation on one set."""
     X, labels, groups = recipe.columns(rows.X), recipe.part_labels(rows), recipe.groups_of(rows)
-    _head, _metrics, p_call = recipe.fit_head(X, recipe.call_label(rows).astype(float), groups)  # out of fold
+    _map, p_call = recipe.head_out_of_fold(X, recipe.call_label(rows).astype(float), groups)
     folds = list(GroupKFold(recipe.FOLDS).split(X, rows.needed_result, groups))
     parts, bases = np.zeros((len(recipe.PARTS), len(X))), np.zeros((len(folds), len(recipe.PARTS)))
     for f, (fit_ix, test_ix) in enumerate(folds):

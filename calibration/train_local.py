@@ -187,17 +187,24 @@ def fit_spec(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> dict[str, Any]
 
 def fit_head(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[dict[str, Any], dict[str, Any], np.ndarray]:
     """One blended head (`fit_spec`), its instance-grouped cross-validated metrics and out-of-fold
-    probabilities: the blend scored out of sample, the linear head's map cross-fitted and the trees
-    refitted per fold."""
+    probabilities (`head_out_of_fold`)."""
+    oof, blended = head_out_of_fold(X, y, groups)
+    metrics = {"auroc": round(float(roc_auc_score(y, blended)), 4),
+               "brier": round(float(brier_score_loss(y, blended)), 4), "ece": round(ece(blended, y), 4),
+               "base_rate": round(float(y.mean()), 4), "reliability": reliability(blended, y)}
+    return _assemble(X, y, oof), metrics, blended
+
+
+def head_out_of_fold(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A blended head scored out of fold, with no head fitted on all the rows: the linear head's
+    cross-fitted map (what `_assemble` takes) and the blend's out-of-fold probabilities (the trees
+    refitted per fold)."""
     folds = list(GroupKFold(FOLDS).split(X, y, groups))  # the folds `choose` splits alike
     oof = _out_of_fold(X, y, folds)
     blended = np.zeros(len(y))
     for train, test in folds:
         blended[test] = score(_assemble(X[train], y[train], oof[train]), X[test])
-    metrics = {"auroc": round(float(roc_auc_score(y, blended)), 4),
-               "brier": round(float(brier_score_loss(y, blended)), 4), "ece": round(ece(blended, y), 4),
-               "base_rate": round(float(y.mean()), 4), "reliability": reliability(blended, y)}
-    return _assemble(X, y, oof), metrics, blended
+    return oof, blended
 
 
 def call_label(rows: TrainingRows) -> np.ndarray:
