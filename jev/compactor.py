@@ -300,9 +300,12 @@ class Compactor:
         result_scores = [probabilities[f"result_{key}"] for key in candidate_keys]
         truncates = [gone.truncate[key] for key in candidate_keys]
         drops = [gone.drop[key] for key in candidate_keys]
-        verdict_of, scaled = verdicts(call_scores, result_scores, [p.tool for p in candidates],
-                                      [p.result_chars for p in candidates], truncates,
-                                      [key in truncate_only for key in candidate_keys], config)
+        tools, sizes = [p.tool for p in candidates], [p.result_chars for p in candidates]
+        calls_stay = [key in truncate_only for key in candidate_keys]
+        verdict_of, scaled = verdicts(call_scores, result_scores, tools, sizes, truncates, calls_stay, config)
+        judged = [] if config.target_reduction is None else [  # budget mode's view of each candidate
+            Judged(*row) for row in zip(candidate_keys, call_scores, result_scores, tools, sizes, truncates, drops,
+                                        calls_stay, strict=True)]
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
@@ -311,7 +314,7 @@ class Compactor:
         self._sampled = tokens.sampled
         goal, refits, left, last = self._excess, 0, None, None
         while True:  # once, but for a host's token target the plan's first choice leaves over it (`_left`)
-            chosen, target, whole = self._budget(candidates, probabilities, gone, truncate_only, goal)
+            chosen, target, whole = self._budget(candidates, judged, goal)
             table = dict(zip(candidate_keys, verdict_of, strict=True)) if chosen is None or self._ride_along else None
             if chosen is None:  # the threshold table, pair by pair
                 chosen = table
@@ -468,22 +471,18 @@ class Compactor:
             merged.update(checked)
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
-    def _budget(self, candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: LetGo,
-                truncate_only: frozenset[str], goal: int | None
+    def _budget(self, candidates: Sequence[Pair], judged: list[Judged], goal: int | None
                 ) -> tuple[dict[str, str] | None, int | None, frozenset[str]]:
         """Budget mode's reason per judged pair (its action is `action_of` it), the characters it must
         remove, and the pairs whose calls the table keeps that it dropped whole; (None, None, {}) on the
-        threshold table, which decides pair by pair. `gone`: what letting go of each pair removes of its
-        result; `truncate_only`: the pairs whose call stays (its message carries thinking). A host's token
-        target (`for_tokens`) that results alone do not reach is met by dropping whole pairs too, their
-        calls' inputs counted (`jev.policy.deepened`), its target the whole excess — `goal` characters (the
-        excess, or more where a first plan left the history over the target: `_left`)."""
+        threshold table, which decides pair by pair. `judged`: each candidate's scores and what letting it
+        go removes (made once per plan, whatever the rounds). A host's token target (`for_tokens`) that
+        results alone do not reach is met by dropping whole pairs too, their calls' inputs counted
+        (`jev.policy.deepened`), its target the whole excess — `goal` characters (the excess, or more where
+        a first plan left the history over the target: `_left`)."""
         config = self.config
         if config.target_reduction is None:
             return None, None, frozenset()
-        judged = [Judged(p.key, probabilities[f"call_{p.key}"], probabilities[f"result_{p.key}"], p.tool,
-                         p.result_chars, gone.truncate[p.key], gone.drop[p.key], p.key in truncate_only)
-                  for p in candidates]
         if goal is not None and goal != self._excess:
             config = dataclasses.replace(config, target_reduction=share(goal, sum(p.result_chars for p in candidates)))
         reasons, removed, target = budget(judged, config)
