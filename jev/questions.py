@@ -109,9 +109,9 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
     out: list[Batch] = []
     current: list[Question] = []
     tenths = _BRACES
-    sized = max_request_tokens is not None
     # a request fits while state + ceil(tenths / 10) + envelope <= max_request_tokens, i.e. tenths <= room
-    room = 10 * (max_request_tokens - state_tokens - ENVELOPE_TOKENS) if max_request_tokens is not None else math.inf
+    room = math.inf if max_request_tokens is None else 10 * (max_request_tokens - state_tokens - ENVELOPE_TOKENS)
+    sized = room != math.inf
     for pair in pairs:
         own = pair_tenths(pair) if sized else 0
         add = own + _COMMA if current else own
