@@ -109,11 +109,13 @@ def test_failures_map_onto_one_error_kind_each(backend, behaviour, kind, retryab
 
 def test_a_refused_connection_is_a_connection_error(backend) -> None:
     make, _ = backend
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        port = probe.getsockname()[1]  # closed when the block ends: nothing listens there
-    url = f"http://127.0.0.1:{port}" + ("/v1" if make is OpenAIDecisionsJudge else "")
-    with pytest.raises(JudgeConnectionError, match="transport error") as caught:
-        make(url, retry=NO_RETRIES).ask_sync(REQUEST)
+    # a port held bound but never listening refuses every connection, and no other test's server (another
+    # worker's, in parallel) can be given it meanwhile, as it could a port closed before the connect
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{held.getsockname()[1]}" + ("/v1" if make is OpenAIDecisionsJudge else "")
+        with pytest.raises(JudgeConnectionError, match="transport error") as caught:
+            make(url, retry=NO_RETRIES).ask_sync(REQUEST)
     assert caught.value.retryable and caught.value.status is None
 
 
