@@ -30,6 +30,10 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
+class _PortTaken(RuntimeError):
+    """weed exited because a port it was given was taken meanwhile."""
+
+
 def weed_binary() -> str:
     found = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
     if not Path(found).exists():
@@ -50,7 +54,19 @@ class SeaweedFS:
         return {"key": KEY, "secret": SECRET,
                 "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-west-2"}}
 
-    def start(self) -> SeaweedFS:
+    def start(self, attempts: int = 3) -> SeaweedFS:
+        """Start `weed mini` on free loopback ports and wait until its S3 endpoint answers. A port found free
+        may be taken by another process (a parallel test's server) before weed binds it: weed then exits
+        saying so, and it is started again on other ports, up to `attempts` times."""
+        for attempt in range(attempts):
+            try:
+                return self._start_once()
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> SeaweedFS:
         data, logs, tmp = (self.workdir / d for d in ("data", "logs", "tmp"))
         for d in (data, logs, tmp):
             d.mkdir(parents=True, exist_ok=True)
@@ -76,9 +92,15 @@ class SeaweedFS:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"weed exited: {(self.workdir / 'logs' / 'weed.out').read_text()[-2000:]}")
+                said = (self.workdir / "logs" / "weed.out").read_text(errors="replace")[-2000:]
+                self.stop()
+                taken = "Port allocation failed" in said or "address already in use" in said
+                raise (_PortTaken if taken else RuntimeError)(f"weed exited: {said}")
             try:
-                fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.storage_options)
+                # each probe bounded: whatever listens on the port may never answer (another server there)
+                fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.storage_options, config_kwargs={
+                    "connect_timeout": 2, "read_timeout": 2, "retries": {"max_attempts": 1}})
+                fs.retries = 1  # s3fs's own retries, besides botocore's: this loop retries
                 fs.ls("")
                 return
             except Exception:
