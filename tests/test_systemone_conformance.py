@@ -94,31 +94,56 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def sparrow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    exe = shutil.which("sparrow-decider") or str(Path(sys.executable).parent / "sparrow-decider")
+def _start_sparrow(exe: str, log: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+    """sparrow-decider on a port found free, once it answers as itself; None when the port was taken
+    before it bound it (a parallel worker's server may be handed the port in between)."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("sparrow") / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            said = urllib.request.urlopen(url + "/", timeout=0.5).read()
+        except OSError:
+            said = None
+        if proc.poll() is not None:
+            if "Address already in use" in log.read_text():
+                return None
+            raise RuntimeError(f"sparrow-decider exited: {log.read_text()}")
+        if said is not None:
+            if b"sparrow" in said:
+                return proc, url
+            _stop(proc)  # another server answers there: its port was taken
+            return None
+        time.sleep(0.05)
+    _stop(proc)
+    raise RuntimeError(f"sparrow-decider did not answer: {log.read_text()}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(url + "/", timeout=0.5).read()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"sparrow-decider exited: {log.read_text()}") from None
-                time.sleep(0.05)
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, 9)
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def sparrow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    exe = shutil.which("sparrow-decider") or str(Path(sys.executable).parent / "sparrow-decider")
+    log = tmp_path_factory.mktemp("sparrow") / "server.log"
+    for _ in range(3):
+        started = _start_sparrow(exe, log)
+        if started is not None:
+            break
+    else:
+        raise RuntimeError("sparrow-decider: every port tried was taken before it bound it")
+    proc, url = started
+    try:
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, 9)
-            proc.wait()
+        _stop(proc)
 
 
 def test_real_sparrow_server_wire(sparrow: str, tmp_path: Path) -> None:
