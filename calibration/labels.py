@@ -126,7 +126,6 @@ def pair_uses(transcript: Transcript, log: dict[str, list[tuple[int, str | None]
     return {key: PairUse(result_used[key], call_used[key], rerun[key], key in edits) for key in keys}
 
 
-
 ALT_LABEL_VERSION = "labels-v2-reuse"
 # a file path, relative (`src/a.py`, `./a.py`) or absolute (`/testbed/a.py`, as Claude Code names every file)
 _PATH = re.compile(r"(?<![\w./-])(?:\./)?(/?(?:[\w.-]+/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/])")

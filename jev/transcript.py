@@ -296,8 +296,6 @@ def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
     return [message_from_dict(m, f"{where}[{i}]") for i, m in enumerate(data)]
 
 
-
-
 _MOVED = {**dict.fromkeys(("json_default", "CANONICAL_OPTIONS", "canonical_json", "unwritable", "not_json",
                            "canonical_chars", "chars"), "canonical"),
           **dict.fromkeys(("block_problem", "message_problem"), "checks"),

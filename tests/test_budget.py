@@ -81,8 +81,6 @@ def test_target_reduction_is_range_checked(bad) -> None:
         CompactionConfig(target_reduction=bad)
 
 
-
-
 def test_a_plan_in_budget_mode_reaches_its_target_or_says_it_stopped_short() -> None:
     messages = sized_history([4_000, 6_000, 2_000, 8_000, 3_000])
     config = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=1, target_reduction=0.5,

@@ -337,7 +337,6 @@ def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) ->
             assert all(any(orjson.dumps(i).decode() in x and is_tombstone(x) for x in texts) for i in dropped)
 
 
-
 def test_agentscope_msg_survives_dropping_its_first_block() -> None:
     """Regression (found by hypothesis): dropping the pair whose call opens a reply Msg lost the whole Msg."""
     from jev import Action
@@ -472,7 +471,6 @@ def test_responses_leaves_out_a_reasoning_item_whose_call_was_compacted_away() -
     assert formats.dump(compacted, "openai-responses") == [user, rs(1), fc("b"), out("b"), answer]
     odd = [user, rs(1), user]  # as loaded, even where the API would object: written back as it came
     assert formats.dump(formats.load(odd, "openai-responses"), "openai-responses") == odd
-
 
 
 def test_chat_tool_calls_null_or_empty_round_trip() -> None:

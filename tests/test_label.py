@@ -105,7 +105,6 @@ def test_records_of_a_fleet_are_read_through_a_glob(tmp_path: Path) -> None:
     assert len(list(read_records(str(tmp_path / "records-a.jsonl")))) == 2
 
 
-
 def test_labels_v2_reuse_credits_copied_lines_reruns_and_edits_of_files_read() -> None:
     from conftest import call, msg, result, text
 

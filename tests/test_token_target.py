@@ -16,8 +16,6 @@ from jev.transcript import ThinkingBlock
 CONFIG = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=1, minimum_reduction=0.0)
 
 
-
-
 def test_the_excess_becomes_a_share_of_the_candidate_results() -> None:
     messages = sized_history([4_000, 6_000, 2_000])
     total = sum(size(m) for m in messages)
