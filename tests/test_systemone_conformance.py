@@ -5,19 +5,14 @@ sparrow-decider's answers are noise: these tests check the wire, timing and time
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import SCOPE, CountingArchive, compactor, reference_config, reference_messages
 from jevcompat.mock import FAULTS, MockConfig, Running
+from sparrow_server import SparrowDecider
 
 from jev import Mode, Reason, Status
 from jev.judges import SystemOneJudge
@@ -88,62 +83,10 @@ def test_retries_and_backoff_stay_inside_the_budget() -> None:
     assert time.monotonic() - started < 1.1 and len(server.requests) <= 2
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_sparrow(exe: str, log: Path) -> tuple[subprocess.Popen[bytes], str] | None:
-    """sparrow-decider on a port found free, once it answers as itself; None when the port was taken
-    before it bound it (a parallel worker's server may be handed the port in between)."""
-    port = _free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            said = urllib.request.urlopen(url + "/", timeout=0.5).read()
-        except OSError:
-            said = None
-        if proc.poll() is not None:
-            if "Address already in use" in log.read_text():
-                return None
-            raise RuntimeError(f"sparrow-decider exited: {log.read_text()}")
-        if said is not None:
-            if b"sparrow" in said:
-                return proc, url
-            _stop(proc)  # another server answers there: its port was taken
-            return None
-        time.sleep(0.05)
-    _stop(proc)
-    raise RuntimeError(f"sparrow-decider did not answer: {log.read_text()}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, 9)
-        proc.wait()
-
-
 @pytest.fixture(scope="module")
 def sparrow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    exe = shutil.which("sparrow-decider") or str(Path(sys.executable).parent / "sparrow-decider")
-    log = tmp_path_factory.mktemp("sparrow") / "server.log"
-    for _ in range(3):
-        started = _start_sparrow(exe, log)
-        if started is not None:
-            break
-    else:
-        raise RuntimeError("sparrow-decider: every port tried was taken before it bound it")
-    proc, url = started
-    try:
-        yield url
-    finally:
-        _stop(proc)
+    with SparrowDecider(tmp_path_factory.mktemp("sparrow") / "server.log") as server:
+        yield server.url
 
 
 def test_real_sparrow_server_wire(sparrow: str, tmp_path: Path) -> None:
