@@ -138,3 +138,28 @@ def test_converted_to_another_apis_body_only_the_conversation_goes_over() -> Non
     assert set(responses) == {"input"} and "model" not in responses
     plain = formats.dump(messages, "openai-chat")  # a bare form never carries the body
     assert all("jev.envelope" not in json.dumps(m) for m in plain)
+
+
+def test_an_anthropic_body_is_told_by_its_own_fields_when_its_messages_could_be_either() -> None:
+    """A plain chat (or one whose tool blocks a plan let go) reads alike in both forms: the body's tools,
+    tool choice or stop sequences say which API it is for; a Chat body's stay Chat."""
+    chat = {"role": "user", "content": "Hello"}
+    anthropic_tool = {"name": "read_file", "input_schema": {"type": "object"}}
+    for extra in ({"tools": [anthropic_tool]}, {"tools": [{"name": "editor", "type": "text_editor_20250728"}]},
+                  {"tool_choice": {"type": "auto"}}, {"tool_choice": {"type": "any"}}, {"stop_sequences": ["\n"]}):
+        assert formats.detect({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [chat], **extra}) \
+            == "anthropic-request", extra
+    for extra in ({}, {"tools": chat_body()["tools"]}, {"tool_choice": "auto"},
+                  {"tool_choice": {"type": "function", "function": {"name": "read_file"}}}, {"stop": ["\n"]}):
+        assert formats.detect({"model": "gpt-4o", "messages": [chat], **extra}) == "openai-chat-request", extra
+
+
+def test_a_server_tools_blocks_say_anthropic() -> None:
+    """Server and MCP tools' blocks (`server_tool_use`, `*_tool_result`) are Anthropic's alone."""
+    content = [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
+               {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+               {"type": "text", "text": "Found nothing."}]
+    messages = [{"role": "user", "content": "Search."}, {"role": "assistant", "content": content}]
+    assert formats.detect(messages) == "anthropic"
+    assert formats.detect({"model": "claude-sonnet-4-5", "messages": messages}) == "anthropic-request"
+    assert formats.dump(formats.load(messages), "anthropic") == messages

@@ -68,11 +68,19 @@ def detect(data: Any) -> str:
             content = message.get("content")
             if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_call" for b in content):
                 return "agentscope"
-            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in (
-                    "tool_use", "tool_result", "thinking", "redacted_thinking") for b in content):
+            if isinstance(content, list) and any(isinstance(b, dict) and _anthropic_block(b.get("type"))
+                                                 for b in content):
                 return "anthropic"
         return "openai-chat"
     raise FormatError("cannot detect the transcript format: pass --format / format= explicitly")
+
+
+def _anthropic_block(kind: Any) -> bool:
+    """A block type only Anthropic's messages hold: a call or result of a client tool, of a server tool
+    (`server_tool_use`, `web_search_tool_result`, `code_execution_tool_result`, …) or of an MCP server,
+    or thinking. Chat parts are text, image_url, input_audio, file and refusal."""
+    return isinstance(kind, str) and (kind in ("tool_use", "tool_result", "thinking", "redacted_thinking")
+                                      or kind.endswith(("_tool_use", "_tool_result")))
 
 
 def parse(data: bytes | str) -> Any:

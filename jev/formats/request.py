@@ -31,10 +31,21 @@ def detect(data: dict[str, Any], inner: Callable[[Any], str]) -> str | None:
     if isinstance(data.get("input"), (list, str)) and "messages" not in data:
         return "openai-responses-request"
     if isinstance(data.get("messages"), list):
-        if "system" in data or (data["messages"] and inner(data["messages"]) == "anthropic"):
+        if "system" in data or _anthropic_fields(data) or (data["messages"] and inner(data["messages"]) == "anthropic"):
             return "anthropic-request"
         return "openai-chat-request"
     return None
+
+
+def _anthropic_fields(data: dict[str, Any]) -> bool:
+    """Whether a body's own fields are an Anthropic request's, whatever its messages hold (a plain chat, or
+    one whose tool blocks a plan let go): a tool named at its top level (a Chat tool names its function
+    inside it), a tool choice object of a type Chat has not (`auto`, `any`, `tool`, `none`), or
+    `stop_sequences` (Chat's is `stop`)."""
+    tools, choice = data.get("tools"), data.get("tool_choice")
+    return ("stop_sequences" in data
+            or (isinstance(tools, list) and any(isinstance(tool, dict) and "name" in tool for tool in tools))
+            or (isinstance(choice, dict) and choice.get("type") in ("auto", "any", "tool", "none")))
 
 
 def _system_text(value: Any, where: str) -> str:
