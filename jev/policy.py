@@ -181,10 +181,10 @@ class Pins:
 
 
 def _rule_pinned(transcript: Transcript, config: CompactionConfig) -> set[int]:
-    """Indices of the messages pinned by a rule other than thinking: first, recent window, system, by id
-    or metadata, holding content jev does not read."""
+    """Indices of the messages pinned by a rule other than thinking: first, last, recent window, system,
+    by id or metadata, holding content jev does not read."""
     n = len(transcript.messages)
-    pinned = {0} if n else set()
+    pinned = {0, n - 1} if n else set()
     pinned.update(range(max(0, n - config.preserve_recent_messages), n))
     if config.pinned_message_ids:
         pinned.update(i for i, message in enumerate(transcript.messages) if message.id in config.pinned_message_ids)
@@ -233,6 +233,7 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
                 message = transcript.messages[pinned_at]
                 rule = ("the first message" if pinned_at == 0
                         else "in the recent window" if pinned_at >= n - config.preserve_recent_messages
+                        else "the last message (a history ends as it ended)" if pinned_at == n - 1
                         else "a system message" if message.role == "system"
                         else "a pinned message id" if message.id in config.pinned_message_ids
                         else "pinned by its metadata" if message.pinned_by_metadata

@@ -5,6 +5,7 @@ still a body of its own API, and read by the command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,11 @@ from conftest import cli
 
 from archive import Scope
 from archive.snapshot import decode, encode
-from jev import Action, CompactionConfig, formats
+from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode, Reason, Status, formats
 from jev.analysis import analyze
 from jev.apply import apply_actions, tombstone
-from jev.policy import pins
+from jev.judges import ReplayJudge
+from jev.policy import pins, why_pinned
 from jev.transcript import TextBlock
 
 SAMPLES = json.loads((Path(__file__).parent / "data" / "public-request-bodies.json").read_text(encoding="utf-8"))
@@ -89,3 +91,24 @@ def test_the_command_line_reads_every_recorded_body(tmp_path: Path) -> None:
         plan = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))
         assert plan["status"] in ("SKIPPED", "INCONCLUSIVE"), (name, plan["status"])  # too short to pay
         assert plan["messages"] == body, name
+
+
+def test_with_no_recent_window_the_last_message_stays_so_a_body_ends_as_it_ended() -> None:
+    """`preserve_recent_messages=0`: the pair whose result ends the history stays (dropping it would end
+    the body with its tombstone, an assistant message — a prefill, which Anthropic refuses with thinking on
+    and from Claude 4.6 on); an earlier pair is still let go."""
+    config = CompactionConfig(eligible_tools=frozenset({"get_capital", "str_replace_based_edit_tool"}),
+                              preserve_recent_messages=0, minimum_reduction=0.0, cost_gate=False)
+    judge = ReplayJudge({}, default=0.0)  # every pair asked about is let go
+    editor = BODIES["test_anthropic_text_editor_tool#2"]["body"]
+    decision = Compactor(judge, config, ExecutionOptions(Mode.SHADOW)).plan_sync(formats.load(editor))
+    assert (decision.status, decision.reason) == (Status.SKIPPED, Reason.NO_CANDIDATES)
+    assert why_pinned(analyze(formats.load(editor)), config) == {"t1": "the last message (a history ends as it ended)"}
+    chat = BODIES["test_multiple_agent_tool_calls#4"]["body"]
+    silent = dataclasses.replace(config, tombstones=False)  # a tombstone is longer than these short results
+    decision = Compactor(judge, silent, ExecutionOptions(Mode.SHADOW)).plan_sync(formats.load(chat))
+    assert decision.status is Status.DECIDED
+    assert dict(decision.plan.decisions) == {"t1": Action.DROP_PAIR, "t2": Action.KEEP}
+    assert decision.plan.scores["t2"].reason == "PINNED"
+    kept = formats.dump(list(decision.plan.messages), "openai-chat-request")["messages"]
+    assert kept == [m for m in chat["messages"] if "pyd_ai_" not in json.dumps(m)]  # t1's call and result gone
