@@ -166,10 +166,13 @@ def responses_items(draw) -> list:
         if draw(st.booleans()):  # a reasoning model thinks before it calls
             items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [{"type": "summary_text", "text": draw(words)}],
                           "encrypted_content": "e"})
-        items.append({"type": "function_call", "call_id": f"c{i}", "name": draw(st.sampled_from(["read", "grep"])),
-                      "arguments": orjson.dumps(draw(json_value)).decode()})
+        freeform = draw(st.booleans())  # a GPT-5 freeform tool's call: its input is text
+        items.append({"type": "custom_tool_call", "call_id": f"c{i}", "name": "sql", "input": draw(words)} if freeform
+                     else {"type": "function_call", "call_id": f"c{i}", "name": draw(st.sampled_from(["read", "grep"])),
+                           "arguments": orjson.dumps(draw(json_value)).decode()})
         if draw(st.booleans()):
-            items.append({"type": "function_call_output", "call_id": f"c{i}", "output": draw(words)})
+            items.append({"type": "custom_tool_call_output" if freeform else "function_call_output", "call_id": f"c{i}",
+                          "output": draw(words)})
         if draw(st.booleans()):
             items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text",
                                                                                 "text": draw(words)}]})

@@ -57,7 +57,8 @@ def detect(data: Any) -> str:
     if first.get("type") in ("human", "ai", "system", "tool") and isinstance(first.get("data"), dict):
         return "langchain"
     if any(isinstance(item, dict) and item.get("type") in ("message", "function_call", "function_call_output",
-                                                          "reasoning") for item in data):
+                                                          "custom_tool_call", "custom_tool_call_output", "reasoning")
+           for item in data):
         return "openai-responses"
     if "role" in first:
         for message in data:

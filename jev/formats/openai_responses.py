@@ -1,10 +1,11 @@
-"""OpenAI Responses input items: `message`, `function_call`, `function_call_output`, `reasoning` (and any
-other item, kept verbatim).
+"""OpenAI Responses input items: `message`, `function_call`, `function_call_output`, `custom_tool_call`,
+`custom_tool_call_output`, `reasoning` (and any other item, kept verbatim).
 
 Each item becomes one message (`m0`, `m1`, …; dropped again on dump): a `function_call` an assistant
-message with one tool call (input = the parsed `arguments`), a `function_call_output` a tool message with
-its result, a `reasoning` item an assistant message with a thinking block (so it is never sent to a
-judge and pins itself). Everything the jev model has no field for — an `arguments` string the input does
+message with one tool call (input = the parsed `arguments`), a `custom_tool_call` (a freeform tool's,
+GPT-5 on) one whose input is its `input` string, either's output a tool message with its result, a
+`reasoning` item an assistant message with a thinking block (so it is never sent to a judge and pins
+itself). Everything the jev model has no field for — an `arguments` string the input does
 not write back exactly, ids, statuses, content-part types, encrypted reasoning — rides in
 `metadata["jev.source"]`; text, outputs and arguments that do are left to the blocks, so nothing is kept
 twice and `dump(load(x)) == x`.
@@ -22,6 +23,7 @@ from .converters import dump_arguments, hollow, loaded, parse_arguments, refill,
 NAME = "openai-responses"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = ("input_text", "output_text", "text")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # a call's output, read alike
 
 
 def _content(content: Any, where: str) -> tuple[Block, ...]:
@@ -75,7 +77,13 @@ def read_item(item: Any, where: str, names: dict[str, str]) -> tuple[str, tuple[
         block = ToolUseBlock(item["call_id"], item["name"], parse_arguments(item["arguments"]))
         return "assistant", (block,), {**item, "arguments": None} if reproducible_arguments(item["arguments"],
                                                                                              block.input) else item
-    if kind == "function_call_output":
+    if kind == "custom_tool_call":
+        for key in ("call_id", "name", "input"):
+            if not isinstance(item.get(key), str):
+                raise FormatError(f"{where}.{key}: must be a string")
+        names[item["call_id"]] = item["name"]
+        return "assistant", (ToolUseBlock(item["call_id"], item["name"], item["input"]),), {**item, "input": None}
+    if kind in _OUTPUTS:
         if not isinstance(item.get("call_id"), str):
             raise FormatError(f"{where}.call_id: must be a string")
         raw = item.get("output")
@@ -127,14 +135,17 @@ def write_item(blocks: Sequence[Block], kept: Any) -> dict[str, Any]:
     item = dict(kept)
     call = next((b for b in blocks if isinstance(b, ToolUseBlock)), None)
     result = next((b for b in blocks if isinstance(b, ToolResultBlock)), None)
-    if call is not None:
+    if call is not None and item.get("type") == "custom_tool_call":  # a freeform tool's input is text
+        item.update(call_id=call.id, name=call.name,
+                    input=call.input if isinstance(call.input, str) else dump_arguments(call.input))
+    elif call is not None:
         raw = item.get("arguments")
         if raw is None or parse_arguments(raw) != call.input:
             raw = dump_arguments(call.input)
         item.update(type="function_call", call_id=call.id, name=call.name, arguments=raw)
     elif result is not None:
         output = result.output
-        item.update(type="function_call_output", call_id=result.id,
+        item.update(type=item["type"] if item.get("type") in _OUTPUTS else "function_call_output", call_id=result.id,
                     output=output if isinstance(output, str) else (
                         "\n".join(b.text for b in output if isinstance(b, TextBlock))
                         if isinstance(item.get("output"), str) else _dump_content(output, item.get("output"))))
