@@ -56,9 +56,7 @@ def detect(data: Any) -> str:
         return "jev"
     if first.get("type") in ("human", "ai", "system", "tool") and isinstance(first.get("data"), dict):
         return "langchain"
-    if any(isinstance(item, dict) and item.get("type") in ("message", "function_call", "function_call_output",
-                                                          "custom_tool_call", "custom_tool_call_output", "reasoning")
-           for item in data):
+    if any(isinstance(item, dict) and item.get("type") in _module("openai_responses").ITEM_TYPES for item in data):
         return "openai-responses"
     if "role" in first:
         for message in data:

@@ -24,6 +24,7 @@ NAME = "openai-responses"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")  # a call's output, read alike
+ITEM_TYPES = ("message", "function_call", "custom_tool_call", *_OUTPUTS, "reasoning")  # the items read, not kept
 
 
 def _content(content: Any, where: str) -> tuple[Block, ...]:
