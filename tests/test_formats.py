@@ -627,3 +627,14 @@ def test_agentscope_msgs_sharing_an_id_read_apart_and_write_back_as_they_were() 
     assert formats.dump(messages, "agentscope") == doc
     from jev.analysis import analyze
     assert [p.call_id for p in analyze(messages).pairs] == ["c1"]
+
+
+def test_a_responses_list_is_told_by_any_typed_item_without_a_role() -> None:
+    """Items of a built-in tool (`web_search_call`) or an `item_reference` are Responses items too: a list
+    holding them beside plain messages is read as Responses input, not refused as a chat with no role."""
+    for item in ({"type": "item_reference", "id": "msg_1"},
+                 {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}}):
+        doc = [{"role": "user", "content": "Search for it."}, item]
+        assert formats.detect(doc) == "openai-responses"
+        assert formats.dump(formats.load(doc), "openai-responses") == doc
+    assert formats.detect([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]) == "openai-chat"

@@ -56,8 +56,9 @@ def detect(data: Any) -> str:
         return "jev"
     if first.get("type") in ("human", "ai", "system", "tool") and isinstance(first.get("data"), dict):
         return "langchain"
-    if any(isinstance(item, dict) and item.get("type") in _module("openai_responses").ITEM_TYPES for item in data):
-        return "openai-responses"
+    if any(isinstance(item, dict) and (item.get("type") in _module("openai_responses").ITEM_TYPES
+                                       or (isinstance(item.get("type"), str) and "role" not in item)) for item in data):
+        return "openai-responses"  # its items, or any typed item without a role (a built-in tool's call, a reference)
     if "role" in first:
         for message in data:
             if not isinstance(message, dict):
