@@ -447,8 +447,8 @@ def test_mini_swe_agent_holds_one_bash_call_per_step_and_refuses_the_rest() -> N
 def test_responses_leaves_out_a_reasoning_item_whose_call_was_compacted_away() -> None:
     """The API refuses a reasoning item without its following item: when a plan drops the call a reasoning
     item led to, the Responses form leaves the reasoning out too; a parallel call still after it keeps it."""
-    from jev import Action
-    from jev.apply import apply_actions
+    from jev import Action, CompactionConfig
+    from jev.apply import apply_actions, tombstone
 
     def rs(n: int) -> dict:
         return {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": "e"}
@@ -474,6 +474,20 @@ def test_responses_leaves_out_a_reasoning_item_whose_call_was_compacted_away() -
     assert formats.dump(compacted, "openai-responses") == [user, rs(1), fc("b"), out("b"), answer]
     odd = [user, rs(1), user]  # as loaded, even where the API would object: written back as it came
     assert formats.dump(formats.load(odd, "openai-responses"), "openai-responses") == odd
+
+    # with tombstones (the default) the dropped call's tombstone is no follower: no response produced it
+    stones = CompactionConfig(eligible_tools=frozenset({"read"}))
+    messages = formats.load(one_by_one, "openai-responses")
+    [stone_a] = [{"type": "message", "role": "assistant", "content": tombstone(analyze(messages).pairs[0], stones)}]
+    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, stones)
+    assert formats.dump(compacted, "openai-responses") == [user, stone_a, rs(2), fc("b"), out("b"), answer]
+    messages = formats.load(parallel, "openai-responses")  # the parallel call it led to comes first, then the stone
+    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, stones)
+    assert formats.dump(compacted, "openai-responses") == [user, rs(1), fc("b"), stone_a, out("b"), answer]
+    last = [user, rs(1), fc("a"), out("a")]  # its only call dropped, nothing of its response is left
+    messages = formats.load(last + [user], "openai-responses")
+    compacted = apply_actions(analyze(messages), {"t1": Action.DROP_PAIR}, stones)
+    assert formats.dump(compacted, "openai-responses") == [user, stone_a, user]
 
 
 def test_chat_tool_calls_null_or_empty_round_trip() -> None:

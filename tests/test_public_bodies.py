@@ -116,9 +116,9 @@ def test_with_no_recent_window_the_last_message_stays_so_a_body_ends_as_it_ended
 
 def test_a_freeform_tools_call_and_output_are_one_pair_let_go_together() -> None:
     """GPT-5's freeform tools: a `custom_tool_call` (its input a string, here the JSON text pydantic-ai sent)
-    and its `custom_tool_call_output` are a pair like a function call's; dropped, both items go (the
-    reasoning before the call stays, followed by the tombstone message in the call's place, as after a
-    dropped function call)."""
+    and its `custom_tool_call_output` are a pair like a function call's; dropped, both items go, and so does
+    the reasoning item before the call (the API refuses one its response's next item does not follow: the
+    tombstone is no such item); the plan's messages keep it."""
     body = json.loads(json.dumps(BODIES["test_gpt5_freeform_text_sql_tool#2"]["body"]))
     body["input"].append({"role": "user", "content": "Thanks. How many are admins?"})  # the pair is not last
     transcript = analyze(formats.load(body))
@@ -128,6 +128,6 @@ def test_a_freeform_tools_call_and_output_are_one_pair_let_go_together() -> None
     config = CompactionConfig(eligible_tools=frozenset({"execute_sql"}), preserve_recent_messages=0)
     assert [p.key for p in pins(transcript, config).candidates(transcript)] == [pair.key]
     out = formats.dump(apply_actions(transcript, {pair.key: Action.DROP_PAIR}, config), "openai-responses-request")
-    assert [item.get("type", "message") for item in out["input"]] == ["message", "reasoning", "message", "message"]
-    assert out["input"][2]["content"] == tombstone(pair, config) and out["input"][3] == body["input"][-1]
+    assert [item.get("type", "message") for item in out["input"]] == ["message", "message", "message"]
+    assert out["input"][1]["content"] == tombstone(pair, config) and out["input"][2] == body["input"][-1]
     assert formats.detect(out) == "openai-responses-request" and not analyze(formats.load(out)).pairs

@@ -156,30 +156,45 @@ def write_item(blocks: Sequence[Block], kept: Any) -> dict[str, Any]:
 
 
 def _without_orphaned_reasoning(items: list[dict[str, Any]], ids: list[str | None]) -> list[dict[str, Any]]:
-    """The API refuses a `reasoning` item without the item its response produced after it ("provided
-    without its required following item"). Reasoning pins itself, but the call after it may be compacted
-    away: then the reasoning is left out of this form too (the plan's messages and the archive keep it).
-    Ids are the items' positions when loaded, so the item that followed `m<k>` was `m<k+1>`; a reasoning
-    item still followed by that item, by another of its response's output items, or by nothing is kept, so
-    an untouched history is written back exactly."""
-    out = []
-    for i, item in enumerate(items):
-        mid = ids[i]
-        if item.get("type") == "reasoning" and mid is not None and mid[1:].isdigit() and i + 1 < len(items):
-            after = items[i + 1]
-            if ids[i + 1] != f"m{int(mid[1:]) + 1}" and not _output_item(after):
-                continue
-        out.append(item)
+    """The API refuses a `reasoning` item not followed by an item its response produced ("provided without
+    its required following item"), and a call that carries its item id without its reasoning. Reasoning
+    pins itself, but the call after it may be compacted away. Ids are the items' positions when loaded (the
+    item that followed `m<k>` was `m<k+1>`), None for a message a plan made (a tombstone, which no response
+    produced). A reasoning item is written while a loaded item follows it that is its follower or another
+    output item (a parallel call of its response); the plan's messages between them are moved after that
+    run of output items, so nothing comes between. One that no such item follows is left out of this form
+    (the plan's messages and the archive keep it); one that is the history's last item is kept. An
+    untouched history is written back exactly."""
+    out: list[dict[str, Any]] = []
+    i, n = 0, len(items)
+    while i < n:
+        item, mid = items[i], ids[i]
+        if item.get("type") != "reasoning" or mid is None or not mid[1:].isdigit() or i + 1 == n:
+            out.append(item)
+            i += 1
+            continue
+        j = i + 1
+        while j < n and ids[j] is None:  # messages the plan made right after it
+            j += 1
+        if j < n and (ids[j] == f"m{int(mid[1:]) + 1}" or _output_item(items[j])):
+            k = j
+            while k < n and ids[k] is not None and _output_item(items[k]):
+                k += 1
+            out += [item, *items[j:k], *items[i + 1:j]]
+            i = k
+            continue
+        i += 1  # orphaned: left out
     return out
 
 
 def _output_item(item: dict[str, Any]) -> bool:
     """An item a model's response produces (a call, an assistant message, a built-in tool's call), which
-    may follow a reasoning item; not an input, an output of a call, or another reasoning item."""
+    may follow a reasoning item; not an input, an output of a call, another reasoning item, or an item of
+    no known shape (its type not a string)."""
     kind = item.get("type", "message")
     if kind == "message":
         return item.get("role") == "assistant"
-    return kind not in ("reasoning", "item_reference") and not kind.endswith("_output")
+    return isinstance(kind, str) and kind not in ("reasoning", "item_reference") and not kind.endswith("_output")
 
 
 def fresh_items(message: Message) -> list[dict[str, Any]]:
