@@ -19,6 +19,7 @@ from archive.snapshot import decode, encode
 from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode, Reason, Status, formats
 from jev.analysis import analyze
 from jev.apply import apply_actions, tombstone
+from jev.formats.request import FORMS
 from jev.judges import ReplayJudge
 from jev.policy import pins, why_pinned
 from jev.transcript import TextBlock
@@ -28,8 +29,10 @@ BODIES = {sample["name"]: sample for sample in SAMPLES["bodies"]}
 WITH_PAIRS = [name for name, sample in BODIES.items() if analyze(formats.load(sample["body"])).pairs]
 
 
-def _conversation(form: str) -> str:
-    return "messages" if form != "openai-responses-request" else "input"
+def _continued(body: dict[str, Any], form: str) -> dict[str, Any]:
+    """The body as the next request sends it once the user answers: its conversation and a user message."""
+    key = FORMS[form][1]
+    return {**body, key: [*body[key], {"role": "user", "content": "Thanks. What next?"}]}
 
 
 def test_the_samples_cover_every_request_form_with_and_without_pairs() -> None:
@@ -51,19 +54,21 @@ def test_a_recorded_body_is_detected_and_written_back_byte_for_byte(name: str) -
 
 @pytest.mark.parametrize("name", WITH_PAIRS)
 def test_a_recorded_body_with_its_pairs_let_go_is_still_a_body_of_its_api(name: str) -> None:
-    """Every pair policy lets go of is let go (dropped; only cut where its call sits beside thinking): the
-    body written back keeps every other field as it was, holds neither the call nor the result of a
-    dropped pair, and reads again as a body of the same API."""
-    sample = BODIES[name]
-    body, form = sample["body"], sample["format"]
+    """Every pair policy lets go of in the body's next request (a user message after it, no recent window)
+    is let go (dropped; only cut where its call sits beside thinking): the body written back keeps every
+    other field as it was, holds neither the call nor the result of a dropped pair, and reads again as a
+    body of the same API."""
+    form = BODIES[name]["format"]
+    body = _continued(BODIES[name]["body"], form)
     transcript = analyze(formats.load(body))
     config = CompactionConfig(eligible_tools=frozenset(p.tool for p in transcript.pairs), preserve_recent_messages=0)
     pinned = pins(transcript, config)
     candidates = pinned.candidates(transcript)
+    assert candidates, pinned.why
     actions = {p.key: Action.TRUNCATE_RESULT if p.key in pinned.truncate_only else Action.DROP_PAIR
                for p in candidates}
     out = formats.dump(apply_actions(transcript, actions, config), form)
-    conversation = _conversation(form)
+    conversation = FORMS[form][1]
     assert {k: v for k, v in out.items() if k != conversation} == {k: v for k, v in body.items() if k != conversation}
     assert formats.detect(out) == form
     again = analyze(formats.load(out))
@@ -119,8 +124,7 @@ def test_a_freeform_tools_call_and_output_are_one_pair_let_go_together() -> None
     and its `custom_tool_call_output` are a pair like a function call's; dropped, both items go, and so does
     the reasoning item before the call (the API refuses one its response's next item does not follow: the
     tombstone is no such item); the plan's messages keep it."""
-    body = json.loads(json.dumps(BODIES["test_gpt5_freeform_text_sql_tool#2"]["body"]))
-    body["input"].append({"role": "user", "content": "Thanks. How many are admins?"})  # the pair is not last
+    body = _continued(BODIES["test_gpt5_freeform_text_sql_tool#2"]["body"], "openai-responses-request")
     transcript = analyze(formats.load(body))
     [pair] = transcript.pairs
     assert (pair.tool, pair.call.input, pair.result.text) == (
