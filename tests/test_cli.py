@@ -126,6 +126,21 @@ def test_config_file_and_flags(transcript: Path, replay: Path, tmp_path: Path) -
     assert json.loads(proc.stdout)["reason"] == "NO_CANDIDATES" and proc.returncode == 0
 
 
+def test_the_summary_says_why_a_plan_that_raises_the_bill_was_adopted(transcript: Path, replay: Path,
+                                                                      tmp_path: Path) -> None:
+    """A plan that does not pay is DECIDED only with the cost gate off or in budget mode: the summary names
+    which (it used to blame budget mode for both)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"eligible_tools": ["read"], "preserve_recent_messages": 1, "cost_gate": False,
+                                  "truncate_head_chars": 100}))
+    args = ("compact", str(transcript), "--config", str(config), "--judge", f"replay:{replay}", "--horizon", "1")
+    proc = jev(*args)
+    assert "DECIDED" in proc.stderr.decode() and "raises the bill" in proc.stderr.decode()
+    assert "(the cost gate is off: cost_gate is false)" in proc.stderr.decode()
+    budget = jev(*args, "--target-reduction", "0.5")
+    assert "raises the bill" in budget.stderr.decode() and "budget mode is the host's need" in budget.stderr.decode()
+
+
 def test_judge_errors_exit_3(transcript: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"answers": {"call_t1": 1.5}, "default": 0.5}))

@@ -252,7 +252,8 @@ def _summary(out: Any, result: dict[str, Any], source: str) -> None:
         line += (f"; pays for itself after {cost['break_even_calls']} later calls under {cost['profile']} "
                  f"(net {cost['net']:+,.0f} tokens over {cost['horizon']})" if cost["pays"] else
                  f"; raises the bill by {cost['net']:,.0f} tokens over {cost['horizon']} calls under {cost['profile']} "
-                 "(budget mode is the host's need: never refused for cost)")
+                 + ("(the cost gate is off: cost_gate is false)" if result["target_met"] is None  # else budget mode
+                    else "(budget mode is the host's need: never refused for cost)"))
     if result["archive_reference"]:
         line += f"; archived as {result['archive_reference']} (jev restore takes it whole)"
     if result.get("detail"):
