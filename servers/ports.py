@@ -13,7 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -72,3 +72,31 @@ def stop_process(proc: subprocess.Popen[bytes], group: bool = False) -> None:
         else:
             proc.kill()
         proc.wait()
+
+
+class PortServer:
+    """The base of such a server: `with Server(...) as server` starts it (`_start_once` on free ports, again
+    while a port is taken: `on_free_ports`) and stops its process (`proc`; `group`: its whole process group)."""
+
+    group = False  # started in a session of its own: stop the whole process group
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _start_once(self) -> Any:
+        raise NotImplementedError
+
+    def start(self) -> Any:
+        """Start it on free ports and wait until it answers (see `_start_once`)."""
+        return on_free_ports(self._start_once)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc, group=self.group)
+        self.proc = None
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

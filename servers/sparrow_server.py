@@ -8,25 +8,20 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ports import PortTaken, executable, free_ports, on_free_ports, stop_process
+from ports import PortServer, PortTaken, executable, free_ports
 
 
 def sparrow_binary() -> str:
     return executable("sparrow-decider", "sparrow-decider")
 
 
-class SparrowDecider:
-    """`with SparrowDecider(log) as server: server.url` — a running sparrow-decider."""
+class SparrowDecider(PortServer):
+    """`with SparrowDecider(log) as server: server.url` — a running sparrow-decider, answering as itself."""
 
     def __init__(self, log: Path) -> None:
+        super().__init__()
         self.log = Path(log)
-        self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
-
-    def start(self) -> SparrowDecider:
-        """Start it on a free port and wait until it answers as itself; on another port again when the one
-        it was given was taken before it bound it (`ports.on_free_ports`)."""
-        return on_free_ports(self._start_once)
 
     def _start_once(self) -> SparrowDecider:
         port = free_ports(1)[0]
@@ -52,14 +47,3 @@ class SparrowDecider:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"sparrow-decider did not answer: {self.log.read_text(errors='replace')}")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop_process(self.proc)
-        self.proc = None
-
-    def __enter__(self) -> SparrowDecider:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
