@@ -7,7 +7,9 @@ event, down to half the trigger (clear at least a tenth of it); jev at its defau
 threshold table, the cost gate with the horizon estimated from the history) on the same trigger events;
 jev in budget mode to half the trigger; and, as a diagnostic only, jev's gate given each session's true
 number of later calls (`calls_after`), which no live host knows. Needed results let go are counted under
-labels-v1 and labels-v2-reuse, computed from each session's full history.
+labels-v1 and labels-v2-reuse, computed from each session's full history. A Claude Code session that Claude
+Code compacted itself is replayed as one conversation per stretch between its compactions (3 of the 110
+dev sessions, once each: 113 conversations).
 
 `--adapter-defaults` replays instead each integration's default trigger (at the defaults, no target):
 50 messages (LangChain's middleware; the Agents SDK session's 50 items), 20 tool results (AgentScope),
@@ -34,6 +36,7 @@ from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
 from jev.analysis import analyze
 from jev.billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after, replay
+from jev.formats import claude_code
 from jev.judges import LocalJudge
 
 DATA = ROOT.parent / "shared" / "data"
@@ -46,10 +49,14 @@ LABEL = {"swebench": "SWE-bench (Gemini)", "deepseek": "DeepSeek", "claude-code"
 
 
 def sessions(name: str, limit: int | None) -> list[list[Any]]:
+    """The conversations of a set's first `limit` sessions (all by default): a Claude Code session that Claude
+    Code compacted itself is one per stretch (`jev.formats.claude_code.stretches`; the model went on from the
+    summary alone), every other session one."""
     out = []
-    for _session, data in raw_trajectories(DATA / SETS[name][0]):
-        out.append(formats.load(formats.parse(data)))
-        if limit and len(out) == limit:
+    for n, (_session, data) in enumerate(raw_trajectories(DATA / SETS[name][0]), 1):
+        doc = formats.parse(data)
+        out.extend(s for s in (claude_code.stretches(doc) if name == "claude-code" else [formats.load(doc)]) if s)
+        if limit and n == limit:
             break
     return out
 

@@ -214,3 +214,70 @@ def test_a_turn_with_extended_thinking_keeps_its_thinking_and_lets_its_read_resu
     assert after[1] == before[1] == {"role": "assistant", "content": [lines[1]["message"]["content"][0],
                                                                       lines[2]["message"]["content"][0]]}
     assert len(str(after[2])) < len(str(before[2]))
+
+
+def compacted(boundary_of: list[dict] | None = None) -> list[dict]:
+    """`session()` after which Claude Code compacted on its own, in the shape the dev sessions show
+    (Claude Code 2.1): a main-thread `system` entry of subtype `compact_boundary` (no parent, the last
+    message as its logical parent, the tokens it held), then the summary as a user entry, a hook's
+    `progress`, and the turns that went on from it; and, not seen there, a result answering a call made
+    before the boundary."""
+    boundary = {"parentUuid": None, "logicalParentUuid": "a7", "isSidechain": False, "type": "system",
+                "subtype": "compact_boundary", "content": "Conversation compacted", "level": "info",
+                "compactMetadata": {"trigger": "auto", "preTokens": 178144}, "sessionId": SESSION,
+                "uuid": "cb1", "timestamp": "2026-01-20T12:40:00.000Z"}
+    return [
+        *session(),
+        assistant("a8", "a7", "msg_4", {"type": "tool_use", "id": "toolu_01E", "name": "Read",
+                                        "input": {"file_path": "/home/dev/app/README.md"}}),
+        *(boundary_of or [boundary]),
+        entry("user", "c1", "cb1", {"role": "user", "content": "This session is being continued from a previous "
+                                    "conversation that ran out of context. Summary: count() is fixed."},
+              isCompactSummary=True, isVisibleInTranscriptOnly=True),
+        {"parentUuid": "c1", "isSidechain": False, "type": "progress", "sessionId": SESSION, "uuid": "p1",
+         "data": {"type": "hook_progress", "hookEvent": "SessionStart"}, "timestamp": "2026-01-20T12:40:01.000Z"},
+        tool_result("c2", "c1", "toolu_01E", "# app\n", {"type": "text"}),
+        assistant("c3", "c2", "msg_5", {"type": "text", "text": "Done."}),
+    ]
+
+
+def test_a_session_claude_code_compacted_is_read_from_its_last_compaction_on() -> None:
+    """The model went on from Claude Code's summary alone: `load` reads from the boundary on (a result
+    answering a call before it is a carried-over pair, named after its call), `stretches` gives both
+    conversations, and every line is still checked, whichever stretch it is in."""
+    from jev.formats import claude_code
+    doc = compacted()
+    messages = formats.load(doc)
+    assert [m.id for m in messages] == ["c1", "c2", "c3"]
+    assert messages[0].content[0].text.startswith("This session is being continued")
+    (pair,) = analyze(messages).pairs
+    assert (pair.call_id, pair.tool, pair.call_message) == ("toolu_01E", "Read", -1)
+    before, after = claude_code.stretches(doc)
+    assert [m.id for m in before] == ["u1", "a1", "u2", "u3", "a5", "u4", "u5", "a6", "a8"] and after == messages
+    assert claude_code.compactions(doc) == [len(session()) + 2]
+    assert [len(s) for s in claude_code.stretches(compacted([doc[-5], {**doc[-5], "uuid": "cb2"}]))] == [9, 0, 3]
+    # a sub-agent's own compaction leaves the main thread whole
+    side = {**doc[-5], "isSidechain": True}
+    assert len(formats.load(compacted([side]))) == 12 and claude_code.compactions(compacted([side])) == []
+    broken = compacted()
+    broken[2] = {**broken[2], "uuid": 5}
+    with pytest.raises(FormatError, match=r"line 3\.uuid: must be a non-blank string"):
+        formats.load(broken)
+
+
+def test_inspect_and_compact_say_a_session_was_read_from_claude_codes_last_compaction(tmp_path: Path) -> None:
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in compacted()) + "\n")
+    inspected = cli(["inspect", str(path)], text=True)
+    assert inspected.returncode == 0, inspected.stderr
+    assert json.loads(inspected.stdout)["messages"] == 3
+    said = " ".join(inspected.stderr.split())
+    assert f"Claude Code compacted this session once: read from its last compaction (line {len(session()) + 2}) " \
+           "on, what the model holds now" in said
+    shadow = cli(["compact", str(path), "--eligible-tools", "Read"], text=True)
+    assert shadow.returncode == 0, shadow.stderr
+    assert "Claude Code compacted this session once" in " ".join(shadow.stderr.split())
+    assert json.loads(shadow.stdout)["messages"][0]["content"].startswith("This session is being")
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("\n".join(json.dumps(e) for e in session()) + "\n")
+    assert "compacted" not in cli(["inspect", str(plain)], text=True).stderr

@@ -141,25 +141,34 @@ def test_every_trajectory_comes_back_byte_for_byte_through_the_archive(raw, tmp_
 @pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found in {DATA}")
 def test_every_claude_code_session_plans_and_writes_back_what_it_holds(tmp_path) -> None:
     """Issue 35 item 6: all 110 dev sessions plan (none ends in ERROR: pasted images pin their message,
-    carried-over results are pinned pairs) and their Anthropic messages come back exactly from the archive."""
+    carried-over results are pinned pairs) and their Anthropic messages come back exactly from the archive.
+    Each stretch between Claude Code's own compactions is a conversation of its own (`load` reads the last):
+    together they hold every main-thread block, in order."""
     from archive import FileArchive, Scope
+    from jev.formats import claude_code
     compactor = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset(
         {"Read", "Bash", "Grep", "Glob"})), ExecutionOptions(Mode.SHADOW, budget=30))
     archive, scope = FileArchive(tmp_path), Scope("u", "a", "s")
     sessions = _claude_code_sessions()
-    outcomes = Counter()
+    outcomes, stretches = Counter(), Counter()
     for name, data in sessions:
         entries = formats.parse(data)
         assert formats.detect(entries) == "claude-code", name
-        messages = formats.load(entries)
-        decision = compactor.plan_sync(messages)
-        assert decision.status is not Status.ERROR, (name, decision.detail)
-        outcomes[decision.status] += 1
-        written = orjson.dumps(formats.dump(messages, "anthropic"))
-        back = archive.restore(scope, archive.save(scope, messages))
-        assert orjson.dumps(formats.dump(back, "anthropic")) == written, name
+        every = claude_code.stretches(entries)
+        assert formats.load(entries) == every[-1], name
+        stretches[len(every)] += 1
+        written = b""
+        for messages in every:
+            decision = compactor.plan_sync(messages)
+            assert decision.status is not Status.ERROR, (name, decision.detail)
+            outcomes[decision.status] += 1
+            one = orjson.dumps(formats.dump(messages, "anthropic"))
+            back = archive.restore(scope, archive.save(scope, messages))
+            assert orjson.dumps(formats.dump(back, "anthropic")) == one, name
+            written += one
         for line in entries:  # what Claude Code sent is what is written: every main-thread block, in order
             if line.get("type") == "assistant" and not line.get("isSidechain"):
                 for block in line["message"]["content"]:
                     assert orjson.dumps(block) in written, name
     assert len(sessions) == 110 and outcomes[Status.DECIDED] > 0
+    assert stretches == {1: 107, 2: 3}  # three sessions Claude Code compacted once on its own

@@ -1,7 +1,9 @@
 """Behaviour is unchanged by refactors (issue 37): on every real session in ../shared/data — both
 mini-swe-agent dev sets and the Claude Code sessions — the decisions, scores, records, snapshots and the
 compacted history are byte-identical to the ones `tests/data/golden-decisions.json` froze before the
-core was rebuilt. One SHA-256 per session and mode; a change names the sessions it touched.
+core was rebuilt. One SHA-256 per session and mode; a change names the sessions it touched. Frozen again
+since, each for a behaviour change meant: the three Claude Code sessions Claude Code compacted itself
+(2026-12-05: the reader takes them from their last compaction on).
 
 Rewrite the file only when a behaviour change is meant (say so in the commit):
     python tests/test_golden.py --write

@@ -45,8 +45,9 @@ def read_json(source: str, what: str = "INPUT") -> Any:
         raise UsageError(f"{what} {source!r}: {exc}") from None
 
 
-def read_transcript(source: str, format: str) -> tuple[list[Any], str]:
-    """The messages of a transcript file (JSON or JSON Lines) and the form they were read in."""
+def read_transcript(source: str, format: str) -> tuple[list[Any], str, str | None]:
+    """The messages of a transcript file (JSON or JSON Lines), the form they were read in, and what the
+    reader left out that a user would miss (None when nothing): the summary says it."""
     data = read_json(source)
     try:  # what cannot be written back cannot be echoed or archived: refuse it here (orjson writes 255 levels)
         orjson.dumps(data)
@@ -55,9 +56,23 @@ def read_transcript(source: str, format: str) -> tuple[list[Any], str]:
                          "255 levels have no JSON form here)") from None
     try:
         form = detect(data) if format == "auto" else format
-        return load(data, form), form
+        messages = load(data, form)
     except FormatError as exc:
         raise UsageError(f"INPUT {source!r}: {exc}") from None
+    return messages, form, _left_out(data, form)
+
+
+def _left_out(data: Any, form: str) -> str | None:
+    """A Claude Code session that Claude Code compacted itself is read from its last compaction on."""
+    if form != "claude-code":
+        return None
+    from ..formats.claude_code import compactions
+    lines = compactions(data)
+    if not lines:
+        return None
+    times = "once" if len(lines) == 1 else f"{len(lines)} times"
+    return (f"Claude Code compacted this session {times}: read from its last compaction (line {lines[-1]}) on, "
+            "what the model holds now; jev.formats.claude_code.stretches reads each stretch")
 
 
 def _jsonable(value: Any) -> Any:

@@ -161,7 +161,7 @@ def show_table(out: Any, plan: Plan) -> None:
 def run(args: argparse.Namespace) -> int:
     check_file_target(args.out, "--out")  # before any work: a typo costs nothing
     out = console(args.quiet)
-    messages, fmt = read_transcript(args.input, args.format)
+    messages, fmt, left_out = read_transcript(args.input, args.format)
     fmt = writable(fmt)  # a read-only form (Claude Code) is written back as the Anthropic messages it holds
     try:  # what cannot be written back in its form is refused before any judging or archiving
         dump(messages, fmt)
@@ -209,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
     write_json(result, args.out)
     if args.show and decision.plan is not None:
         show_table(out, decision.plan)
+    if left_out:
+        out.print(left_out)
     _summary(out, result, os.fspath(args.input))
     return exit_code(decision.status)
 

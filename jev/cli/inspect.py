@@ -86,7 +86,7 @@ def not_read_only(tool: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     check_file_target(args.out, "--out")  # before any work: a typo costs nothing
     out = console(args.quiet)
-    messages, form = read_transcript(args.input, args.format)
+    messages, form, left_out = read_transcript(args.input, args.format)
     result = facts(messages, form)
     write_json(result, args.out)
     if not args.quiet:  # the table goes to stderr, beside the JSON on stdout
@@ -99,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(tool, str(row["pairs"]), f"{row['result_chars']:,}", f"{row['largest_result']:,}",
                           str(row["judgeable"]))
         out.print(table)
+        if left_out:
+            out.print(left_out)
         if result["suggested"]:
             out.print(f"eligible candidates (names that look read-only): --eligible-tools "
                       f"{','.join(result['suggested'])}")

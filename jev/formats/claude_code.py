@@ -6,7 +6,10 @@ Each line is a typed entry. The main thread is read in file order: `user` and `a
 assistant turn is written over several lines, one per content block, sharing `message.id`: those are
 joined into one message at the turn's first line. Everything else — `summary`, `system`,
 `file-history-snapshot`, `queue-operation` entries, and the entry-level `toolUseResult` (the tool's
-structured output, which the model never saw) — is left out. Message ids are the entries' `uuid`s,
+structured output, which the model never saw) — is left out. Where Claude Code compacted the session
+itself (a main-thread `system` entry of subtype `compact_boundary`, then a user entry with its summary),
+the model went on from the summary alone: `load` reads what it holds now, from the last boundary on, and
+`stretches` gives every stretch between boundaries as its own conversation. Message ids are the entries' `uuid`s,
 timestamps their `timestamp`; a line written twice (same `uuid`, same content, as resumed sessions do)
 is read once. Each turn loads as the Anthropic message it is (`{"role", "content"}`), so written as
 `anthropic` every block comes back exactly as Claude Code sent it — thinking signatures, `caller`,
@@ -15,6 +18,7 @@ is read once. Each turn loads as the Anthropic message it is (`{"role", "content
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +28,7 @@ from . import anthropic
 
 NAME = "claude-code"
 _ROLES = ("user", "assistant")
+COMPACT_BOUNDARY = "compact_boundary"  # the subtype of the system entry Claude Code writes where it compacted
 
 
 def is_transcript(data: Any) -> bool:
@@ -35,9 +40,18 @@ def is_transcript(data: Any) -> bool:
 
 
 def load(data: Any) -> list[Message]:
-    """The main thread's messages, in order (see the module docstring)."""
+    """The main thread's messages since Claude Code last compacted the session (the whole main thread if
+    it never did): what the model holds now (see the module docstring)."""
+    return stretches(data)[-1]
+
+
+def stretches(data: Any) -> list[list[Message]]:
+    """The main thread's messages, one list per stretch the model held: cut at each `compact_boundary`,
+    oldest first, each beginning with the summary Claude Code wrote (one list if it never compacted). Every
+    line is checked, whichever stretch it falls in."""
     if not isinstance(data, list):
         raise FormatError(f"claude-code: expected the session's entries, one per line (got {type(data).__name__})")
+    cuts: list[int] = []  # where each stretch after the first begins, in `turns`
     turns: list[dict[str, Any]] = []
     at: dict[str, int] = {}  # assistant message.id -> its turn
     seen: dict[str, Any] = {}
@@ -45,7 +59,13 @@ def load(data: Any) -> list[Message]:
         where = f"line {i + 1}"
         if not isinstance(entry, dict):
             raise FormatError(f"{where}: an entry must be a JSON object")
-        if entry.get("type") not in _ROLES or entry.get("isSidechain") is True:
+        if entry.get("isSidechain") is True:
+            continue
+        if _is_boundary(entry):
+            cuts.append(len(turns))
+            at.clear()  # a turn never spans a boundary: a message id seen again after one is a new turn
+            continue
+        if entry.get("type") not in _ROLES:
             continue
         message, uuid = entry.get("message"), entry.get("uuid")
         if not isinstance(message, dict):
@@ -75,9 +95,23 @@ def load(data: Any) -> list[Message]:
         timestamp = entry.get("timestamp")
         turns.append({"message": {"role": role, "content": list(content) if isinstance(content, list) else content},
                       "uuid": uuid, "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
-    names: dict[str, str] = {}  # call id -> tool, so each result is named after its call
-    return [anthropic.read_message(t["message"], t["uuid"], f"the turn at line {t['line']}", names, t["timestamp"])
-            for t in turns]
+    names: dict[str, str] = {}  # call id -> tool, so each result is named after its call (in an earlier stretch too)
+    messages = [anthropic.read_message(t["message"], t["uuid"], f"the turn at line {t['line']}", names, t["timestamp"])
+                for t in turns]
+    bounds = [0, *cuts, len(messages)]
+    return [messages[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def compactions(data: Any) -> list[int]:
+    """The lines (from 1) where Claude Code compacted the session's main thread, in order: where each
+    stretch after the first begins (`stretches`)."""
+    return [i + 1 for i, entry in enumerate(data) if isinstance(entry, dict) and _is_boundary(entry)] \
+        if isinstance(data, list) else []
+
+
+def _is_boundary(entry: dict[str, Any]) -> bool:
+    """A main-thread entry marking where Claude Code compacted the session (the model went on from its summary)."""
+    return entry.get("type") == "system" and entry.get("subtype") == COMPACT_BOUNDARY and entry.get("isSidechain") is not True
 
 
 def dump(messages: Sequence[Message]) -> Any:
