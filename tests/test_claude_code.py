@@ -281,3 +281,38 @@ def test_inspect_and_compact_say_a_session_was_read_from_claude_codes_last_compa
     plain = tmp_path / "plain.jsonl"
     plain.write_text("\n".join(json.dumps(e) for e in session()) + "\n")
     assert "compacted" not in cli(["inspect", str(plain)], text=True).stderr
+
+
+def test_a_branch_the_user_rewound_away_from_is_left_out_and_parallel_work_is_not(tmp_path: Path) -> None:
+    """A rewind (Esc Esc, /rewind) writes the next message under an earlier one and leaves the old branch in
+    the file: the model never sees it again, so it is not read — its tool pair included. The chain's own
+    parallel work hangs off the chain too (another line of a turn, results of its calls: `session()` has
+    both) and stays, and so does everything before a link that breaks (`session()`'s `a3` names a parent
+    the file does not hold)."""
+    from jev.formats import claude_code
+    base = session()
+    tip = base[-1]["uuid"]
+    rewound = [
+        *base,
+        entry("user", "b1u", tip, {"role": "user", "content": "Now rename count() to size()."}),
+        assistant("b1a", "b1u", "msg_b1", {"type": "tool_use", "id": "toolu_OLD", "name": "Bash",
+                                           "input": {"command": "sed -i s/count/size/ count.py"}}),
+        tool_result("b1r", "b1a", "toolu_OLD", "", {"stdout": ""}),
+        assistant("b1z", "b1r", "msg_b1z", {"type": "text", "text": "Renamed."}),
+        entry("user", "b2u", tip, {"role": "user", "content": "Leave the name; add a docstring instead."}),
+        assistant("b2a", "b2u", "msg_b2", {"type": "text", "text": "Added."}),
+    ]
+    messages = formats.load(rewound)
+    assert [m.id for m in messages] == [m.id for m in formats.load(base)] + ["b2u", "b2a"]
+    assert "toolu_OLD" not in {p.call_id for p in analyze(messages).pairs}
+    # the branch is the conversation while it is the newest: nothing is left behind then
+    assert [m.id for m in formats.load(rewound[:-2])][-4:] == ["b1u", "b1a", "b1r", "b1z"]
+    # each stretch has its own chain: a rewind before a compaction is left out of the stretch it is in
+    before, after = claude_code.stretches(rewound + compacted()[len(session()) + 1:])
+    assert [m.id for m in before][-2:] == ["b2u", "b2a"] and "b1u" not in {m.id for m in before}
+    assert [m.id for m in after] == ["c1", "c2", "c3"]
+    assert claude_code.rewound(rewound) == [len(base) + k for k in (1, 2, 3, 4)]
+    path = tmp_path / "rewound.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in rewound) + "\n")
+    said = " ".join(cli(["inspect", str(path)], text=True).stderr.split())
+    assert f"left out 4 message line(s), from line {len(base) + 1}, of a branch the user rewound away from" in said

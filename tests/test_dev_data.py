@@ -156,6 +156,7 @@ def test_every_claude_code_session_plans_and_writes_back_what_it_holds(tmp_path)
         assert formats.detect(entries) == "claude-code", name
         every = claude_code.stretches(entries)
         assert formats.load(entries) == every[-1], name
+        assert not claude_code.rewound(entries), name  # parallel work off the parent chain is no rewind
         stretches[len(every)] += 1
         written = b""
         for messages in every:

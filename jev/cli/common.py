@@ -63,16 +63,20 @@ def read_transcript(source: str, format: str) -> tuple[list[Any], str, str | Non
 
 
 def _left_out(data: Any, form: str) -> str | None:
-    """A Claude Code session that Claude Code compacted itself is read from its last compaction on."""
+    """What the Claude Code reader leaves out of a session: what came before Claude Code's last compaction of
+    it, and branches the user rewound away from."""
     if form != "claude-code":
         return None
-    from ..formats.claude_code import compactions
-    lines = compactions(data)
-    if not lines:
-        return None
-    times = "once" if len(lines) == 1 else f"{len(lines)} times"
-    return (f"Claude Code compacted this session {times}: read from its last compaction (line {lines[-1]}) on, "
-            "what the model holds now; jev.formats.claude_code.stretches reads each stretch")
+    from ..formats.claude_code import compactions, rewound
+    said = []
+    if lines := compactions(data):
+        times = "once" if len(lines) == 1 else f"{len(lines)} times"
+        said.append(f"Claude Code compacted this session {times}: read from its last compaction (line {lines[-1]}) "
+                    "on, what the model holds now; jev.formats.claude_code.stretches reads each stretch")
+    if lines := rewound(data):
+        said.append(f"left out {len(lines)} message line(s), from line {lines[0]}, of a branch the user rewound "
+                    "away from")
+    return "; ".join(said) or None
 
 
 def _jsonable(value: Any) -> Any:

@@ -9,7 +9,9 @@ joined into one message at the turn's first line. Everything else — `summary`,
 structured output, which the model never saw) — is left out. Where Claude Code compacted the session
 itself (a main-thread `system` entry of subtype `compact_boundary`, then a user entry with its summary),
 the model went on from the summary alone: `load` reads what it holds now, from the last boundary on, and
-`stretches` gives every stretch between boundaries as its own conversation. Message ids are the entries' `uuid`s,
+`stretches` gives every stretch between boundaries as its own conversation. Where the user rewound the
+conversation to an earlier prompt, the branch left behind stays in the file but not in the model's
+context: it is left out too. Message ids are the entries' `uuid`s,
 timestamps their `timestamp`; a line written twice (same `uuid`, same content, as resumed sessions do)
 is read once. Each turn loads as the Anthropic message it is (`{"role", "content"}`), so written as
 `anthropic` every block comes back exactly as Claude Code sent it — thinking signatures, `caller`,
@@ -47,10 +49,12 @@ def load(data: Any) -> list[Message]:
 
 def stretches(data: Any) -> list[list[Message]]:
     """The main thread's messages, one list per stretch the model held: cut at each `compact_boundary`,
-    oldest first, each beginning with the summary Claude Code wrote (one list if it never compacted). Every
-    line is checked, whichever stretch it falls in."""
+    oldest first, each beginning with the summary Claude Code wrote (one list if it never compacted); a
+    branch the user rewound away from is left out (`_rewound`). Every line is checked, whichever stretch
+    or branch it falls in."""
     if not isinstance(data, list):
         raise FormatError(f"claude-code: expected the session's entries, one per line (got {type(data).__name__})")
+    rewound = _rewound(data)
     cuts: list[int] = []  # where each stretch after the first begins, in `turns`
     turns: list[dict[str, Any]] = []
     at: dict[str, int] = {}  # assistant message.id -> its turn
@@ -82,6 +86,8 @@ def stretches(data: Any) -> list[list[Message]]:
             raise FormatError(f"{where}.message.role: {shown(role)} in a {shown(entry['type'])} entry")
         if not isinstance(content, (str, list)):
             raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
+        if uuid in rewound:
+            continue
         turn_id = message.get("id") if role == "assistant" else None
         if isinstance(turn_id, str) and turn_id in at:  # the next block of a turn already begun
             turn = turns[at[turn_id]]
@@ -102,11 +108,96 @@ def stretches(data: Any) -> list[list[Message]]:
     return [messages[a:b] for a, b in itertools.pairwise(bounds)]
 
 
+def _rewound(data: list[Any]) -> set[str]:
+    """The uuids of the main-thread messages on a branch the user rewound away from. Rewinding to a prompt
+    (Claude Code's Esc Esc, /rewind) writes the new prompt under the same parent as the old one and leaves
+    the old branch in the file. In each stretch the conversation is the `parentUuid` chain from its last
+    message back; where a prompt on that chain has a sibling prompt, the sibling and everything below it is
+    left behind, except the chain's parallel work that hangs there (another line of a turn on the chain,
+    results of its calls). Nothing else off the chain is left out: parallel calls' results sit off it in 59 of
+    the 110 dev sessions (none rewinds), and a chain that breaks (a parent not in the file) ends the search."""
+    out: set[str] = set()
+    stretch: list[dict[str, Any]] = []
+    for entry in [*data, None]:  # None: the end, which closes the last stretch as a boundary does
+        if entry is None or (isinstance(entry, dict) and _is_boundary(entry)):
+            out |= _left_behind(stretch)
+            stretch = []
+        elif isinstance(entry, dict) and entry.get("isSidechain") is not True and isinstance(entry.get("uuid"), str):
+            stretch.append(entry)
+    return out
+
+
+def _prompt(entry: dict[str, Any]) -> bool:
+    """A user entry holding the user's words (not tool results, not a meta note): what a rewind re-sends."""
+    message = entry.get("message")
+    if entry.get("type") != "user" or entry.get("isMeta") is True or not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    return isinstance(content, str) or (isinstance(content, list) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+
+
+def _left_behind(entries: list[dict[str, Any]]) -> set[str]:
+    """`_rewound` of one stretch's main-thread entries (those with a uuid), in file order."""
+    messages = [e for e in entries if e.get("type") in _ROLES and isinstance(e.get("message"), dict)]
+    if not messages:
+        return set()
+    by = {e["uuid"]: e for e in entries}
+    chain: list[str] = []  # from the last message back
+    on: set[str] = set()
+    at: Any = messages[-1]["uuid"]
+    while isinstance(at, str) and at in by and at not in on:
+        chain.append(at)
+        on.add(at)
+        at = by[at].get("parentUuid")
+    children: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        if isinstance(parent := e.get("parentUuid"), str):
+            children.setdefault(parent, []).append(e)
+    stack = [c for k in range(1, len(chain)) if _prompt(by[chain[k - 1]])
+             for c in children.get(chain[k], ()) if c["uuid"] not in on and _prompt(c)]
+    if not stack:
+        return set()
+    turns = {by[u]["message"].get("id") for u in chain if by[u].get("type") == "assistant"
+             and isinstance(by[u].get("message"), dict)} - {None}
+    calls = {block.get("id") for e in messages if e["type"] == "assistant" and e["message"].get("id") in turns
+             and isinstance(e["message"].get("content"), list) for block in e["message"]["content"]
+             if isinstance(block, dict) and block.get("type") == "tool_use"}
+
+    def parallel(e: dict[str, Any]) -> bool:  # another line of a turn on the chain, or results of its calls
+        content = e["message"].get("content")
+        if e["type"] == "assistant":
+            return e["message"].get("id") in turns
+        return isinstance(content, list) and bool(content) and all(
+            isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in calls for b in content)
+
+    out: set[str] = set()
+    done: set[str] = set()
+    while stack:  # the left-behind prompts and everything below them
+        e = stack.pop()
+        if e["uuid"] in done or e["uuid"] in on:
+            continue
+        done.add(e["uuid"])
+        if e.get("type") in _ROLES and isinstance(e.get("message"), dict) and not parallel(e):
+            out.add(e["uuid"])
+        stack.extend(children.get(e["uuid"], ()))
+    return out
+
+
 def compactions(data: Any) -> list[int]:
     """The lines (from 1) where Claude Code compacted the session's main thread, in order: where each
     stretch after the first begins (`stretches`)."""
     return [i + 1 for i, entry in enumerate(data) if isinstance(entry, dict) and _is_boundary(entry)] \
         if isinstance(data, list) else []
+
+
+def rewound(data: Any) -> list[int]:
+    """The lines (from 1) of the main-thread messages left out as a branch the user rewound away from."""
+    if not isinstance(data, list):
+        return []
+    left = _rewound(data)
+    return [i + 1 for i, entry in enumerate(data) if isinstance(entry, dict) and entry.get("uuid") in left
+            and entry.get("isSidechain") is not True and entry.get("type") in _ROLES]
 
 
 def _is_boundary(entry: dict[str, Any]) -> bool:
