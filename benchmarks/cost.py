@@ -36,7 +36,6 @@ from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
 from jev.analysis import analyze
 from jev.billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after, replay
-from jev.formats import claude_code
 from jev.judges import LocalJudge
 
 DATA = ROOT.parent / "shared" / "data"
@@ -49,13 +48,12 @@ LABEL = {"swebench": "SWE-bench (Gemini)", "deepseek": "DeepSeek", "claude-code"
 
 
 def sessions(name: str, limit: int | None) -> list[list[Any]]:
-    """The conversations of a set's first `limit` sessions (all by default): a Claude Code session that Claude
-    Code compacted itself is one per stretch (`jev.formats.claude_code.stretches`; the model went on from the
+    """The conversations of a set's first `limit` sessions (all by default, `jev.formats.conversations`): a
+    Claude Code session that Claude Code compacted itself is one per stretch (the model went on from the
     summary alone), every other session one."""
     out = []
     for n, (_session, data) in enumerate(raw_trajectories(DATA / SETS[name][0]), 1):
-        doc = formats.parse(data)
-        out.extend(s for s in (claude_code.stretches(doc) if name == "claude-code" else [formats.load(doc)]) if s)
+        out.extend(formats.conversations(formats.parse(data)))
         if limit and n == limit:
             break
     return out

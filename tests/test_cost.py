@@ -331,3 +331,34 @@ def test_history_tokens_of_a_grown_history_measure_only_the_new_samples(monkeypa
         fresh = HistoryTokens(whole.messages, whole.sizes)
         assert grown.per_char == fresh.per_char and grown.sampled == fresh.sampled
         assert len(measured) == len(set(fresh.sampled) - set(earlier)) < len(fresh.sampled)
+
+
+def test_jev_cost_replays_each_stretch_of_a_session_claude_code_compacted_as_its_own_conversation(tmp_path) -> None:
+    """Claude Code went on from its summary alone, so the calls after a compaction re-read none of what came
+    before: `jev cost` over such a session bills what its stretches, each replayed alone, bill together."""
+    import json
+
+    from conftest import cli
+    from test_claude_code import compacted
+
+    from jev.formats import claude_code
+    doc = compacted()
+    every = formats.conversations(doc)
+    assert [len(s) for s in every] == [len(s) for s in claude_code.stretches(doc)] == [9, 3]
+    assert formats.conversations(formats.dump(every[0], "jev")) == [every[0]]  # any other form: one
+    whole, apart = tmp_path / "whole", tmp_path / "apart"
+    whole.mkdir()
+    apart.mkdir()
+    (whole / "s.jsonl").write_text("\n".join(json.dumps(e) for e in doc))
+    for k, messages in enumerate(every):
+        (apart / f"s{k}.json").write_text(json.dumps(formats.dump(messages, "jev")))
+
+    def billed(folder) -> dict:
+        proc = cli(["cost", str(folder), "--trigger-tokens", "1000", "--eligible-tools", "Read,Bash", "-q",
+                    "--out", str(tmp_path / f"{folder.name}.json")])
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads((tmp_path / f"{folder.name}.json").read_text())
+        return {name: (row["calls"], row["tokens_sent"], row["billed_input"]) for name, row in report["policies"].items()}
+
+    assert billed(whole) == billed(apart)
+    assert billed(whole)["no compaction"][0] == sum(m.role == "assistant" for s in every for m in s)

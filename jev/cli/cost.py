@@ -1,7 +1,8 @@
 """`jev cost`: the billed-cost replay of a user's own sessions, before enforcing.
 
 Every transcript SOURCE names (a folder, a glob or an fsspec URL, any form the library reads, Claude Code
-sessions included) is replayed call by call — every assistant message is one model call — under four
+sessions included: one Claude Code compacted itself as one conversation per stretch between its
+compactions, `jev.formats.conversations`) is replayed call by call — every assistant message is one model call — under four
 policies on the same calls (`jev.billing`): no compaction, clearing all but the last 3 results on every
 call over the trigger (LangChain's `ClearToolUsesEdit`, not persisted), clearing the oldest results in
 batches at each trigger event, and the configured compactor in ENFORCE with a memory archive. It reports,
@@ -24,7 +25,7 @@ from rich.table import Table
 from ..compactor import Compactor
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
-from ..formats import FORMATS, detect, load, parse
+from ..formats import FORMATS, conversations, parse
 from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
@@ -104,25 +105,25 @@ def run(args: argparse.Namespace) -> int:
         task = progress.add_task("replaying sessions", total=len(found))
         for session, (fs, path) in found:
             progress.update(task, description=f"replaying {session}")
-            try:
-                data = parse(fs.cat_file(path))
-                messages = load(data, detect(data) if args.format == "auto" else args.format)
-                bills = replay(messages, policies(), profile, args.window)
+            try:  # each conversation the file holds (one per stretch of a session Claude Code compacted itself)
+                every = conversations(parse(fs.cat_file(path)), args.format)
+                bills_of = [replay(messages, policies(), profile, args.window) for messages in every]
             except (FormatError, OSError, JevError) as exc:
                 skipped[path] = str(exc) or type(exc).__name__
                 progress.advance(task)
                 continue
-            labels = needed_later(analyze(messages)) if args.labels else None
-            if labels is not None:
-                needed[0] += labels.total_v1
-                needed[1] += labels.total_v2
-            for name, bill in bills.items():
-                totals.setdefault(name, Bill()).add(bill)
+            for messages, bills in zip(every, bills_of, strict=True):
+                labels = needed_later(analyze(messages)) if args.labels else None
                 if labels is not None:
-                    counts = lost.setdefault(name, [0, 0])
-                    for key, point in bill.let_go:
-                        counts[0] += labels.v1(key, point)
-                        counts[1] += labels.v2(key, point)
+                    needed[0] += labels.total_v1
+                    needed[1] += labels.total_v2
+                for name, bill in bills.items():
+                    totals.setdefault(name, Bill()).add(bill)
+                    if labels is not None:
+                        counts = lost.setdefault(name, [0, 0])
+                        for key, point in bill.let_go:
+                            counts[0] += labels.v1(key, point)
+                            counts[1] += labels.v2(key, point)
             progress.advance(task)
     if not totals:
         raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(skipped)} unreadable)")

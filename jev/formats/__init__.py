@@ -137,20 +137,38 @@ def load(data: Any, format: str = "auto") -> list[Message]:
     """Messages from parsed JSON in `format` (`auto` detects it). Refused with a `FormatError`: values nested
     too deep for JSON, and two calls (or two results) with one id in one message — no form can write such
     a message back and pairing could not tell them apart."""
+    reader = _codec(detect(data) if format == "auto" else format)[0]
+    return _read(lambda document: [reader(document)], data)[0]
+
+
+def conversations(data: Any, format: str = "auto") -> list[list[Message]]:
+    """Each conversation a document holds, as the model held it: `[load(data, format)]`, but for a Claude Code
+    session that Claude Code compacted itself one per stretch between its compactions, oldest first (the
+    model went on from each summary alone; `claude_code.stretches`), empty ones left out — what a replay of
+    every model call reads."""
+    form = detect(data) if format == "auto" else format
+    if form != "claude-code":
+        return [load(data, form)]
+    return [messages for messages in _read(_module("claude_code").stretches, data) if messages]
+
+
+def _read(reader: Callable[[Any], list[list[Message]]], data: Any) -> list[list[Message]]:
+    """`reader(data)`, lists of messages, each message checked as `load` says."""
     try:
-        messages = _codec(detect(data) if format == "auto" else format)[0](data)
+        read = reader(data)
     except RecursionError:
         raise FormatError("the document is nested too deep to read (JSON written back allows 255 levels)") from None
-    for i, message in enumerate(messages):
-        seen: set[tuple[bool, str]] = set()
-        for j, block in enumerate(message.content):
-            if isinstance(block, (ToolUseBlock, ToolResultBlock)):
-                key = (isinstance(block, ToolResultBlock), block.id)
-                if key in seen:
-                    raise FormatError(f"messages[{i}].content[{j}]: a second {block.type} with id {block.id!r} "
-                                      "in one message is ambiguous")
-                seen.add(key)
-    return messages
+    for messages in read:
+        for i, message in enumerate(messages):
+            seen: set[tuple[bool, str]] = set()
+            for j, block in enumerate(message.content):
+                if isinstance(block, (ToolUseBlock, ToolResultBlock)):
+                    key = (isinstance(block, ToolResultBlock), block.id)
+                    if key in seen:
+                        raise FormatError(f"messages[{i}].content[{j}]: a second {block.type} with id {block.id!r} "
+                                          "in one message is ambiguous")
+                    seen.add(key)
+    return read
 
 
 def dump(messages: Sequence[Message], format: str = "jev") -> Any:
@@ -174,4 +192,5 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
                           "those messages afresh") from None
 
 
-__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "detect", "dump", "load", "parse", "session_id", "writable"]
+__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "conversations", "detect", "dump", "load", "parse", "session_id",
+           "writable"]
