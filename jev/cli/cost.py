@@ -2,10 +2,11 @@
 
 Every transcript SOURCE names (a folder, a glob or an fsspec URL, any form the library reads, Claude Code
 sessions included: one Claude Code compacted itself as one conversation per stretch between its
-compactions, `jev.formats.conversations`) is replayed call by call — every assistant message is one model call — under four
-policies on the same calls (`jev.billing`): no compaction, clearing all but the last 3 results on every
-call over the trigger (LangChain's `ClearToolUsesEdit`, not persisted), clearing the oldest results in
-batches at each trigger event, and the configured compactor in ENFORCE with a memory archive. It reports,
+compactions, `jev.formats.conversations`) is replayed call by call — every assistant message is one model
+call — under four policies on the same calls (`jev.billing`): no compaction, clearing all but the last 3
+results on every call over the trigger (LangChain's `ClearToolUsesEdit`, not persisted), clearing the
+oldest results in batches at each trigger event, and the configured compactor in ENFORCE with a memory
+archive. It reports,
 per policy, the tokens sent, the input billed under a pricing profile and its ratio to no compaction,
 the cache-read share, the compactions adopted and refused (and why), the largest request and the
 requests over `--window`, and the later-needed results each let go of under two label proxies computed

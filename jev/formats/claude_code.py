@@ -196,8 +196,8 @@ def rewound(data: Any) -> list[int]:
     if not isinstance(data, list):
         return []
     left = _rewound(data)
-    return [i + 1 for i, entry in enumerate(data) if isinstance(entry, dict) and entry.get("uuid") in left
-            and entry.get("isSidechain") is not True and entry.get("type") in _ROLES]
+    return [i + 1 for i, entry in enumerate(data) if isinstance(entry, dict) and isinstance(entry.get("uuid"), str)
+            and entry["uuid"] in left and entry.get("isSidechain") is not True and entry.get("type") in _ROLES]
 
 
 def _is_boundary(entry: dict[str, Any]) -> bool:
