@@ -56,8 +56,13 @@ _TRAJECTORIES = [json.loads(p.read_text()) for p in sorted(DATA.glob("mini_swe_a
 
 
 def _claude_code() -> list[list[dict]]:
-    from test_claude_code import continued_session, session
-    return [session(), continued_session()]
+    from test_claude_code import compacted, continued_session, session
+    prompt, reply = session()[2:4]
+    tip = session()[-1]["uuid"]
+    rewound = [*session(), prompt | {"uuid": "r1", "parentUuid": tip},  # a branch, then a rewind to its prompt
+               reply | {"uuid": "r2", "parentUuid": "r1", "message": reply["message"] | {"id": "msg_r2"}},
+               prompt | {"uuid": "r3", "parentUuid": tip}]
+    return [session(), continued_session(), compacted(), rewound]
 
 
 # every form `formats.load` reads, each from documents of its own shape
