@@ -316,3 +316,24 @@ def test_a_branch_the_user_rewound_away_from_is_left_out_and_parallel_work_is_no
     path.write_text("\n".join(json.dumps(e) for e in rewound) + "\n")
     said = " ".join(cli(["inspect", str(path)], text=True).stderr.split())
     assert f"left out 4 message line(s), from line {len(base) + 1}, of a branch the user rewound away from" in said
+
+
+def test_replay_says_which_sessions_it_read_from_claude_codes_last_compaction_and_what_it_left_out(tmp_path) -> None:
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    base = session()
+    tip = base[-1]["uuid"]
+    rewound = [*base, entry("user", "b1u", tip, {"role": "user", "content": "Rename it."}),
+               assistant("b1a", "b1u", "msg_b1", {"type": "text", "text": "Renamed."}),
+               entry("user", "b2u", tip, {"role": "user", "content": "Leave the name."})]
+    for name, doc in (("plain", base), ("compacted", compacted()), ("rewound", rewound)):
+        (folder / f"{name}.jsonl").write_text("\n".join(json.dumps(e) for e in doc) + "\n")
+    ran = cli(["replay", str(folder), "--records", str(tmp_path / "records.jsonl"), "--every", "1",
+               "--eligible-tools", "Read,Bash", "--preserve-recent", "1"], text=True)
+    assert ran.returncode == 0, ran.stderr
+    summary = json.loads(ran.stdout)
+    assert summary["sessions"] == 3 and summary["left_out"] == {
+        "claude_code_sessions_read_from_last_compaction": 1, "claude_code_rewound_message_lines": 2}
+    said = " ".join(ran.stderr.split())
+    assert "1 Claude Code session(s) read from Claude Code's last compaction on" in said
+    assert "2 message line(s) of Claude Code branches the user rewound away from left out" in said

@@ -23,7 +23,7 @@ from ..canonical import canonical_json
 from ..compactor import Compactor
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError, JevError
-from ..formats import FORMATS, TRANSCRIPT_SUFFIXES, detect, load, parse, session_id
+from ..formats import FORMATS, TRANSCRIPT_SUFFIXES, claude_code, detect, load, parse, session_id
 from ..policy import Action
 from ..state import estimate_tokens
 from ..transcript import Message, message_to_dict
@@ -117,6 +117,10 @@ class Summary:
     skipped: Counter[str] = field(default_factory=Counter)
     unreadable: dict[str, str] = field(default_factory=dict)  # path -> why it could not be read
     outcomes: Counter[str] = field(default_factory=Counter)  # "STATUS / REASON: detail" of plans that proposed nothing
+    # Claude Code sessions read from Claude Code's last compaction of them, and message lines of rewound branches
+    # the reader left out (`jev.formats.claude_code`)
+    from_compaction: int = 0
+    rewound_lines: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         tools = sorted({t for t, _a in self.let_go})
@@ -126,7 +130,9 @@ class Summary:
                                        "dropped": self.let_go[(t, "DROP_PAIR")],
                                        "result_chars": self.let_go_chars[t]} for t in tools},
                 "skipped": dict(self.skipped), "unreadable": self.unreadable,
-                "not_decided": dict(self.outcomes)}
+                "not_decided": dict(self.outcomes),
+                "left_out": {"claude_code_sessions_read_from_last_compaction": self.from_compaction,
+                             "claude_code_rewound_message_lines": self.rewound_lines}}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,6 +174,12 @@ def run(args: argparse.Namespace) -> int:
                   f"({facts['result_chars']:,} result characters)")
     for what, count in summary.outcomes.most_common(5):
         out.print(f"  {count} plan(s) {what}")
+    if summary.from_compaction:
+        out.print(f"  {summary.from_compaction} Claude Code session(s) read from Claude Code's last compaction on, "
+                  "what the model held (jev cost replays every stretch)")
+    if summary.rewound_lines:
+        out.print(f"  {summary.rewound_lines} message line(s) of Claude Code branches the user rewound away from "
+                  "left out")
     for why, count in summary.skipped.most_common():
         out.print(f"  skipped {count}: {why}")
     for n, (path, why) in enumerate(summary.unreadable.items()):
@@ -182,12 +194,16 @@ def _replay(compactor: Compactor, session: str, fs: Any, path: str, args: argpar
             batch: list[bytes]) -> None:
     try:
         data = parse(fs.cat_file(path))
-        messages = load(data, detect(data) if args.format == "auto" else args.format)
+        form = detect(data) if args.format == "auto" else args.format
+        messages = load(data, form)
     except (FormatError, OSError) as exc:
         summary.skipped["unreadable transcript"] += 1
         summary.unreadable[path] = str(exc) or type(exc).__name__
         return
     summary.sessions += 1
+    if form == "claude-code":
+        summary.from_compaction += bool(claude_code.compactions(data))
+        summary.rewound_lines += len(claude_code.rewound(data))
     for end in decision_points(messages, args.every, args.trigger_tokens):
         try:
             decision = compactor.plan_sync(messages[:end], context={"session_id": session})
