@@ -73,8 +73,9 @@ def _session(name: str) -> str:
 
 def group_of(session: str) -> str:
     """The group a session belongs to for splitting: its instance (the file name), so that the runs of one
-    instance always land in the same split."""
-    return session.rsplit("/", 1)[-1]
+    instance always land in the same split — and the stretches `jev replay` names apart in one session Claude
+    Code compacted itself (`jev.formats.session_of`) with it."""
+    return formats.session_of(session)[0].rsplit("/", 1)[-1]
 
 
 class _Serial:

@@ -114,17 +114,33 @@ def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int)
     return seen[-1] if seen else None
 
 
+def _conversation(fs: Any, base: str, session: str, format: str) -> list[Any] | None:
+    """The messages a record's session id names: its file's (what `load` reads, as `jev compact` judged it), or
+    for `<session>#stretch-<k>` (`jev replay` of a session Claude Code compacted itself) that file's k-th
+    conversation; None when no file holds it."""
+    def found(name: str) -> str | None:
+        return next((path for suffix in formats.TRANSCRIPT_SUFFIXES
+                     if fs.exists(path := f"{base.rstrip('/')}/{name}{suffix}")), None)
+
+    path = found(session)
+    if path is not None:
+        return formats.load(formats.parse(fs.cat_file(path)), format)
+    owner, k = formats.session_of(session)
+    if k is None or (path := found(owner)) is None:
+        return None
+    every = formats.conversations(formats.parse(fs.cat_file(path)), format)
+    return every[k - 1] if k <= len(every) else None
+
+
 def _load(fs: Any, base: str, session: str, format: str, common: frozenset[str]) -> dict[str, Any] | None:
-    for suffix in formats.TRANSCRIPT_SUFFIXES:
-        path = f"{base.rstrip('/')}/{session}{suffix}"
-        if fs.exists(path):
-            messages = formats.load(formats.parse(fs.cat_file(path)), format)
-            transcript = analyze(messages)
-            uses, reuse, strict = pair_uses(transcript), later_reuse(transcript), strict_uses(transcript, common)
-            both = {key: (use, reuse[key], strict[key]) for key, use in uses.items()}
-            by_call_id: dict[str, list[tuple[int, Any]]] = {}
-            for p in transcript.pairs:
-                by_call_id.setdefault(p.call_id, []).append((p.result_message, both[p.key]))
-            return {"by_key": {p.key: ((p.call_id, p.tool), both[p.key]) for p in transcript.pairs},
-                    "by_call_id": by_call_id}
-    return None
+    messages = _conversation(fs, base, session, format)
+    if messages is None:
+        return None
+    transcript = analyze(messages)
+    uses, reuse, strict = pair_uses(transcript), later_reuse(transcript), strict_uses(transcript, common)
+    both = {key: (use, reuse[key], strict[key]) for key, use in uses.items()}
+    by_call_id: dict[str, list[tuple[int, Any]]] = {}
+    for p in transcript.pairs:
+        by_call_id.setdefault(p.call_id, []).append((p.result_message, both[p.key]))
+    return {"by_key": {p.key: ((p.call_id, p.tool), both[p.key]) for p in transcript.pairs},
+            "by_call_id": by_call_id}

@@ -126,7 +126,7 @@ def markdown(result: Calibration, images: list[str]) -> str:
                                             " for the most characters let go" if len(result.size_exponents) > 1 else "")
                                          + ")" if result.size_aware else "off"),
              f"- bound: {s.bound} ({'Waudby-Smith–Ramdas betting' if s.bound == 'wsr' else 'Hoeffding–Bentkus'}); "
-             f"sessions spent on fitting: {len(set(result.fit_rows.sessions.tolist()))}",
+             f"sessions spent on fitting: {len(set(result.fit_rows.unit_ids.tolist()))}",
              "", "## Expected effect (certifying sessions)", "",
              f"- candidate pairs let go: {s.pairs_discarded:.1%}; candidate result characters let go: {s.chars_discarded:.1%}",
              f"- empirical R_result {s.risk_result:.4f} (upper bound {s.upper_result:.4f}), R_call {s.risk_call:.4f} "

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GroupShuffleSplit
 
+from jev import formats
 from jev.policy import DEFAULT_SIZE_EXPONENT, CompactionConfig, Judged, budget_order, budget_target, table, value_score
 from jev.validate import require_in
 
@@ -65,6 +66,14 @@ class Rows:
     drop_saves: np.ndarray | None = None  # characters a DROP_PAIR would remove
     judge: str = ""
     label_version: str = LABEL_VERSION
+    # the session each row's conversation belongs to, the statistical unit (None: `sessions` are): `jev replay`
+    # names each stretch of a session Claude Code compacted itself apart, and a session is never split
+    units: np.ndarray | None = None
+
+    @property
+    def unit_ids(self) -> np.ndarray:
+        """Each row's unit: its session, whichever of its conversations the row comes from."""
+        return self.sessions if self.units is None else self.units
 
     def take(self, mask: np.ndarray) -> Rows:
         """The rows where `mask` holds (or at the indices it lists)."""
@@ -104,14 +113,16 @@ def rows_from(records: Iterable[Mapping[str, Any]], label: str = LABEL_VERSION) 
         raise ValueError(f"the labelled rows carry no {column} ({label}): label them again with this version's "
                          "jev label")
     points = [r.get("decision_point") for r in kept]
-    return Rows(np.asarray([str(r["session_id"]) for r in kept]), np.asarray([str(r.get("tool", "")) for r in kept]),
+    ids = [str(r["session_id"]) for r in kept]
+    return Rows(np.asarray(ids), np.asarray([str(r.get("tool", "")) for r in kept]),
                 np.asarray([float(r["keep_call"]) for r in kept]), np.asarray([float(r["keep_result"]) for r in kept]),
                 np.asarray([int(r.get("result_chars") or 0) for r in kept]),
                 np.asarray([bool(r[column]) for r in kept]), np.asarray([bool(r["needed_call"]) for r in kept]),
                 np.asarray(points) if kept and all(isinstance(p, int) for p in points) else None,
                 np.asarray([str(r.get("key", "")) for r in kept]) if kept else None,
                 _column(kept, "truncate_saves"), _column(kept, "drop_saves"),
-                _one(kept, "judge", ""), label if label != LABEL_VERSION else _one(kept, "label_version", LABEL_VERSION))
+                _one(kept, "judge", ""), label if label != LABEL_VERSION else _one(kept, "label_version", LABEL_VERSION),
+                np.asarray([formats.session_of(i)[0] for i in ids]))
 
 
 def size_rule(exponent: float) -> CompactionConfig:
@@ -238,12 +249,12 @@ class Calibration:
 def split(rows: Rows, seed: int = 0, fit_share: float = 1 / 3) -> tuple[Rows, Rows]:
     """Sessions split in two: `fit_share` of them to fit, the rest to certify. A session's pairs never fall
     into both; with `fit_share` 0 (or fewer than three sessions) every session certifies."""
-    n = len(np.unique(rows.sessions))
+    n = len(np.unique(rows.unit_ids))
     n_fit = round(n * fit_share)
     if n_fit < 1 or n < 3:
         return rows.take(np.zeros(len(rows.sessions), bool)), rows
     fit_idx, _test_idx = next(GroupShuffleSplit(1, test_size=n - n_fit, random_state=seed).split(
-        rows.keep_result, groups=rows.sessions))
+        rows.keep_result, groups=rows.unit_ids))
     mask = np.isin(np.arange(len(rows.sessions)), fit_idx)
     return rows.take(mask), rows.take(~mask)
 
@@ -257,8 +268,8 @@ def fit(rows: Rows, size_aware: bool = False, exponent: float = SIZE_RULE.size_e
 
 def _losses(rows: Rows, result_lost: np.ndarray, call_lost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-session R_result and R_call, (settings, sessions) each."""
-    return (session_losses(result_lost, rows.needed_result, rows.sessions),
-            session_losses(call_lost, rows.needed_call, rows.sessions))
+    return (session_losses(result_lost, rows.needed_result, rows.unit_ids),
+            session_losses(call_lost, rows.needed_call, rows.unit_ids))
 
 
 def _bounds(r: np.ndarray, c: np.ndarray, delta: float, bound: str) -> tuple[float, float]:
@@ -297,7 +308,7 @@ def _recency(rows: Rows, score_risk: float) -> dict[str, float] | None:
     best: dict[str, float] | None = None
     for n in range(int(rank.max()) + 2):
         let_go = rank >= n
-        risk = float(session_losses(let_go[None], rows.needed_result, rows.sessions).mean())
+        risk = float(session_losses(let_go[None], rows.needed_result, rows.unit_ids).mean())
         if risk <= score_risk + 1e-12:
             best = {"keep_last": float(n), "risk_result": risk,
                     "chars_discarded": float((let_go * chars).sum() / max(chars.sum(), 1.0))}
@@ -430,7 +441,7 @@ class ThresholdSelector:
                 delta: float) -> Selection:
         alpha, bound = self.alpha, self.bound
         need = sessions_needed(alpha, delta)
-        n_sessions = len(np.unique(test.sessions))
+        n_sessions = len(np.unique(test.unit_ids))
         raw = self._grid(fit_rows, exponent)
         calibrated = calibrator.predict(np.maximum(raw, 0.0))
         score = result_score(test, self.size_aware, exponent)
@@ -466,7 +477,7 @@ class ThresholdSelector:
         ur, uc = _bounds(outcome.r[j], outcome.c[j], delta, bound)
         curve[j].update(upper_result=ur, upper_call=uc)
         # what the compactor does at (d, k), beside the certified (conservative) count at d
-        applied_risk = float(session_losses(let_go[None], test.needed_result, test.sessions).mean())
+        applied_risk = float(session_losses(let_go[None], test.needed_result, test.unit_ids).mean())
         recency = _recency(test, applied_risk)
         if recency is not None:
             recency["judge_risk_result"] = applied_risk
@@ -484,7 +495,7 @@ class ThresholdSelector:
         curve = [{"target_reduction": t, **_curve_point(outcome, j, delta, bound, self.curve_bounds),
                   "chars_discarded": float(removed[j] / total)} for j, t in enumerate(TARGETS)]
         n_points = len(np.unique(np.char.add(rows.sessions.astype(str), rows.points.astype(str))))
-        n_sessions = len(np.unique(rows.sessions))
+        n_sessions = len(np.unique(rows.unit_ids))
         j = outcome.certified.index
         if j < 0:
             message = (f"no budget-mode target certified: at the smallest, {TARGETS[0]:.0%}, R_result is "

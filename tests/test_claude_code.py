@@ -318,7 +318,13 @@ def test_a_branch_the_user_rewound_away_from_is_left_out_and_parallel_work_is_no
     assert f"left out 4 message line(s), from line {len(base) + 1}, of a branch the user rewound away from" in said
 
 
-def test_replay_says_which_sessions_it_read_from_claude_codes_last_compaction_and_what_it_left_out(tmp_path) -> None:
+def test_replay_label_and_calibrate_take_each_stretch_as_a_conversation_of_one_session(tmp_path) -> None:
+    """`jev replay` replays every stretch of a session Claude Code compacted itself, its records naming each
+    `<session>#stretch-<k>`; `jev label` finds that stretch and labels it within itself; calibration keeps
+    the stretches of one session one unit (never split, one loss). The summary says what the reader left out."""
+    from calibration.dataset import group_of
+    from calibration.thresholds import rows_from, split
+    from jev.formats import conversation_id, session_of
     folder = tmp_path / "projects"
     folder.mkdir()
     base = session()
@@ -326,14 +332,43 @@ def test_replay_says_which_sessions_it_read_from_claude_codes_last_compaction_an
     rewound = [*base, entry("user", "b1u", tip, {"role": "user", "content": "Rename it."}),
                assistant("b1a", "b1u", "msg_b1", {"type": "text", "text": "Renamed."}),
                entry("user", "b2u", tip, {"role": "user", "content": "Leave the name."})]
-    for name, doc in (("plain", base), ("compacted", compacted()), ("rewound", rewound)):
+    went_on = [*compacted(),  # two pairs of the second stretch's own
+               assistant("c4", "c3", "msg_6", {"type": "tool_use", "id": "toolu_02F", "name": "Read",
+                                               "input": {"file_path": "/home/dev/app/count.py"}}),
+               tool_result("c5", "c4", "toolu_02F", READ, {"type": "text"}),
+               assistant("c6", "c5", "msg_7", {"type": "tool_use", "id": "toolu_02G", "name": "Read",
+                                               "input": {"file_path": "/home/dev/app/test_count.py"}}),
+               tool_result("c7", "c6", "toolu_02G", READ, {"type": "text"})]
+    for name, doc in (("plain", base), ("compacted", went_on), ("rewound", rewound)):
         (folder / f"{name}.jsonl").write_text("\n".join(json.dumps(e) for e in doc) + "\n")
-    ran = cli(["replay", str(folder), "--records", str(tmp_path / "records.jsonl"), "--every", "1",
-               "--eligible-tools", "Read,Bash", "--preserve-recent", "1"], text=True)
+    records = tmp_path / "records.jsonl"
+    ran = cli(["replay", str(folder), "--records", str(records), "--every", "1", "--eligible-tools", "Read,Bash",
+               "--preserve-recent", "1"], text=True)
     assert ran.returncode == 0, ran.stderr
     summary = json.loads(ran.stdout)
-    assert summary["sessions"] == 3 and summary["left_out"] == {
-        "claude_code_sessions_read_from_last_compaction": 1, "claude_code_rewound_message_lines": 2}
+    assert (summary["sessions"], summary["conversations"], summary["sessions_in_stretches"],
+            summary["rewound_message_lines_left_out"]) == (3, 4, 1, 2)
     said = " ".join(ran.stderr.split())
-    assert "1 Claude Code session(s) read from Claude Code's last compaction on" in said
+    assert "1 Claude Code session(s) that Claude Code compacted itself replayed as one conversation per stretch" in said
     assert "2 message line(s) of Claude Code branches the user rewound away from left out" in said
+    ids = {json.loads(line)["session_id"] for line in records.read_text().splitlines()}
+    assert ids == {"plain", "rewound", "compacted#stretch-1", "compacted#stretch-2"}
+    labelled = tmp_path / "labelled.jsonl"
+    done = cli(["label", str(records), "--transcripts", str(folder), "--out", str(labelled)], text=True)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in labelled.read_text().splitlines()]
+    assert {r["session_id"] for r in rows} == ids
+    # each stretch's pairs are labelled at decision points inside it, by its own keys
+    first = [r for r in rows if r["session_id"] == "compacted#stretch-1"]
+    second = [r for r in rows if r["session_id"] == "compacted#stretch-2"]
+    assert first and max(r["decision_point"] for r in first) < 9
+    assert {r["call_id"] for r in second} == {"toolu_02F"} and {r["key"] for r in second} == {"t2"}
+    calibration_rows = rows_from(rows)
+    units = dict(zip(calibration_rows.sessions.tolist(), calibration_rows.unit_ids.tolist(), strict=True))
+    assert units["compacted#stretch-1"] == "compacted" and units["plain"] == "plain"
+    fit, test = split(calibration_rows, fit_share=0.5)
+    assert not set(fit.unit_ids.tolist()) & set(test.unit_ids.tolist())
+    assert group_of("proj/abc#stretch-2") == group_of("proj/abc") == "abc"
+    assert conversation_id("s", 1, 1) == "s" and conversation_id("s", 2, 3) == "s#stretch-2"
+    assert session_of("s#stretch-2") == ("s", 2) and session_of("s") == ("s", None)
+    assert session_of("s#stretch-0") == ("s#stretch-0", None) and session_of("#stretch-1") == ("#stretch-1", None)

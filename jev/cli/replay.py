@@ -23,7 +23,16 @@ from ..canonical import canonical_json
 from ..compactor import Compactor
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError, JevError
-from ..formats import FORMATS, TRANSCRIPT_SUFFIXES, claude_code, detect, load, parse, session_id
+from ..formats import (
+    FORMATS,
+    TRANSCRIPT_SUFFIXES,
+    claude_code,
+    conversation_id,
+    conversations,
+    detect,
+    parse,
+    session_id,
+)
 from ..policy import Action
 from ..state import estimate_tokens
 from ..transcript import Message, message_to_dict
@@ -117,10 +126,9 @@ class Summary:
     skipped: Counter[str] = field(default_factory=Counter)
     unreadable: dict[str, str] = field(default_factory=dict)  # path -> why it could not be read
     outcomes: Counter[str] = field(default_factory=Counter)  # "STATUS / REASON: detail" of plans that proposed nothing
-    # Claude Code sessions read from Claude Code's last compaction of them, and message lines of rewound branches
-    # the reader left out (`jev.formats.claude_code`)
-    from_compaction: int = 0
-    rewound_lines: int = 0
+    conversations: int = 0  # one per session, but one per stretch of a session Claude Code compacted itself
+    stretched: int = 0  # sessions replayed as several conversations (`jev.formats.conversations`)
+    rewound_lines: int = 0  # message lines of Claude Code branches the user rewound away from, left out
 
     def as_dict(self) -> dict[str, Any]:
         tools = sorted({t for t, _a in self.let_go})
@@ -130,9 +138,8 @@ class Summary:
                                        "dropped": self.let_go[(t, "DROP_PAIR")],
                                        "result_chars": self.let_go_chars[t]} for t in tools},
                 "skipped": dict(self.skipped), "unreadable": self.unreadable,
-                "not_decided": dict(self.outcomes),
-                "left_out": {"claude_code_sessions_read_from_last_compaction": self.from_compaction,
-                             "claude_code_rewound_message_lines": self.rewound_lines}}
+                "not_decided": dict(self.outcomes), "conversations": self.conversations,
+                "sessions_in_stretches": self.stretched, "rewound_message_lines_left_out": self.rewound_lines}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -174,9 +181,10 @@ def run(args: argparse.Namespace) -> int:
                   f"({facts['result_chars']:,} result characters)")
     for what, count in summary.outcomes.most_common(5):
         out.print(f"  {count} plan(s) {what}")
-    if summary.from_compaction:
-        out.print(f"  {summary.from_compaction} Claude Code session(s) read from Claude Code's last compaction on, "
-                  "what the model held (jev cost replays every stretch)")
+    if summary.stretched:
+        out.print(f"  {summary.stretched} Claude Code session(s) that Claude Code compacted itself replayed as one "
+                  f"conversation per stretch between its compactions ({summary.conversations} conversations in all; "
+                  "records name each <session>#stretch-<k>)")
     if summary.rewound_lines:
         out.print(f"  {summary.rewound_lines} message line(s) of Claude Code branches the user rewound away from "
                   "left out")
@@ -195,18 +203,26 @@ def _replay(compactor: Compactor, session: str, fs: Any, path: str, args: argpar
     try:
         data = parse(fs.cat_file(path))
         form = detect(data) if args.format == "auto" else args.format
-        messages = load(data, form)
+        every = conversations(data, form)
     except (FormatError, OSError) as exc:
         summary.skipped["unreadable transcript"] += 1
         summary.unreadable[path] = str(exc) or type(exc).__name__
         return
     summary.sessions += 1
+    summary.conversations += len(every)
+    summary.stretched += len(every) > 1
     if form == "claude-code":
-        summary.from_compaction += bool(claude_code.compactions(data))
         summary.rewound_lines += len(claude_code.rewound(data))
+    for k, messages in enumerate(every, 1):
+        _replay_one(compactor, conversation_id(session, k, len(every)), messages, args, summary)
+
+
+def _replay_one(compactor: Compactor, conversation: str, messages: list[Message], args: argparse.Namespace,
+                summary: Summary) -> None:
+    """SHADOW at each decision point of one conversation, its records naming it."""
     for end in decision_points(messages, args.every, args.trigger_tokens):
         try:
-            decision = compactor.plan_sync(messages[:end], context={"session_id": session})
+            decision = compactor.plan_sync(messages[:end], context={"session_id": conversation})
         except JevError as exc:  # a plan never raises for its input; a bad config or judge setup does
             raise UsageError(str(exc)) from None
         summary.plans += 1

@@ -115,6 +115,25 @@ def session_id(name: str) -> str:
     return name
 
 
+STRETCH_MARK = "#stretch-"  # between a session's id and the number of one of its conversations
+
+
+def conversation_id(session: str, k: int, count: int) -> str:
+    """The id of the `k`-th (from 1) of the `count` conversations a session's file holds (`conversations`):
+    the session's own id when it holds one, else `<session>#stretch-<k>` — what `jev replay` records and
+    `jev label` looks up."""
+    return session if count == 1 else f"{session}{STRETCH_MARK}{k}"
+
+
+def session_of(conversation: str) -> tuple[str, int | None]:
+    """The session a `conversation_id` belongs to, and which of its conversations (None: the id is the
+    session's own)."""
+    head, mark, tail = conversation.rpartition(STRETCH_MARK)
+    if mark and head and tail.isdigit() and not tail.startswith("0"):
+        return head, int(tail)
+    return conversation, None
+
+
 WRITTEN_AS = {"claude-code": "anthropic"}  # read-only forms, and the form their messages are written in
 
 
@@ -192,5 +211,5 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
                           "those messages afresh") from None
 
 
-__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "conversations", "detect", "dump", "load", "parse", "session_id",
-           "writable"]
+__all__ = ["FORMATS", "STRETCH_MARK", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "conversation_id", "conversations", "detect",
+           "dump", "load", "parse", "session_id", "session_of", "writable"]
