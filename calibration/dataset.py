@@ -74,8 +74,8 @@ def _session(name: str) -> str:
 def group_of(session: str) -> str:
     """The group a session belongs to for splitting: its instance (the file name), so that the runs of one
     instance always land in the same split — and the stretches `jev replay` names apart in one session Claude
-    Code compacted itself (`jev.formats.session_of`) with it."""
-    return formats.session_of(session)[0].rsplit("/", 1)[-1]
+    Code compacted itself (`jev.formats.parse_conversation_id`) with it."""
+    return formats.parse_conversation_id(session)[0].rsplit("/", 1)[-1]
 
 
 class _Serial:

@@ -125,7 +125,7 @@ def _conversation(fs: Any, base: str, session: str, format: str) -> list[Any] | 
     path = found(session)
     if path is not None:
         return formats.load(formats.parse(fs.cat_file(path)), format)
-    owner, k = formats.session_of(session)
+    owner, k = formats.parse_conversation_id(session)
     if k is None or (path := found(owner)) is None:
         return None
     every = formats.conversations(formats.parse(fs.cat_file(path)), format)

@@ -122,7 +122,7 @@ def rows_from(records: Iterable[Mapping[str, Any]], label: str = LABEL_VERSION) 
                 np.asarray([str(r.get("key", "")) for r in kept]) if kept else None,
                 _column(kept, "truncate_saves"), _column(kept, "drop_saves"),
                 _one(kept, "judge", ""), label if label != LABEL_VERSION else _one(kept, "label_version", LABEL_VERSION),
-                np.asarray([formats.session_of(i)[0] for i in ids]))
+                np.asarray([formats.parse_conversation_id(i)[0] for i in ids]))
 
 
 def size_rule(exponent: float) -> CompactionConfig:

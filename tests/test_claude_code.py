@@ -324,7 +324,7 @@ def test_replay_label_and_calibrate_take_each_stretch_as_a_conversation_of_one_s
     the stretches of one session one unit (never split, one loss). The summary says what the reader left out."""
     from calibration.dataset import group_of
     from calibration.thresholds import rows_from, split
-    from jev.formats import conversation_id, session_of
+    from jev.formats import conversation_id, parse_conversation_id
     folder = tmp_path / "projects"
     folder.mkdir()
     base = session()
@@ -370,5 +370,6 @@ def test_replay_label_and_calibrate_take_each_stretch_as_a_conversation_of_one_s
     assert not set(fit.unit_ids.tolist()) & set(test.unit_ids.tolist())
     assert group_of("proj/abc#stretch-2") == group_of("proj/abc") == "abc"
     assert conversation_id("s", 1, 1) == "s" and conversation_id("s", 2, 3) == "s#stretch-2"
-    assert session_of("s#stretch-2") == ("s", 2) and session_of("s") == ("s", None)
-    assert session_of("s#stretch-0") == ("s#stretch-0", None) and session_of("#stretch-1") == ("#stretch-1", None)
+    assert parse_conversation_id("s#stretch-2") == ("s", 2) and parse_conversation_id("s") == ("s", None)
+    for whole in ("s#stretch-0", "#stretch-1", "s#stretch-x", "s#stretch-\u00b2"):  # no stretch: the id is the session's own
+        assert parse_conversation_id(whole) == (whole, None)

@@ -125,11 +125,11 @@ def conversation_id(session: str, k: int, count: int) -> str:
     return session if count == 1 else f"{session}{STRETCH_MARK}{k}"
 
 
-def session_of(conversation: str) -> tuple[str, int | None]:
+def parse_conversation_id(conversation: str) -> tuple[str, int | None]:
     """The session a `conversation_id` belongs to, and which of its conversations (None: the id is the
     session's own)."""
     head, mark, tail = conversation.rpartition(STRETCH_MARK)
-    if mark and head and tail.isdigit() and not tail.startswith("0"):
+    if mark and head and tail.isascii() and tail.isdigit() and not tail.startswith("0"):
         return head, int(tail)
     return conversation, None
 
@@ -211,5 +211,5 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
                           "those messages afresh") from None
 
 
-__all__ = ["FORMATS", "STRETCH_MARK", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "conversation_id", "conversations", "detect",
-           "dump", "load", "parse", "session_id", "session_of", "writable"]
+__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "conversation_id", "conversations", "detect",
+           "dump", "load", "parse", "parse_conversation_id", "session_id", "writable"]
