@@ -66,19 +66,34 @@ class Rows:
     drop_saves: np.ndarray | None = None  # characters a DROP_PAIR would remove
     judge: str = ""
     label_version: str = LABEL_VERSION
-    # the session each row's conversation belongs to, the statistical unit (None: `sessions` are): `jev replay`
-    # names each stretch of a session Claude Code compacted itself apart, and a session is never split
+    # the session each row's conversation belongs to, the statistical unit, derived from `sessions` when not
+    # given: `jev replay` names each stretch of a session Claude Code compacted itself apart, and a session is
+    # never split
     units: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.units is None:
+            object.__setattr__(self, "units", _units(self.sessions))
 
     @property
     def unit_ids(self) -> np.ndarray:
         """Each row's unit: its session, whichever of its conversations the row comes from."""
-        return self.sessions if self.units is None else self.units
+        assert self.units is not None  # set by __post_init__
+        return self.units
 
     def take(self, mask: np.ndarray) -> Rows:
         """The rows where `mask` holds (or at the indices it lists)."""
         return Rows(*(v[mask] if isinstance(v, np.ndarray) else v
                       for v in (getattr(self, f.name) for f in fields(self))))
+
+
+def _units(sessions: np.ndarray) -> np.ndarray:
+    """Each conversation id's session (`jev.formats.parse_conversation_id`); the ids themselves when none names
+    a stretch (one vectorised look, as most rows never do)."""
+    ids = sessions.astype(str)
+    if not len(ids) or (np.char.find(ids, formats.STRETCH_MARK) < 0).all():
+        return sessions
+    return np.asarray([formats.parse_conversation_id(i)[0] for i in ids.tolist()])
 
 
 def _column(kept: list[Mapping[str, Any]], name: str) -> np.ndarray | None:
@@ -113,16 +128,14 @@ def rows_from(records: Iterable[Mapping[str, Any]], label: str = LABEL_VERSION) 
         raise ValueError(f"the labelled rows carry no {column} ({label}): label them again with this version's "
                          "jev label")
     points = [r.get("decision_point") for r in kept]
-    ids = [str(r["session_id"]) for r in kept]
-    return Rows(np.asarray(ids), np.asarray([str(r.get("tool", "")) for r in kept]),
+    return Rows(np.asarray([str(r["session_id"]) for r in kept]), np.asarray([str(r.get("tool", "")) for r in kept]),
                 np.asarray([float(r["keep_call"]) for r in kept]), np.asarray([float(r["keep_result"]) for r in kept]),
                 np.asarray([int(r.get("result_chars") or 0) for r in kept]),
                 np.asarray([bool(r[column]) for r in kept]), np.asarray([bool(r["needed_call"]) for r in kept]),
                 np.asarray(points) if kept and all(isinstance(p, int) for p in points) else None,
                 np.asarray([str(r.get("key", "")) for r in kept]) if kept else None,
                 _column(kept, "truncate_saves"), _column(kept, "drop_saves"),
-                _one(kept, "judge", ""), label if label != LABEL_VERSION else _one(kept, "label_version", LABEL_VERSION),
-                np.asarray([formats.parse_conversation_id(i)[0] for i in ids]))
+                _one(kept, "judge", ""), label if label != LABEL_VERSION else _one(kept, "label_version", LABEL_VERSION))
 
 
 def size_rule(exponent: float) -> CompactionConfig:
