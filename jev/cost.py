@@ -203,9 +203,10 @@ class HistoryTokens:
         """Every message of the history's tokens, in order (computed once)."""
         known = self._known
         if known is None:
-            per_char, exact = self.per_char, self._exact
-            known = self._known = [exact[k] if k in exact else MESSAGE_TOKENS + round(n * per_char)
-                                   for k, n in enumerate(self._sizes)]
+            per_char = self.per_char
+            known = self._known = [MESSAGE_TOKENS + round(n * per_char) for n in self._sizes]
+            for k, tokens in self._exact.items():  # measured whole
+                known[k] = tokens
         return known
 
     def split(self, messages: Sequence[Message], k: int) -> tuple[int, int] | None:

@@ -32,8 +32,8 @@ _NOT_SYMBOLS = b"0123456789" + _LETTERS + b" \t\n\r\f\v" + bytes(range(0x80, 0xC
 # Byte classes for the vectorised path: 0 letter, 1 digit, 2 symbol (one per character), 3 free.
 _CLASS_TABLE = bytes(0 if c in _LETTERS else 1 if c in b"0123456789" else 3 if c in b" \t\n\r\f\v" or 0x80 <= c < 0xC0
                      else 2 for c in range(256))
-_TENTHS_TABLE = bytes((0, 5, 9, 0)[c] for c in _CLASS_TABLE)  # each byte's own tenths (a letter's: by its run)
-_LETTER_TABLE = bytes(c == 0 for c in _CLASS_TABLE)  # 1 for a letter
+_LETTER_CODE = 16  # a letter's byte code for the vectorised path; any other byte's code is its own tenths (< 16)
+_CODE_TABLE = bytes(_LETTER_CODE if c == 0 else (0, 5, 9, 0)[c] for c in _CLASS_TABLE)
 _VECTOR_FROM = 4096  # bytes: below this the fixed cost of numpy outweighs its speed
 _SLICE = 1 << 18
 
@@ -74,13 +74,26 @@ def _numpy() -> Any:
 
 
 def _estimate_slice(data: bytes) -> int:
-    """Digits' and symbols' tenths summed from one translate; letter runs' lengths from where the letter
-    mask (another translate) flips."""
+    """`estimate_tenths_utf8` of one slice, vectorised."""
+    return int(_tenths_by_span(data, [0])[0])
+
+
+def _tenths_by_span(data: bytes, starts: Any) -> Any:
+    """The tenths of each span of `data` (from each of `starts`, ascending, to the next; the last to the
+    end; no letter run crosses a span's start), from one translate to byte codes: a digit's or symbol's
+    code is its tenths, a letter's `_LETTER_CODE`. Each span sums its codes, then each letter run in it
+    (found where the letter mask flips) adds its ceil(L/6) tokens and takes back its letters' codes."""
     np = _numpy()
-    tenths = int(np.frombuffer(data.translate(_TENTHS_TABLE), dtype=np.uint8).sum(dtype=np.int64))
-    letter = np.frombuffer(b"\0" + data.translate(_LETTER_TABLE) + b"\0", dtype=np.int8)
-    flips = np.flatnonzero(letter[1:] != letter[:-1])  # run starts and ends, alternating
-    return 10 * int(((flips[1::2] - flips[::2] + 5) // 6).sum()) + tenths
+    codes = np.frombuffer(b"\0" + data.translate(_CODE_TABLE) + b"\0", dtype=np.uint8)  # non-letters at both ends
+    cost = np.add.reduceat(codes[1:-1], starts, dtype=np.int64)
+    letter = codes >= _LETTER_CODE
+    flips = np.flatnonzero(letter[1:] != letter[:-1])  # run starts and ends, alternating, in `data`'s places
+    run_start, run_end = flips[::2], flips[1::2]
+    length = run_end - run_start
+    # the runs come in order, so each span's runs are one slice of them: sum their adjustments by slices
+    adjust = np.concatenate(([0], np.cumsum(10 * ((length + 5) // 6) - _LETTER_CODE * length)))
+    first_run = np.searchsorted(run_start, np.append(starts, len(data)))
+    return cost + adjust[first_run[1:]] - adjust[first_run[:-1]]
 
 
 def estimate_tenths_each(texts: Sequence[bytes]) -> list[int]:
@@ -89,21 +102,10 @@ def estimate_tenths_each(texts: Sequence[bytes]) -> list[int]:
     if sum(map(len, texts)) < _VECTOR_FROM:
         return [estimate_tenths_utf8(t) for t in texts]
     np = _numpy()
-    n = len(texts)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))  # each text's first byte in the joined buffer
     # each text and the newline after it (free): a text's span ends where the next one's starts
-    joined = b"\n".join(texts) + b"\n"
-    tenths = np.frombuffer(joined.translate(_TENTHS_TABLE), dtype=np.uint8)  # digits' and symbols' tenths
-    cost = np.add.reduceat(tenths, starts, dtype=np.int64)
-    letter = np.frombuffer(b"\0" + joined.translate(_LETTER_TABLE) + b"\0", dtype=np.int8)
-    flips = np.flatnonzero(letter[1:] != letter[:-1])  # run starts and ends, alternating
-    run_start, run_end = flips[::2], flips[1::2]
-    # the runs come in order, so each text's runs are one slice of them: sum their costs by slices
-    run_cost = np.concatenate(([0], np.cumsum((run_end - run_start + 5) // 6)))
-    first_run = np.searchsorted(run_start, np.append(starts, len(joined)))
-    cost += 10 * (run_cost[first_run[1:]] - run_cost[first_run[:-1]])
-    return cost.tolist()
+    return _tenths_by_span(b"\n".join(texts) + b"\n", starts).tolist()
 
 
 def estimate_tenths(text: str) -> int:
