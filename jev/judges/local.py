@@ -225,7 +225,7 @@ class _Forest:
         self.split_threshold = np.asarray(unique.f1, dtype=float)[:, None]
         self.index = index.reshape(n, _SPLITS)  # trees x splits: each split's distinct comparison
         self.table = np.concatenate([t.value for t in sets])[:, _LEAF_OF_CODE].ravel()  # trees x codes: leaf values
-        # where each tree's codes start (int32: adding the uint8 codes to it is a third of intp's cost)
+        # where each tree's codes start (int32: adding the uint8 codes to it costs ~2/3 of intp's)
         self.first_code = (np.arange(n, dtype=np.int32) * 2 ** _SPLITS)[:, None]
         ends = np.cumsum([len(t.feature) for t in sets]).tolist()
         self.sets = [(t, start, end) for t, start, end in zip(sets, [0, *ends[:-1]], ends, strict=True)]
