@@ -318,6 +318,38 @@ def test_a_branch_the_user_rewound_away_from_is_left_out_and_parallel_work_is_no
     assert f"left out 4 message line(s), from line {len(base) + 1}, of a branch the user rewound away from" in said
 
 
+def test_attachment_entries_in_the_parent_chain_are_passed_through_and_never_read_as_messages() -> None:
+    """Newer Claude Code versions write `attachment` entries (a hook's added context, a file it re-read) with
+    their own `uuid`, the next message's `parentUuid` naming them. They are not messages: none is read. The
+    conversation's chain runs through them, so a rewind to a prompt that hangs under one is still seen."""
+    from jev.formats import claude_code
+
+    def attachment(uuid: str, parent: str, body: dict) -> dict:
+        return {"type": "attachment", "attachment": body, "parentUuid": parent, "isSidechain": False,
+                "userType": "external", "cwd": "/home/dev/app", "sessionId": SESSION, "version": "2.1.12",
+                "uuid": uuid, "timestamp": "2026-01-20T11:59:00.000Z"}
+
+    base = session()
+    with_attachments = [
+        *base,
+        attachment("t1", base[-1]["uuid"], {"type": "hook_additional_context", "hookName": "UserPromptSubmit",
+                                            "content": ["Run the linter before you finish."]}),
+        entry("user", "b1u", "t1", {"role": "user", "content": "Now rename count() to size()."}),
+        assistant("b1a", "b1u", "msg_b1", {"type": "tool_use", "id": "toolu_OLD", "name": "Bash",
+                                           "input": {"command": "sed -i s/count/size/ count.py"}}),
+        tool_result("b1r", "b1a", "toolu_OLD", "", {"stdout": ""}),
+        entry("user", "b2u", "t1", {"role": "user", "content": "Leave the name; add a docstring instead."}),
+        attachment("t2", "b2u", {"type": "file", "filename": "/home/dev/app/count.py", "content": "def count"}),
+        assistant("b2a", "t2", "msg_b2", {"type": "text", "text": "Added."}),
+    ]
+    messages = formats.load(with_attachments)
+    assert [m.id for m in messages] == [m.id for m in formats.load(base)] + ["b2u", "b2a"]
+    assert claude_code.rewound(with_attachments) == [len(base) + k for k in (2, 3, 4)]
+    # without the rewind, the same attachments are passed over and every message is read
+    kept = formats.load(with_attachments[:len(base) + 4])
+    assert [m.id for m in kept][-3:] == ["b1u", "b1a", "b1r"]
+
+
 def test_replay_label_and_calibrate_take_each_stretch_as_a_conversation_of_one_session(tmp_path) -> None:
     """`jev replay` replays every stretch of a session Claude Code compacted itself, its records naming each
     `<session>#stretch-<k>`; `jev label` finds that stretch and labels it within itself; calibration keeps

@@ -4,7 +4,8 @@ labels and calibration of the sessions people already have; write them out in an
 Each line is a typed entry. The main thread is read in file order: `user` and `assistant` entries whose
 `isSidechain` is not true (sub-agent work stays aside), each `message` an Anthropic message. One
 assistant turn is written over several lines, one per content block, sharing `message.id`: those are
-joined into one message at the turn's first line. Everything else — `summary`, `system`,
+joined into one message at the turn's first line. Everything else — `summary`, `system`, `attachment`
+(newer versions: a hook's added context, a re-read file; the parent chain runs through them),
 `file-history-snapshot`, `queue-operation` entries, and the entry-level `toolUseResult` (the tool's
 structured output, which the model never saw) — is left out. Where Claude Code compacted the session
 itself (a main-thread `system` entry of subtype `compact_boundary`, then a user entry with its summary),
