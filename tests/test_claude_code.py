@@ -6,6 +6,7 @@ one `message.id`, tool results in user entries with the structured `toolUseResul
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -348,6 +349,23 @@ def test_attachment_entries_in_the_parent_chain_are_passed_through_and_never_rea
     # without the rewind, the same attachments are passed over and every message is read
     kept = formats.load(with_attachments[:len(base) + 4])
     assert [m.id for m in kept][-3:] == ["b1u", "b1a", "b1r"]
+
+
+def test_malformed_ids_in_a_rewound_session_are_the_readers_to_refuse_not_a_type_error() -> None:
+    """The rewind search runs before the reader checks each line, so it compares ids only where they are
+    strings (the fuzz found an assistant line whose `message.id` was a list: `TypeError`, not a library
+    error). A non-string turn id reads as a line of its own; a non-string call id is refused by line."""
+    base = session()
+    tip = base[-1]["uuid"]
+    rewound = [*base, entry("user", "b1u", tip, {"role": "user", "content": "Rename it."}),
+               entry("user", "b2u", tip, {"role": "user", "content": "Leave the name."})]
+    odd_turn = copy.deepcopy(rewound)
+    odd_turn[3]["message"]["id"] = [["msg_1"]]  # `a1`, a line of turn msg_1
+    assert [m.id for m in formats.load(odd_turn)][-1] == "b2u"
+    odd_result = copy.deepcopy(rewound)
+    odd_result[6]["message"]["content"][0]["tool_use_id"] = ["toolu_01A"]  # `u2`, a result of the chain's turn
+    with pytest.raises(FormatError, match="line 7"):
+        formats.load(odd_result)
 
 
 def test_replay_label_and_calibrate_take_each_stretch_as_a_conversation_of_one_session(tmp_path) -> None:

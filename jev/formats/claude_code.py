@@ -89,15 +89,15 @@ def stretches(data: Any) -> list[list[Message]]:
             raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
         if uuid in rewound:
             continue
-        turn_id = message.get("id") if role == "assistant" else None
-        if isinstance(turn_id, str) and turn_id in at:  # the next block of a turn already begun
+        turn_id = _turn(entry)
+        if turn_id is not None and turn_id in at:  # the next block of a turn already begun
             turn = turns[at[turn_id]]
             if isinstance(turn["message"]["content"], str):
                 turn["message"]["content"] = [{"type": "text", "text": turn["message"]["content"]}]
             turn["message"]["content"].extend(content if isinstance(content, list) else
                                               [{"type": "text", "text": content}] if content else [])
             continue
-        if isinstance(turn_id, str):
+        if turn_id is not None:
             at[turn_id] = len(turns)
         timestamp = entry.get("timestamp")
         turns.append({"message": {"role": role, "content": list(content) if isinstance(content, list) else content},
@@ -159,18 +159,19 @@ def _left_behind(entries: list[dict[str, Any]]) -> set[str]:
              for c in children.get(chain[k], ()) if c["uuid"] not in on and _prompt(c)]
     if not stack:
         return set()
-    turns = {by[u]["message"].get("id") for u in chain if by[u].get("type") == "assistant"
-             and isinstance(by[u].get("message"), dict)} - {None}
-    calls = {block.get("id") for e in messages if e["type"] == "assistant" and e["message"].get("id") in turns
-             and isinstance(e["message"].get("content"), list) for block in e["message"]["content"]
-             if isinstance(block, dict) and block.get("type") == "tool_use"}
+    # (ids are compared only where they are strings: a malformed one is the reader's to refuse, by line)
+    turns = {_turn(by[u]) for u in chain} - {None}
+    calls = {block["id"] for e in messages if _turn(e) in turns and isinstance(e["message"].get("content"), list)
+             for block in e["message"]["content"]
+             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str)}
 
     def parallel(e: dict[str, Any]) -> bool:  # another line of a turn on the chain, or results of its calls
         content = e["message"].get("content")
         if e["type"] == "assistant":
-            return e["message"].get("id") in turns
+            return _turn(e) in turns
         return isinstance(content, list) and bool(content) and all(
-            isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in calls for b in content)
+            isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
+            and b["tool_use_id"] in calls for b in content)
 
     out: set[str] = set()
     done: set[str] = set()
@@ -183,6 +184,14 @@ def _left_behind(entries: list[dict[str, Any]]) -> set[str]:
             out.add(e["uuid"])
         stack.extend(children.get(e["uuid"], ()))
     return out
+
+
+def _turn(entry: dict[str, Any]) -> str | None:
+    """The turn an assistant line belongs to: its `message.id` when that is a string (Claude Code writes one
+    turn over several lines under one id), else None (a line of its own; any other entry, None)."""
+    message = entry.get("message")
+    turn = message.get("id") if entry.get("type") == "assistant" and isinstance(message, dict) else None
+    return turn if isinstance(turn, str) else None
 
 
 def compactions(data: Any) -> list[int]:
