@@ -24,7 +24,6 @@ from .cost import (
     cheapest_start,
     check_horizon,
     estimate,
-    exact_indices,
     horizon_from_history,
     tokens_each,
     unprofitable,
@@ -309,8 +308,7 @@ class Compactor:
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
-        tokens = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript), self._sampled,
-                               self._made_tokens)
+        tokens = HistoryTokens(transcript, self._sampled, self._made_tokens)
         self._sampled = tokens.sampled
         goal, refits, left, last = self._excess, 0, None, None
         while True:  # once, but for a host's token target the plan's first choice leaves over it (`_left`)

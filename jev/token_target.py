@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from .analysis import Transcript, analyze
-from .cost import HistoryTokens, exact_indices, sampled_tokens, tokens_each
+from .cost import HistoryTokens, sampled_tokens, tokens_each
 from .errors import JevError
 from .policy import CompactionConfig, candidates
 from .transcript import Message
@@ -72,7 +72,7 @@ def excess_chars(transcript: Transcript, tokens: int, target_tokens: int,
     # the excess in the host's tokens, in SPEC §4 tokens (the host's count against the library's estimate of
     # the same history), then in result characters at the results' own rate: code and logs run denser than
     # prose, so the history's average rate would let go of too little
-    history = HistoryTokens(transcript.messages, transcript.sizes, exact_indices(transcript))
+    history = HistoryTokens(transcript)
     estimated = sum(history.of_history())
     per_token = results / max(1, sampled_tokens([p.result.text for p in judged]))
     return math.ceil((tokens - target_tokens) * estimated / tokens * per_token), results

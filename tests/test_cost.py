@@ -322,15 +322,60 @@ def test_history_tokens_of_a_grown_history_measure_only_the_new_samples(monkeypa
     assert sum(whole.sizes) > 2 * SAMPLE_CHARS  # sampled, not measured whole
     for cut in (101, 250, len(messages) - 1):
         part = analyze(messages[:cut])
-        earlier = HistoryTokens(part.messages, part.sizes).sampled
+        earlier = HistoryTokens(part).sampled
         measured: list[int] = []
         real = jev.cost._billed
         monkeypatch.setattr(jev.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
-        grown = HistoryTokens(whole.messages, whole.sizes, (), earlier)
+        grown = HistoryTokens(whole, earlier)
         monkeypatch.setattr(jev.cost, "_billed", real)
-        fresh = HistoryTokens(whole.messages, whole.sizes)
+        fresh = HistoryTokens(whole)
         assert grown.per_char == fresh.per_char and grown.sampled == fresh.sampled
         assert len(measured) == len(set(fresh.sampled) - set(earlier)) < len(fresh.sampled)
+
+
+def test_history_tokens_sample_each_role_apart_so_an_even_stride_does_not_see_one_role_alone() -> None:
+    """A call, its result, the next call: with an even stride, a sample by position alone would read only
+    the calls' messages and price the results' dense output at the calls' prose rate. Each role is sampled
+    apart, at its own rate: the estimate stays within 1 % of measuring every message, each role too."""
+    from jev.analysis import analyze
+    from jev.cost import SAMPLE_CHARS, HistoryTokens, tokens_each
+    messages = [msg("task", "user", text("Fix the parser in the reporting module. " * 10))]
+    for k in range(330):
+        messages += [msg(f"c{k}", "assistant", text("Looking at the next module to see how the values are read. " * 4),
+                         call(f"r{k}", input={"path": f"m{k}.py"})),
+                     msg(f"o{k}", "tool", result(f"r{k}", f"{k:04d}: 3.14, -2.71, [0x1f] {{k}}; 9, 8, 7\n" * 60))]
+    t = analyze(messages)
+    assert sum(t.sizes) > 2 * SAMPLE_CHARS and (sum(t.sizes) // SAMPLE_CHARS) % 2 == 0  # sampled, an even stride
+    tokens = HistoryTokens(t)
+    assert {messages[k].role for k in tokens.sampled} == {"user", "assistant", "tool"}
+    estimated, measured = tokens.of_history(), tokens_each(messages)
+    assert sum(estimated) == pytest.approx(sum(measured), rel=0.01)
+    for role in ("assistant", "tool"):
+        mine = [k for k, m in enumerate(messages) if m.role == role]
+        assert sum(estimated[k] for k in mine) == pytest.approx(sum(measured[k] for k in mine), rel=0.01)
+
+
+def test_history_tokens_measure_every_message_of_a_history_under_the_sample_and_keep_media_out_of_the_rate(
+) -> None:
+    """Under `SAMPLE_CHARS` every message is measured, so each one's count is its own (not the history's
+    average rate times its characters), and a message holding an image is measured whole: its base64
+    characters and its 1 600 tokens never enter the rate the other messages are priced at."""
+    from jev.analysis import analyze
+    from jev.cost import MESSAGE_TOKENS, HistoryTokens, tokens_each
+    from jev.transcript import OtherBlock
+    image = OtherBlock({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                              "data": "iVBORw0KGgo" * 2000}})
+    messages = [msg("task", "user", text("Make the chart match the screenshot."), image),
+                msg("a1", "assistant", text("Reading the plotting code first."), call("r1")),
+                msg("o1", "tool", result("r1", "def plot(values):\n    return [v * 2 for v in values]\n" * 40)),
+                msg("a2", "assistant", call("r2")),
+                msg("o2", "tool", result("r2", (TextBlock("the rendered chart:"), image)))]
+    t = analyze(messages)
+    tokens = HistoryTokens(t)
+    assert tokens.of_history() == tokens_each(messages)
+    text_only = messages[1:4]  # the rate is theirs: their tokens over their characters
+    assert tokens.per_char == pytest.approx((sum(tokens_each(text_only)) - MESSAGE_TOKENS * len(text_only))
+                                            / sum(t.sizes[1:4]), rel=0.01)
 
 
 def test_jev_cost_replays_each_stretch_of_a_session_claude_code_compacted_as_its_own_conversation(tmp_path) -> None:

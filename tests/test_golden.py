@@ -3,7 +3,9 @@ mini-swe-agent dev sets and the Claude Code sessions — the decisions, scores, 
 compacted history are byte-identical to the ones `tests/data/golden-decisions.json` froze before the
 core was rebuilt. One SHA-256 per session and mode; a change names the sessions it touched. Frozen again
 since, each for a behaviour change meant: the three Claude Code sessions Claude Code compacted itself
-(2026-12-05: the reader takes them from their last compaction on).
+(2026-12-05: the reader takes them from their last compaction on); 41 sessions whose plans the cost gate
+priced with token counts now measured per message or per role (2026-12-06: `HistoryTokens` no longer
+samples one role alone, nor lets pasted images into the rate).
 
 Rewrite the file only when a behaviour change is meant (say so in the commit):
     python tests/test_golden.py --write

@@ -26,7 +26,7 @@ def test_the_excess_becomes_a_share_of_the_candidate_results() -> None:
     from jev.analysis import analyze
     from jev.cost import HistoryTokens, sampled_tokens
     t = analyze(messages)
-    estimated = sum(map(HistoryTokens(t.messages, t.sizes), t.messages))
+    estimated = sum(map(HistoryTokens(t), t.messages))
     per_token = 12_000 / sampled_tokens([p.result.text for p in t.pairs])
     assert r == pytest.approx(1_000 * estimated / tokens * per_token / 12_000, rel=1e-3)
 
