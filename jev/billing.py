@@ -33,6 +33,7 @@ from .analysis import Transcript, analyze
 from .cost import DEFAULT_PROFILE, PricingProfile, message_tokens, pricing, tokens_of_text
 from .decision import Mode, Status
 from .transcript import Message, ToolResultBlock
+from .validate import require_integer
 
 CLEARED = "[cleared]"  # LangChain's ClearToolUsesEdit placeholder
 
@@ -62,6 +63,7 @@ class Bill:
     sent: int = 0  # tokens sent over every call
     read: int = 0  # of those, read from the cache
     billed: float = 0.0  # at the base price
+    prefix: float = 0.0  # of `billed`, what the requests' fixed prefix cost (`replay`'s `prefix`)
     largest: int = 0
     over_window: int = 0
     adopted: int = 0
@@ -76,6 +78,7 @@ class Bill:
         self.sent += other.sent
         self.read += other.read
         self.billed += other.billed
+        self.prefix += other.prefix
         self.largest = max(self.largest, other.largest)
         self.over_window += other.over_window
         self.adopted += other.adopted
@@ -276,10 +279,16 @@ def _when(message: Message) -> float | None:
 
 
 def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str | PricingProfile = DEFAULT_PROFILE,
-           window: int | None = None, count: Callable[[Message], int] | None = None) -> dict[str, Bill]:
+           window: int | None = None, count: Callable[[Message], int] | None = None, prefix: int = 0
+           ) -> dict[str, Bill]:
     """Every policy over one session: each assistant message is a model call whose request is the
-    history before it as the policy shapes it. Returns each policy's bill, by name."""
+    history before it as the policy shapes it. Returns each policy's bill, by name. `prefix`: the tokens
+    every request carries before the history and a transcript does not hold (a host's system prompt, tool
+    definitions, memory files: ~32 k for Claude Code), written on the first call and after the cache went
+    cold, read from the cache on every other; the same for every policy, so it narrows every ratio to no
+    compaction toward 1 (`Bill.prefix` is its part of the bill)."""
     price = pricing(profile)
+    require_integer("prefix", prefix, 0)
     transcript = analyze(messages)
     tokens = Tokens(count)
     calls = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
@@ -291,6 +300,7 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
         upto = 0
         previous: list[Message] = []
         last_time: float | None = None
+        first = True
         for i in calls:
             live.extend(messages[upto:i])
             upto = i
@@ -303,12 +313,15 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
                     break
                 shared += 1
             cold = idle is not None and idle > price.lifetime
-            read = 0 if cold else tokens.total(sent[:shared])
-            size = tokens.total(sent)
+            prefix_read = 0 if cold or first else prefix
+            read = (0 if cold else tokens.total(sent[:shared])) + prefix_read
+            size = tokens.total(sent) + prefix
             bill.calls += 1
             bill.sent += size
             bill.read += read
             bill.billed += price.billed(read, size - read)
+            bill.prefix += price.billed(prefix_read, prefix - prefix_read)
+            first = False
             bill.largest = max(bill.largest, size)
             bill.over_window += window is not None and size > window
             previous, last_time = list(sent), now if now is not None else last_time  # `sent` may be `live`, which grows

@@ -225,6 +225,28 @@ def test_the_replay_bills_each_policy_on_the_same_calls() -> None:
     assert math.isclose(bills["no compaction"].billed, base.billed)
 
 
+def test_a_fixed_prefix_is_written_on_the_first_call_and_after_a_cold_gap_and_read_on_every_other() -> None:
+    """By hand: what every request carries before the history (a system prompt, tool definitions) is billed
+    alike under every policy: written (1.25x) on the first call and on one that comes after the cache went
+    cold, read (0.1x) on the others; `Bill.prefix` is that part of the bill, so the history's bill is the
+    same with the prefix as without it."""
+    from jev.billing import NoCompaction, replay
+    stamps = ["2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z", "2026-01-01T00:20:00Z"]
+    messages = [msg("u0", "user", text(words(50)))]
+    for k, stamp in enumerate(stamps, 1):
+        messages += [msg(f"c{k}", "assistant", call(f"r{k}"), timestamp=stamp),
+                     msg(f"t{k}", "tool", result(f"r{k}", output=words(300)))]
+    bare = replay(messages, [NoCompaction()], "anthropic-5m")["no compaction"]
+    with_prefix = replay(messages, [NoCompaction()], "anthropic-5m", prefix=1000)["no compaction"]
+    # calls 1 and 4 write it (first; 20 minutes idle, past the 5-minute cache), calls 2 and 3 read it
+    assert with_prefix.prefix == pytest.approx(2 * 1000 * 1.25 + 2 * 1000 * 0.1)
+    assert with_prefix.billed - with_prefix.prefix == pytest.approx(bare.billed)
+    assert with_prefix.sent == bare.sent + 4 * 1000 and with_prefix.read == bare.read + 2 * 1000
+    assert with_prefix.largest == bare.largest + 1000
+    with pytest.raises(ConfigError, match="prefix must be an integer >= 0"):
+        replay(messages, [NoCompaction()], "anthropic-5m", prefix=-1)
+
+
 def test_the_replay_counts_a_trigger_as_each_integration_does() -> None:
     """The integrations' default triggers count messages (LangChain, the Agents SDK) or tool results
     (AgentScope), not tokens: the replay fires when that count passes the trigger, and not again until it
@@ -291,6 +313,19 @@ def test_jev_cost_replays_every_form_and_reports_each_policy(tmp_path) -> None:
     assert "billed ×" in proc.stderr.decode() and "needed let go (v1)" in proc.stderr.decode()
     bad = cli(["cost", str(sessions), "--trigger-tokens", "100", "--target-tokens", "200"])
     assert bad.returncode == 2 and b"--target-tokens must be below --trigger-tokens" in bad.stderr
+    # a host's fixed prefix on every request: billed alike under every policy, so every ratio moves toward 1
+    proc = cli(["cost", str(sessions), "--trigger-tokens", "3000", "--eligible-tools", "bash,read,Read,Bash",
+                "--no-labels", "--prefix-tokens", "20000", "--out", str(tmp_path / "prefixed.json")])
+    assert proc.returncode == 0, proc.stderr
+    prefixed = json.loads((tmp_path / "prefixed.json").read_text())
+    assert prefixed["prefix_tokens"] == 20000 and report["prefix_tokens"] == 0
+    assert "20,000 prefix tokens a request" in " ".join(proc.stderr.decode().split())
+    each = prefixed["policies"]["clear each call (keep 3)"]
+    before = rows["clear each call (keep 3)"]["billed_ratio"]
+    assert 0 < abs(each["billed_ratio"] - 1) < abs(before - 1) and (each["billed_ratio"] > 1) == (before > 1)
+    assert each["tokens_sent"] == rows["clear each call (keep 3)"]["tokens_sent"] + 20000 * each["calls"]
+    bad = cli(["cost", str(sessions), "--prefix-tokens", "-5"])
+    assert bad.returncode == 2 and b"--prefix-tokens must be an integer >= 0" in bad.stderr
 
 
 def test_tokens_each_equals_tokens_of_one_message_at_a_time() -> None:

@@ -45,6 +45,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clear-at-least", type=int, help="batched clearing clears only when it frees at least N tokens "
                                                       "(default: a tenth of the trigger)")
     p.add_argument("--window", type=int, help="count the requests over N tokens (a model's context window)")
+    p.add_argument("--prefix-tokens", type=int, default=0,
+                   help="tokens every request carries before the history and the transcript does not hold (the "
+                        "host's system prompt and tool definitions: ~32 000 for Claude Code); billed alike under "
+                        "every policy (default 0)")
     p.add_argument("--no-labels", dest="labels", action="store_false",
                    help="skip counting the later-needed results each policy let go of")
     p.add_argument("--plot", help="write a PNG of billed input against needed results let go, per policy "
@@ -63,9 +67,10 @@ def _checked(args: argparse.Namespace) -> tuple[int, int | None]:
         flag(require_integer, "--target-tokens", target, 1)
         if target >= trigger:
             raise UsageError(f"--target-tokens must be below --trigger-tokens (got {target} >= {trigger})")
-    for name, value in (("--clear-at-least", args.clear_at_least), ("--window", args.window)):
+    for name, value in (("--clear-at-least", args.clear_at_least), ("--window", args.window),
+                        ("--prefix-tokens", args.prefix_tokens)):
         if value is not None:
-            flag(require_integer, name, value, 0 if name == "--clear-at-least" else 1)
+            flag(require_integer, name, value, 1 if name == "--window" else 0)
     check_file_target(args.out, "--out")
     check_file_target(args.plot, "--plot")
     return trigger, target
@@ -108,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
             progress.update(task, description=f"replaying {session}")
             try:  # each conversation the file holds (one per stretch of a session Claude Code compacted itself)
                 every = conversations(parse(fs.cat_file(path)), args.format)
-                bills_of = [replay(messages, policies(), profile, args.window) for messages in every]
+                bills_of = [replay(messages, policies(), profile, args.window, prefix=args.prefix_tokens)
+                            for messages in every]
             except (FormatError, OSError, JevError) as exc:
                 skipped[path] = str(exc) or type(exc).__name__
                 progress.advance(task)
@@ -129,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     if not totals:
         raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(skipped)} unreadable)")
     report = _report(totals, lost if args.labels else None, needed, profile.name, trigger, target, args.window,
-                     len(found) - len(skipped), skipped, jev_name)
+                     len(found) - len(skipped), skipped, jev_name, args.prefix_tokens)
     write_json(report, args.out)
     _table(out, report)
     if args.plot:
@@ -139,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: list[int], profile: str,
             trigger: int, target: int | None, window: int | None, sessions: int,
-            skipped: dict[str, str], planned: str) -> dict[str, Any]:
+            skipped: dict[str, str], planned: str, prefix: int) -> dict[str, Any]:
     """The report's JSON: one row per policy (`planned`: the compactor's, the one whose trigger events
     are counted against the target)."""
     base = totals["no compaction"]
@@ -161,13 +167,15 @@ def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: l
                 "labels-v2-reuse": v2, "labels-v2-reuse_share": v2 / needed[1] if needed[1] else None}
         rows[name] = row
     return {"sessions": sessions, "profile": profile, "trigger_tokens": trigger, "target_tokens": target,
-            "window": window, "needed_results": {"labels-v1": needed[0], "labels-v2-reuse": needed[1]}
-            if lost is not None else None, "policies": rows, "unreadable": skipped}
+            "window": window, "prefix_tokens": prefix,
+            "needed_results": {"labels-v1": needed[0], "labels-v2-reuse": needed[1]} if lost is not None else None,
+            "policies": rows, "unreadable": skipped}
 
 
 def _table(out: Any, report: dict[str, Any]) -> None:
+    prefix = f", {report['prefix_tokens']:,} prefix tokens a request" if report["prefix_tokens"] else ""
     table = Table(title=f"{report['sessions']} sessions, trigger {report['trigger_tokens']:,} tokens, "
-                        f"{report['profile']} pricing")
+                        f"{report['profile']} pricing{prefix}")
     columns = ["policy", "tokens sent", "sent ×", "billed ×", "cache read", "adopted", "refused", "largest"]
     if report["window"] is not None:
         columns.append(f"over {report['window']:,}")
