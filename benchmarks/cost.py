@@ -36,6 +36,7 @@ from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
 from jev.analysis import analyze
 from jev.billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after, replay
+from jev.cost import DEFAULT_PROFILE
 from jev.judges import LocalJudge
 
 DATA = ROOT.parent / "shared" / "data"
@@ -116,12 +117,16 @@ def checked_against_the_bill(loaded: list[list[Any]], usage: list[list[dict[str,
 
 
 def policies(tools: frozenset[str], trigger: int, profile: str, judge: Any) -> list[Any]:
-    def compactor() -> Compactor:
-        return Compactor(judge, CompactionConfig(eligible_tools=tools, pricing=profile),
+    """Under `anthropic-1h` (Claude Code's cache) also jev with its gate priced at the default profile, as a
+    host that keeps the defaults has it."""
+    def compactor(gate: str = profile) -> Compactor:
+        return Compactor(judge, CompactionConfig(eligible_tools=tools, pricing=gate),
                          ExecutionOptions(Mode.ENFORCE, 60.0, "cost-benchmark"), StoreArchive(MemoryStore()))
     half = trigger // 2
+    at_default = [JevCompaction(compactor(DEFAULT_PROFILE), trigger, name=f"jev (defaults, gate at {DEFAULT_PROFILE})")]
     return [NoCompaction(), ClearEachCall(trigger), ClearBatched(trigger, half, clear_at_least=trigger // 10),
             JevCompaction(compactor(), trigger, name="jev (defaults)"),
+            *(at_default if profile == "anthropic-1h" else []),
             JevCompaction(compactor(), trigger, half, name=f"jev budget (to {half:,})"),
             JevCompaction(compactor(), trigger, name="jev, true horizon (diagnostic)", horizon=calls_after)]
 
