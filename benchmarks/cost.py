@@ -38,6 +38,7 @@ from jev.analysis import analyze
 from jev.billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after, replay
 from jev.cost import DEFAULT_PROFILE
 from jev.judges import LocalJudge
+from jev.usage import Billed, calls_billed, check, fitted_prefix
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"swebench": ("mini-swe-agent-swebench-dev.tar.xz", frozenset({"bash"})),
@@ -46,74 +47,25 @@ SETS = {"swebench": ("mini-swe-agent-swebench-dev.tar.xz", frozenset({"bash"})),
                                                                       "WebSearch", "Bash", "Edit", "MultiEdit",
                                                                       "Write", "NotebookEdit"}))}
 LABEL = {"swebench": "SWE-bench (Gemini)", "deepseek": "DeepSeek", "claude-code": "Claude Code"}
+# the profiles nearest each set's provider, for checking the replay against its bill: Gemini and DeepSeek
+# bill no cache write above the base price (`openai`'s shape); Claude Code wrote hour-long cache entries
+PROVIDER_PROFILES = {"swebench": ("openai",), "deepseek": ("openai",), "claude-code": ("anthropic-5m", "anthropic-1h")}
 
 
-def sessions(name: str, limit: int | None) -> tuple[list[list[Any]], list[list[dict[str, Any]] | None]]:
+def sessions(name: str, limit: int | None) -> tuple[list[list[Any]], list[list[Billed] | None]]:
     """The conversations of a set's first `limit` sessions (all by default, `jev.formats.conversations`): a
     Claude Code session that Claude Code compacted itself is one per stretch (the model went on from the
-    summary alone), every other session one. Beside each, the usage the provider billed for each of its
-    model calls, where the transcript holds it for every call (Claude Code's `message.usage`), else None."""
+    summary alone), every other session one. Beside each, what the provider billed for each of its model
+    calls (`jev.usage.calls_billed`), or None where the transcript does not record every one."""
     out, usage = [], []
     for n, (_session, data) in enumerate(raw_trajectories(DATA / SETS[name][0]), 1):
         document = formats.parse(data)
-        billed = {e["uuid"]: e["message"]["usage"] for e in document if isinstance(e, dict)
-                  and e.get("type") == "assistant" and isinstance(e.get("message"), dict)
-                  and isinstance(e["message"].get("usage"), dict)} if isinstance(document, list) else {}
         for messages in formats.conversations(document):
-            calls = [billed.get(m.id) for k, m in enumerate(messages) if m.role == "assistant" and k > 0]
             out.append(messages)
-            usage.append(calls if calls and all(u is not None for u in calls) else None)
+            usage.append(calls_billed(document, messages))
         if limit and n == limit:
             break
     return out, usage
-
-
-def _input(usage: dict[str, Any]) -> int:
-    return sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-
-
-def _billed(usage: dict[str, Any]) -> float:
-    """What a call's input was billed at the base price: uncached 1x, cache reads 0.1x, cache writes 1.25x
-    (5 minutes) or 2x (an hour), as the usage splits them."""
-    split = usage.get("cache_creation")
-    written = (1.25 * split.get("ephemeral_5m_input_tokens", 0) + 2.0 * split.get("ephemeral_1h_input_tokens", 0)
-               if isinstance(split, dict) else 1.25 * usage.get("cache_creation_input_tokens", 0))
-    return usage.get("input_tokens", 0) + written + 0.1 * usage.get("cache_read_input_tokens", 0)
-
-
-def prefix_of(loaded: list[list[Any]], usage: list[list[dict[str, Any]] | None]) -> tuple[int, float, float]:
-    """What each request carried beyond its history, from the billed usage: one least-squares line through
-    every call, billed input tokens = a + b x SPEC's estimate of the history before it. Returns the prefix in
-    SPEC tokens (a / b), a and b."""
-    import numpy as np
-
-    from jev.cost import tokens_each
-    x, y = [], []
-    for messages, calls in zip(loaded, usage, strict=True):
-        if calls is None:
-            continue
-        before = np.cumsum([0, *tokens_each(messages)])
-        x += [before[k] for k, m in enumerate(messages) if m.role == "assistant" and k > 0]
-        y += [_input(u) for u in calls]
-    if not x:
-        return 0, 0.0, 1.0
-    b, a = np.polyfit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), 1)
-    return round(a / b), float(a), float(b)
-
-
-def checked_against_the_bill(loaded: list[list[Any]], usage: list[list[dict[str, Any]] | None], prefix: int,
-                             scale: float) -> str:
-    """The no-compaction replay's billed input against what the provider billed, summed over the
-    conversations with usage: with and without the prefix, the replay's tokens scaled to the provider's
-    (`scale`), under each Anthropic profile."""
-    real = sum(_billed(u) for calls in usage if calls is not None for u in calls)
-    said = []
-    for profile in ("anthropic-5m", "anthropic-1h"):
-        bills = [replay(m, [NoCompaction()], profile, prefix=prefix)["no compaction"]
-                 for m, calls in zip(loaded, usage, strict=True) if calls is not None]
-        whole, history = (sum(b.billed for b in bills) * scale, sum(b.billed - b.prefix for b in bills) * scale)
-        said.append(f"{profile} {whole / real:.3f}x with the prefix, {history / real:.3f}x without")
-    return "; ".join(said)
 
 
 def policies(tools: frozenset[str], trigger: int, profile: str, judge: Any) -> list[Any]:
@@ -163,12 +115,21 @@ def main() -> None:
     notes = []
     for name in args.sets.split(","):
         loaded, usage = sessions(name, args.sessions)
-        prefix, a, b = prefix_of(loaded, usage)  # 0 where no call's usage is known (the mini-swe-agent sets)
-        if prefix:
-            notes.append(f"{LABEL[name]}: billed input tokens = {a:,.0f} + {b:.3f} x the history's estimate "
-                         f"(least squares over {sum(len(u) for u in usage if u):,} calls): a prefix of {prefix:,} "
-                         f"estimated tokens on every request. The no-compaction replay against what was billed: "
-                         f"{checked_against_the_bill(loaded, usage, prefix, b)}.")
+        known = [(messages, calls) for messages, calls in zip(loaded, usage, strict=True) if calls is not None]
+        fit = fitted_prefix(known)
+        prefix = fit.tokens if fit is not None else 0
+        if fit is not None:
+            checks = [check(((calls, replay(messages, [NoCompaction()], profile, prefix=prefix)["no compaction"])
+                             for messages, calls in known), fit, profile).as_dict()
+                      for profile in PROVIDER_PROFILES[name]]
+            notes.append(f"{LABEL[name]}: billed input tokens = {fit.intercept:,.0f} + {fit.scale:.3f} x the "
+                         f"history's estimate (least squares over {fit.calls:,} calls of {len(known)} "
+                         f"conversations): a prefix of {prefix:,} estimated tokens on every request. The "
+                         "no-compaction replay against what was billed, the replay scaled by that slope: " + "; ".join(
+                             f"{c['profile']} {c['replay_over_billed']:.3f}x with the prefix, "
+                             f"{c['replay_without_prefix_over_billed']:.3f}x without (cache reads: billed "
+                             f"{c['cache_read_share']:.1%}, replayed {c['replay_cache_read_share']:.1%})"
+                             for c in checks) + ".")
         labels = [needed_later(analyze(messages)) for messages in loaded]
         needed = (sum(x.total_v1 for x in labels), sum(x.total_v2 for x in labels))
         profiles = args.claude_code_profiles if name == "claude-code" else args.profiles

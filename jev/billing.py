@@ -278,20 +278,26 @@ def _when(message: Message) -> float | None:
         return None
 
 
+def calls_of(messages: Sequence[Message]) -> list[int]:
+    """The model calls a history records: each assistant message after the first message (the call that
+    wrote it, its request the messages before it)."""
+    return [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
+
+
 def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str | PricingProfile = DEFAULT_PROFILE,
            window: int | None = None, count: Callable[[Message], int] | None = None, prefix: int = 0
            ) -> dict[str, Bill]:
     """Every policy over one session: each assistant message is a model call whose request is the
     history before it as the policy shapes it. Returns each policy's bill, by name. `prefix`: the tokens
     every request carries before the history and a transcript does not hold (a host's system prompt, tool
-    definitions, memory files: ~32 k for Claude Code), written on the first call and after the cache went
-    cold, read from the cache on every other; the same for every policy, so it narrows every ratio to no
-    compaction toward 1 (`Bill.prefix` is its part of the bill)."""
+    definitions, memory files: ~28 000 estimated tokens for Claude Code, `jev.usage.fitted_prefix`),
+    written on the first call and after the cache went cold, read from the cache on every other; the same
+    for every policy, so it narrows every ratio to no compaction toward 1 (`Bill.prefix` is its part)."""
     price = pricing(profile)
     require_integer("prefix", prefix, 0)
     transcript = analyze(messages)
     tokens = Tokens(count)
-    calls = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
+    calls = calls_of(messages)
     out: dict[str, Bill] = {}
     for policy in policies:
         policy.start(transcript, tokens)

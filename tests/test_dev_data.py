@@ -198,3 +198,36 @@ def test_a_plans_token_counts_stay_within_one_percent_of_measuring_every_message
             sampled += 1
             worst = max(worst, abs(sum(estimated) / sum(measured) - 1))
     assert len(histories) == 602 and sampled >= 5 and worst < 0.01, (sampled, worst)
+
+
+@needs_data
+@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"Claude Code sessions not found in {DATA}")
+def test_the_no_compaction_replay_bills_what_the_providers_billed_once_the_prefix_is_in(raw) -> None:
+    """The README's check against the bill: every dev transcript records its calls' usage (Claude Code's
+    Anthropic usage, mini-swe-agent's responses'); fitted per set, the prefix and the estimate's scale, and
+    the no-compaction replay with that prefix against what was billed — DeepSeek and Claude Code (on its
+    hour-long cache) within a few percent, cache reads too; Gemini's implicit cache read far less than a
+    replay that reads every shared prefix, so there the replay bills about half."""
+    from jev.billing import NoCompaction, replay
+    from jev.usage import calls_billed, check, fitted_prefix
+    sets = {name: [(d, m) for _s, data in items for d in [orjson.loads(data)] for m in formats.conversations(d)]
+            for name, items in raw.items()}
+    sets["claude-code"] = [(d, m) for _n, data in _claude_code_sessions() for d in [formats.parse(data)]
+                           for m in formats.conversations(d)]
+    found = {}
+    for name, conversations in sets.items():
+        known = [(m, calls) for d, m in conversations if (calls := calls_billed(d, m)) is not None]
+        fit = fitted_prefix(known)
+        profile = "anthropic-1h" if name == "claude-code" else "openai"
+        said = check([(calls, replay(m, [NoCompaction()], profile, prefix=fit.tokens)["no compaction"])
+                      for m, calls in known], fit, profile)
+        found[name] = (len(known), fit, said)
+    (n_swe, swe, swe_said), (n_ds, ds, ds_said), (n_cc, cc, cc_said) = (found[k] for k in ("swebench", "deepseek",
+                                                                                          "claude-code"))
+    assert (n_swe, n_ds, n_cc) == (368, 116, 113)
+    assert 0.9 < swe.scale < 1.0 and 0.9 < ds.scale < 1.0 and 1.1 < cc.scale < 1.2  # Claude's tokens run 15 % more
+    assert 25_000 < cc.tokens < 32_000 and ds.tokens < 2_000 and swe.tokens < 1_000
+    assert 0.95 < ds_said.replayed / ds_said.billed < 1.05 and abs(ds_said.read_share - ds_said.replayed_read_share) < 0.02
+    assert 0.95 < cc_said.replayed / cc_said.billed < 1.10 and abs(cc_said.read_share - cc_said.replayed_read_share) < 0.02
+    assert cc_said.replayed_without_prefix / cc_said.billed < 0.65  # the history alone: well under half the bill
+    assert swe_said.replayed / swe_said.billed < 0.6 and swe_said.read_share < 0.9 < swe_said.replayed_read_share

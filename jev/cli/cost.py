@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clear-at-least", type=int, help="batched clearing clears only when it frees at least N tokens "
                                                       "(default: a tenth of the trigger)")
     p.add_argument("--window", type=int, help="count the requests over N tokens (a model's context window)")
-    p.add_argument("--prefix-tokens", type=int, default=0,
+    p.add_argument("--prefix-tokens", default="0", metavar="N|auto",
                    help="tokens every request carries before the history and the transcript does not hold (the "
-                        "host's system prompt and tool definitions: ~32 000 for Claude Code); billed alike under "
-                        "every policy (default 0)")
+                        "host's system prompt and tool definitions: ~28 000 for Claude Code), billed alike under "
+                        "every policy (default 0); auto: fitted from the billed usage the transcripts record "
+                        "(Claude Code, mini-swe-agent), and the replay checked against that bill")
     p.add_argument("--no-labels", dest="labels", action="store_false",
                    help="skip counting the later-needed results each policy let go of")
     p.add_argument("--plot", help="write a PNG of billed input against needed results let go, per policy "
@@ -60,20 +62,27 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def _checked(args: argparse.Namespace) -> tuple[int, int | None]:
+def _checked(args: argparse.Namespace) -> tuple[int, int | None, int | None]:
+    """The trigger, the target and the prefix (None: auto), or the `UsageError` naming the flag."""
     trigger = flag(require_integer, "--trigger-tokens", args.trigger_tokens, 1)
     target = args.target_tokens
     if target is not None:
         flag(require_integer, "--target-tokens", target, 1)
         if target >= trigger:
             raise UsageError(f"--target-tokens must be below --trigger-tokens (got {target} >= {trigger})")
-    for name, value in (("--clear-at-least", args.clear_at_least), ("--window", args.window),
-                        ("--prefix-tokens", args.prefix_tokens)):
+    for name, value in (("--clear-at-least", args.clear_at_least), ("--window", args.window)):
         if value is not None:
             flag(require_integer, name, value, 1 if name == "--window" else 0)
+    prefix = None  # auto: fitted from the billed usage
+    if args.prefix_tokens != "auto":
+        try:
+            prefix = int(args.prefix_tokens)
+        except ValueError:
+            raise UsageError(f"--prefix-tokens must be an integer >= 0 or auto (got {args.prefix_tokens!r})") from None
+        flag(require_integer, "--prefix-tokens", prefix, 0)
     check_file_target(args.out, "--out")
     check_file_target(args.plot, "--plot")
-    return trigger, target
+    return trigger, target, prefix
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,9 +91,16 @@ def run(args: argparse.Namespace) -> int:
 
     from ..analysis import analyze
     from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, replay
-    trigger, target = _checked(args)
+    from ..usage import calls_billed, check
+    trigger, target, prefix = _checked(args)
     out = console(args.quiet)
     found = sources(args.source)
+    fit = _fitted(found, args.format, out) if prefix is None else None
+    if prefix is None:
+        if fit is None:
+            raise UsageError("--prefix-tokens auto: no transcript records the billed usage of its model calls "
+                             "(Claude Code sessions and mini-swe-agent trajectories do); give a number")
+        prefix = fit.tokens
     config = config_from_args(args)
     judge = judge_from(args.judge, args.judge_url, args.judge_model)
     try:
@@ -107,19 +123,22 @@ def run(args: argparse.Namespace) -> int:
     lost: dict[str, list[int]] = {}
     needed = [0, 0]
     skipped: dict[str, str] = {}
+    checked: list[tuple[Any, Bill]] = []  # with a fitted prefix: each conversation's billed calls, its base bill
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("replaying sessions", total=len(found))
         for session, (fs, path) in found:
             progress.update(task, description=f"replaying {session}")
             try:  # each conversation the file holds (one per stretch of a session Claude Code compacted itself)
-                every = conversations(parse(fs.cat_file(path)), args.format)
-                bills_of = [replay(messages, policies(), profile, args.window, prefix=args.prefix_tokens)
-                            for messages in every]
+                document = parse(fs.cat_file(path))
+                every = conversations(document, args.format)
+                bills_of = [replay(messages, policies(), profile, args.window, prefix=prefix) for messages in every]
             except (FormatError, OSError, JevError) as exc:
                 skipped[path] = str(exc) or type(exc).__name__
                 progress.advance(task)
                 continue
             for messages, bills in zip(every, bills_of, strict=True):
+                if fit is not None and (calls := calls_billed(document, messages)) is not None:
+                    checked.append((calls, bills["no compaction"]))
                 labels = needed_later(analyze(messages)) if args.labels else None
                 if labels is not None:
                     needed[0] += labels.total_v1
@@ -135,12 +154,43 @@ def run(args: argparse.Namespace) -> int:
     if not totals:
         raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(skipped)} unreadable)")
     report = _report(totals, lost if args.labels else None, needed, profile.name, trigger, target, args.window,
-                     len(found) - len(skipped), skipped, jev_name, args.prefix_tokens)
+                     len(found) - len(skipped), skipped, jev_name, prefix)
+    if fit is not None:
+        report["prefix_fit"] = fit.as_dict()
+        report["checked_against_billed"] = check(checked, fit, profile).as_dict()
+        said = report["checked_against_billed"]
+        out.print(f"prefix fitted from {fit.calls:,} calls' billed usage: input tokens = {fit.intercept:,.0f} + "
+                  f"{fit.scale:.3f} x the history's estimate, so {prefix:,} estimated tokens a request; replayed "
+                  f"without compaction, the sessions bill {said['replay_over_billed']:.3f}x what the provider "
+                  f"billed ({said['replay_without_prefix_over_billed']:.3f}x without the prefix) under {profile.name}")
     write_json(report, args.out)
     _table(out, report)
     if args.plot:
         _plot(report, args.plot, out)
     return EXIT_OK if len(skipped) < len(found) else EXIT_ERROR
+
+
+def _fitted(found: list[tuple[str, Any]], form: str, out: Any) -> Any:
+    """`jev.usage.fitted_prefix` of every conversation whose model calls' billed usage its file records
+    (None if none does); a file that cannot be read is left to the replay, which reports it."""
+    from ..usage import calls_billed, fitted_prefix
+
+    def known() -> Iterator[tuple[list[Any], list[Any]]]:
+        for session, (fs, path) in found:
+            progress.update(task, description=f"reading the billed usage of {session}")
+            try:
+                document = parse(fs.cat_file(path))
+                every = conversations(document, form)
+            except (FormatError, OSError, JevError):
+                every = []
+            for messages in every:
+                if (calls := calls_billed(document, messages)) is not None:
+                    yield messages, calls
+            progress.advance(task)
+
+    with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+        task = progress.add_task("reading billed usage", total=len(found))
+        return fitted_prefix(known())
 
 
 def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: list[int], profile: str,

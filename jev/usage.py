@@ -1,0 +1,159 @@
+"""What the provider billed for each model call, where a transcript records it, and what that says about
+the billed-cost replay (`jev.billing`).
+
+Claude Code writes each call's Anthropic `message.usage` (tokens read from the cache, written to it, and
+uncached); mini-swe-agent keeps each response's OpenAI-style `usage` (`prompt_tokens`, of them cached:
+`prompt_tokens_details.cached_tokens`, or DeepSeek's `prompt_cache_hit_tokens`) in `extra.response`. Fitted
+against SPEC §4's estimate of each call's history, they give what every request carried beyond its history
+(a system prompt, tool definitions: the replay's `prefix`) and how the estimate's tokens compare with the
+provider's; replayed with that prefix, the no-compaction bill can be held against the provider's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .billing import Bill, calls_of
+from .cost import PricingProfile, pricing, tokens_each
+from .transcript import Message
+
+
+@dataclass(frozen=True, slots=True)
+class Billed:
+    """One call's input as the provider counted it: tokens read from the cache, written to it (Anthropic
+    bills a write above the base price), and neither (the base price)."""
+
+    read: int
+    written: int
+    uncached: int
+
+    @property
+    def tokens(self) -> int:
+        return self.read + self.written + self.uncached
+
+    def cost(self, profile: str | PricingProfile) -> float:
+        """At the base input price under `profile`: reads and writes at its multipliers, the rest at 1."""
+        price = pricing(profile)
+        return self.read * price.cache_read + self.written * price.cache_write + self.uncached
+
+
+def billed(usage: Any) -> Billed | None:
+    """A usage object of either shape as `Billed`, or None when it is neither (no counts, or not integers)."""
+    if not isinstance(usage, Mapping):
+        return None
+    if isinstance(usage.get("input_tokens"), int):
+        details = usage.get("input_tokens_details")
+        if isinstance(details, Mapping):  # OpenAI's Responses: `input_tokens` counts the cached ones too
+            return _split(usage["input_tokens"], details.get("cached_tokens") or 0)
+        read, written = usage.get("cache_read_input_tokens") or 0, usage.get("cache_creation_input_tokens") or 0
+        if isinstance(read, int) and isinstance(written, int) and read >= 0 and written >= 0:  # Anthropic
+            return Billed(read, written, usage["input_tokens"])
+        return None
+    prompt = usage.get("prompt_tokens")
+    if not isinstance(prompt, int):
+        return None
+    details = usage.get("prompt_tokens_details")  # OpenAI's chat completions; DeepSeek's own field first
+    return _split(prompt, usage.get("prompt_cache_hit_tokens",
+                                    details.get("cached_tokens") if isinstance(details, Mapping) else 0) or 0)
+
+
+def _split(total: int, cached: Any) -> Billed | None:
+    """`total` input tokens of which `cached` were read from the cache (no write premium: OpenAI, DeepSeek)."""
+    return Billed(cached, 0, total - cached) if isinstance(cached, int) and 0 <= cached <= total else None
+
+
+def calls_billed(document: Any, messages: Sequence[Message]) -> list[Billed] | None:
+    """What the provider billed for each model call the replay makes of `messages` (`jev.billing.calls_of`),
+    one of the conversations `document` holds, read from the document: a Claude Code session's lines by
+    `uuid` (a message's id is one of its lines'), a mini-swe-agent trajectory's messages by place (its
+    messages' ids are `m<index>`, or `m<index>.<k>` for a response's items). None unless every call has one."""
+    usage: dict[str, Any] = {}
+    if isinstance(document, list):  # Claude Code: JSON Lines
+        usage = {e["uuid"]: e["message"].get("usage") for e in document if isinstance(e, dict)
+                 and e.get("type") == "assistant" and isinstance(e.get("uuid"), str)
+                 and isinstance(e.get("message"), dict)}
+    elif isinstance(document, dict) and isinstance(document.get("messages"), list):  # mini-swe-agent
+        for i, raw in enumerate(document["messages"]):
+            extra = raw.get("extra") if isinstance(raw, dict) else None
+            response = extra.get("response") if isinstance(extra, dict) else None
+            if isinstance(response, dict):
+                usage[f"m{i}"] = response.get("usage")
+    out = []
+    for k in calls_of(messages):
+        message_id = messages[k].id
+        found = billed(usage.get(message_id, usage.get(message_id.partition(".")[0])))
+        if found is None:
+            return None
+        out.append(found)
+    return out or None
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """A least-squares line through every call: provider input tokens = `intercept` + `scale` × SPEC's
+    estimate of the history before the call. `tokens`: the intercept in the estimate's units (what the
+    replay's `prefix` takes)."""
+
+    tokens: int
+    intercept: float
+    scale: float
+    calls: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "intercept": round(self.intercept, 1), "scale": round(self.scale, 4),
+                "calls": self.calls}
+
+
+def fitted_prefix(conversations: Iterable[tuple[Sequence[Message], Sequence[Billed]]]) -> Prefix | None:
+    """The `Prefix` of conversations whose calls' usage is known, read once (None with fewer than two
+    calls, or when every call's history is estimated alike)."""
+    import numpy as np
+
+    x: list[int] = []
+    y: list[int] = []
+    for messages, calls in conversations:
+        before = np.cumsum([0, *tokens_each(messages)])
+        x.extend(int(before[k]) for k in calls_of(messages))
+        y.extend(call.tokens for call in calls)
+    if len(x) < 2 or len(set(x)) < 2:
+        return None
+    scale, intercept = np.polyfit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), 1)
+    return Prefix(max(0, round(intercept / scale)), float(intercept), float(scale), len(x))
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The no-compaction replay against what the provider billed, summed over conversations, under one
+    profile: the provider's bill (its reads and writes at the profile's multipliers), the replay's with
+    the prefix and without it (scaled to the provider's tokens), and each one's cache-read share."""
+
+    profile: str
+    billed: float
+    replayed: float
+    replayed_without_prefix: float
+    read_share: float
+    replayed_read_share: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "replay_over_billed": round(self.replayed / self.billed, 4),
+                "replay_without_prefix_over_billed": round(self.replayed_without_prefix / self.billed, 4),
+                "cache_read_share": round(self.read_share, 4),
+                "replay_cache_read_share": round(self.replayed_read_share, 4)}
+
+
+def check(replayed: Iterable[tuple[Sequence[Billed], Bill]], prefix: Prefix, profile: str | PricingProfile) -> Check:
+    """`Check` under `profile` of conversations each given as what the provider billed for its calls and
+    the no-compaction `Bill` its replay with `prefix.tokens` gave (under the same profile)."""
+    price = pricing(profile)
+    billed_cost = read = tokens = 0.0
+    whole = history = replay_read = sent = 0.0
+    for calls, bill in replayed:
+        billed_cost += sum(call.cost(price) for call in calls)
+        read += sum(call.read for call in calls)
+        tokens += sum(call.tokens for call in calls)
+        whole, history = whole + bill.billed, history + bill.billed - bill.prefix
+        replay_read, sent = replay_read + bill.read, sent + bill.sent
+    return Check(price.name, billed_cost, whole * prefix.scale, history * prefix.scale, read / max(1.0, tokens),
+                 replay_read / max(1.0, sent))

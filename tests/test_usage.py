@@ -1,0 +1,125 @@
+"""What the provider billed, as transcripts record it (`jev.usage`): each usage shape read, each call of a
+replay matched with its usage in a Claude Code session and a mini-swe-agent trajectory (the shipped real
+sample), the prefix fitted by least squares, and the replay checked against the bill."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import call, msg, result, text
+
+from jev import formats
+from jev.billing import NoCompaction, calls_of, replay
+from jev.cost import tokens_each
+from jev.usage import Billed, billed, calls_billed, check, fitted_prefix
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "examples" / "data" / "django__django-11163.traj.json"  # a real mini-swe-agent trajectory
+
+
+@pytest.mark.parametrize(("usage", "expected"), [
+    ({"input_tokens": 3, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 30_000, "output_tokens": 9},
+     Billed(30_000, 200, 3)),  # Anthropic: the three are apart
+    ({"input_tokens": 12, "output_tokens": 1}, Billed(0, 0, 12)),  # Anthropic with no caching
+    ({"prompt_tokens": 1622, "completion_tokens": 184, "prompt_tokens_details": {"cached_tokens": 1024}},
+     Billed(1024, 0, 598)),  # OpenAI chat completions: the cached ones are among the prompt's
+    ({"prompt_tokens": 1560, "prompt_tokens_details": {"cached_tokens": 320}, "prompt_cache_hit_tokens": 320,
+      "prompt_cache_miss_tokens": 1240}, Billed(320, 0, 1240)),  # DeepSeek
+    ({"input_tokens": 900, "input_tokens_details": {"cached_tokens": 512}, "output_tokens": 5},
+     Billed(512, 0, 388)),  # OpenAI Responses: `input_tokens` counts the cached ones too
+    ({"prompt_tokens": 10}, Billed(0, 0, 10)),
+])
+def test_every_usage_shape_reads_as_reads_writes_and_the_rest(usage, expected) -> None:
+    assert billed(usage) == expected and billed(usage).tokens == expected.read + expected.written + expected.uncached
+
+
+@pytest.mark.parametrize("usage", [None, [], {}, {"output_tokens": 4}, {"prompt_tokens": "12"},
+                                   {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 11}},
+                                   {"input_tokens": 5, "cache_read_input_tokens": -1},
+                                   {"input_tokens": 5, "cache_creation_input_tokens": "2"}])
+def test_what_is_no_usage_reads_as_none(usage) -> None:
+    assert billed(usage) is None
+
+
+def test_a_calls_cost_prices_reads_and_writes_at_the_profile_and_the_rest_at_the_base() -> None:
+    assert Billed(1000, 100, 10).cost("anthropic-1h") == pytest.approx(1000 * 0.1 + 100 * 2.0 + 10)
+    assert Billed(1000, 0, 10).cost("openai") == pytest.approx(1000 * 0.1 + 10)
+
+
+def test_each_replayed_call_of_a_real_trajectory_has_the_usage_its_response_recorded() -> None:
+    document = json.loads(SAMPLE.read_text())
+    messages = formats.load(document)
+    calls = calls_billed(document, messages)
+    assert calls is not None and len(calls) == len(calls_of(messages)) == 13
+    prompts = [m["extra"]["response"]["usage"]["prompt_tokens"] for m in document["messages"]
+               if m["role"] == "assistant"]
+    assert [c.tokens for c in calls] == prompts[:13]
+    del document["messages"][4]["extra"]["response"]["usage"]  # one call without: no figures for the conversation
+    assert calls_billed(document, messages) is None
+
+
+def test_a_claude_code_sessions_calls_are_matched_by_their_lines() -> None:
+    from test_claude_code import session
+    entries = session()
+    usage = {"input_tokens": 4, "cache_creation_input_tokens": 900, "cache_read_input_tokens": 21_000}
+    for e in entries:
+        if e["type"] == "assistant" and e["message"]["id"] == "msg_2":
+            e["message"]["usage"] = usage
+    messages = formats.load(entries)
+    calls = calls_billed(entries, messages)
+    assert calls is not None and len(calls) == len(calls_of(messages))
+    turn = [messages[k].id for k in calls_of(messages)].index("a5")  # the call that wrote msg_2
+    assert calls[turn] == Billed(21_000, 900, 4)
+
+
+def history(n: int) -> list:
+    messages = [msg("task", "user", text("Find why the parser drops the last field. " * 5))]
+    for k in range(n):
+        messages += [msg(f"a{k}", "assistant", text(f"Reading part {k}."), call(f"r{k}")),
+                     msg(f"o{k}", "tool", result(f"r{k}", f"line {k}: value_{k} = compute({k})\n" * (20 + k)))]
+    return messages + [msg("end", "assistant", text("Done."))]
+
+
+def test_the_prefix_is_the_least_squares_intercept_and_the_replay_with_it_bills_what_was_billed() -> None:
+    """Usage made exactly as a replay with a 2 000-token prefix bills, at 1.5 provider tokens an estimated
+    token: the fit finds both, and the no-compaction replay with the fitted prefix, scaled, bills what the
+    provider did; without the prefix, less."""
+    messages = history(12)
+    before = [sum(tokens_each(messages[:k])) for k in calls_of(messages)]
+    calls = [Billed(read=round(1.5 * (2000 + (before[n - 1] if n else -2000))), written=0,
+                    uncached=round(1.5 * (2000 + before[n])) - round(1.5 * (2000 + (before[n - 1] if n else -2000))))
+             for n in range(len(before))]
+    fit = fitted_prefix([(messages, calls)])
+    assert fit is not None and fit.tokens == 2000 and fit.scale == pytest.approx(1.5, rel=1e-3) and fit.calls == len(calls)
+    bill = replay(messages, [NoCompaction()], "openai", prefix=fit.tokens)["no compaction"]
+    checked = check([(calls, bill)], fit, "openai")
+    assert checked.replayed / checked.billed == pytest.approx(1.0, abs=0.01)
+    assert checked.replayed_without_prefix < checked.replayed and checked.read_share == pytest.approx(
+        checked.replayed_read_share, abs=0.01)
+    assert fitted_prefix([]) is None and fitted_prefix([(messages[:3], calls[:1])]) is None
+
+
+def test_jev_cost_fits_the_prefix_from_the_billed_usage_and_checks_the_replay_against_it(tmp_path) -> None:
+    import shutil
+
+    from conftest import cli, long_history
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.traj.json")
+    proc = cli(["cost", str(folder), "--eligible-tools", "bash", "--prefix-tokens", "auto", "--no-labels",
+                "--pricing", "openai", "--out", str(tmp_path / "r.json")])
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["prefix_fit"]["calls"] == 13 and report["prefix_tokens"] == report["prefix_fit"]["tokens"]
+    said = report["checked_against_billed"]
+    assert said["profile"] == "openai" and said["replay_over_billed"] > 0 and 0 < said["cache_read_share"] <= 1
+    assert "prefix fitted from 13 calls' billed usage" in " ".join(proc.stderr.decode().split())
+    none = tmp_path / "none"
+    none.mkdir()
+    (none / "c.json").write_text(json.dumps(formats.dump(long_history(10), "openai-chat")))
+    bad = cli(["cost", str(none), "--prefix-tokens", "auto"])
+    assert bad.returncode == 2 and b"no transcript records the billed usage" in bad.stderr
+    bad = cli(["cost", str(none), "--prefix-tokens", "lots"])
+    assert bad.returncode == 2 and b"--prefix-tokens must be an integer >= 0 or auto (got 'lots')" in bad.stderr
