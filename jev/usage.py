@@ -28,6 +28,7 @@ class Billed:
     read: int
     written: int
     uncached: int
+    written_for_an_hour: int = 0  # of `written`, what Anthropic cached for an hour (`anthropic-1h`'s lifetime)
 
     @property
     def tokens(self) -> int:
@@ -49,7 +50,10 @@ def billed(usage: Any) -> Billed | None:
             return _split(usage["input_tokens"], details.get("cached_tokens") or 0)
         read, written = usage.get("cache_read_input_tokens") or 0, usage.get("cache_creation_input_tokens") or 0
         if isinstance(read, int) and isinstance(written, int) and read >= 0 and written >= 0:  # Anthropic
-            return Billed(read, written, usage["input_tokens"])
+            split = usage.get("cache_creation")
+            hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, Mapping) else 0
+            return Billed(read, written, usage["input_tokens"], hour if isinstance(hour, int) and 0 <= hour <= written
+                          else 0)
         return None
     prompt = usage.get("prompt_tokens")
     if not isinstance(prompt, int):
@@ -135,25 +139,29 @@ class Check:
     replayed_without_prefix: float
     read_share: float
     replayed_read_share: float
+    hour_long_writes: float  # the share of the tokens written to the cache that were cached for an hour
 
     def as_dict(self) -> dict[str, Any]:
         return {"profile": self.profile, "replay_over_billed": round(self.replayed / self.billed, 4),
                 "replay_without_prefix_over_billed": round(self.replayed_without_prefix / self.billed, 4),
                 "cache_read_share": round(self.read_share, 4),
-                "replay_cache_read_share": round(self.replayed_read_share, 4)}
+                "replay_cache_read_share": round(self.replayed_read_share, 4),
+                "hour_long_cache_writes": round(self.hour_long_writes, 4)}
 
 
 def check(replayed: Iterable[tuple[Sequence[Billed], Bill]], prefix: Prefix, profile: str | PricingProfile) -> Check:
     """`Check` under `profile` of conversations each given as what the provider billed for its calls and
     the no-compaction `Bill` its replay with `prefix.tokens` gave (under the same profile)."""
     price = pricing(profile)
-    billed_cost = read = tokens = 0.0
+    billed_cost = read = tokens = written = hour = 0.0
     whole = history = replay_read = sent = 0.0
     for calls, bill in replayed:
         billed_cost += sum(call.cost(price) for call in calls)
         read += sum(call.read for call in calls)
         tokens += sum(call.tokens for call in calls)
+        written += sum(call.written for call in calls)
+        hour += sum(call.written_for_an_hour for call in calls)
         whole, history = whole + bill.billed, history + bill.billed - bill.prefix
         replay_read, sent = replay_read + bill.read, sent + bill.sent
     return Check(price.name, billed_cost, whole * prefix.scale, history * prefix.scale, read / max(1.0, tokens),
-                 replay_read / max(1.0, sent))
+                 replay_read / max(1.0, sent), hour / written if written else 0.0)

@@ -230,4 +230,5 @@ def test_the_no_compaction_replay_bills_what_the_providers_billed_once_the_prefi
     assert 0.95 < ds_said.replayed / ds_said.billed < 1.05 and abs(ds_said.read_share - ds_said.replayed_read_share) < 0.02
     assert 0.95 < cc_said.replayed / cc_said.billed < 1.10 and abs(cc_said.read_share - cc_said.replayed_read_share) < 0.02
     assert cc_said.replayed_without_prefix / cc_said.billed < 0.65  # the history alone: well under half the bill
+    assert cc_said.hour_long_writes > 0.9 and ds_said.hour_long_writes == 0  # Claude Code's cache: anthropic-1h
     assert swe_said.replayed / swe_said.billed < 0.6 and swe_said.read_share < 0.9 < swe_said.replayed_read_share

@@ -23,6 +23,9 @@ SAMPLE = ROOT / "examples" / "data" / "django__django-11163.traj.json"  # a real
     ({"input_tokens": 3, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 30_000, "output_tokens": 9},
      Billed(30_000, 200, 3)),  # Anthropic: the three are apart
     ({"input_tokens": 12, "output_tokens": 1}, Billed(0, 0, 12)),  # Anthropic with no caching
+    ({"input_tokens": 1, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 9,
+      "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 400}},
+     Billed(9, 500, 1, 400)),  # Anthropic's split of the writes by their lifetime
     ({"prompt_tokens": 1622, "completion_tokens": 184, "prompt_tokens_details": {"cached_tokens": 1024}},
      Billed(1024, 0, 598)),  # OpenAI chat completions: the cached ones are among the prompt's
     ({"prompt_tokens": 1560, "prompt_tokens_details": {"cached_tokens": 320}, "prompt_cache_hit_tokens": 320,
@@ -123,3 +126,28 @@ def test_jev_cost_fits_the_prefix_from_the_billed_usage_and_checks_the_replay_ag
     assert bad.returncode == 2 and b"no transcript records the billed usage" in bad.stderr
     bad = cli(["cost", str(none), "--prefix-tokens", "lots"])
     assert bad.returncode == 2 and b"--prefix-tokens must be an integer >= 0 or auto (got 'lots')" in bad.stderr
+
+
+def test_jev_cost_says_when_the_provider_cached_for_an_hour_and_the_profile_does_not(tmp_path) -> None:
+    """Claude Code writes hour-long cache entries (a write at 2x): fitted from such usage, `jev cost` says
+    which profile prices the sessions as they were billed, and only when the profile in use does not."""
+    from conftest import cli
+    from test_claude_code import session
+    entries = session()
+    for n, e in enumerate(x for x in entries if x["type"] == "assistant" and not x.get("isSidechain")):
+        e["message"]["usage"] = {"input_tokens": 3, "cache_read_input_tokens": 20_000 + 500 * n,
+                                 "cache_creation_input_tokens": 300,
+                                 "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 300}}
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text("\n".join(json.dumps(e) for e in entries))
+    said = {}
+    for pricing in ("anthropic-5m", "anthropic-1h"):
+        proc = cli(["cost", str(folder), "--eligible-tools", "Read,Bash", "--prefix-tokens", "auto", "--no-labels",
+                    "--pricing", pricing, "--out", str(tmp_path / f"{pricing}.json")])
+        assert proc.returncode == 0, proc.stderr
+        said[pricing] = " ".join(proc.stderr.decode().split())
+        checked = json.loads((tmp_path / f"{pricing}.json").read_text())["checked_against_billed"]
+        assert checked["hour_long_cache_writes"] == 1.0
+    assert "--pricing anthropic-1h prices these sessions as they were billed" in said["anthropic-5m"]
+    assert "--pricing anthropic-1h" not in said["anthropic-1h"]
