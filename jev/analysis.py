@@ -108,6 +108,8 @@ class Transcript:
     places: Mapping[str, Pair] = field(default_factory=dict)  # `place(is result, message index, id)` -> pair
     thinking: frozenset[int] = frozenset()  # indices of the messages with a thinking block (they pin themselves)
     opaque: frozenset[int] = frozenset()  # indices of the messages with content jev does not read (pinned too)
+    # indices of the messages holding a result whose output is not all text (an image: billed by its pixels)
+    mixed_results: frozenset[int] = frozenset()
     sizes: tuple[int, ...] = ()  # model-visible characters of each message (`visible_chars`)
     mutable: tuple[Any, ...] = ()  # the mutable values inside the blocks, in order (what a change guard re-reads)
     # the reading order of what a judge reads — each call, result and non-assistant text block — as
@@ -217,6 +219,7 @@ class _Scan:
         self.places: dict[str, Pair] = {}
         self.thinking: set[int] = set()
         self.opaque: set[int] = set()
+        self.mixed_results: set[int] = set()
         self.self_pinned: set[int] = set()
         self.sizes: list[int] = []
         self.parts: list[Any] = []
@@ -233,6 +236,7 @@ class _Scan:
         scan.seen_messages = {m.id for m in messages}
         scan.pairs, scan.places = list(previous.pairs), dict(previous.places)
         scan.thinking, scan.opaque = set(previous.thinking), set(previous.opaque)
+        scan.mixed_results = set(previous.mixed_results)
         scan.self_pinned = set(previous.self_pinned)
         scan.sizes, scan.parts = list(previous.sizes), list(previous.mutable)
         scan.completed = {p.call_id for p in previous.pairs}
@@ -300,6 +304,8 @@ class _Scan:
                     completed.add(block.id)
                     read((READ_RESULT, i, call[3]))
                     output = block.output
+                    if type(output) is not str and not block.text_only:
+                        self.mixed_results.add(i)
                     pair = Pair(f"t{len(pairs) + 1}", block.id, block.name, call[0], i, call[1], block, call[2],
                                 len(output) if type(output) is str else len(block.text))
                     pairs.append(pair)
@@ -312,5 +318,5 @@ class _Scan:
             size_of(total)
         self.called = called
         return Transcript(tuple(messages), tuple(pairs), frozenset(open_calls), places, frozenset(thinking),
-                          frozenset(opaque), tuple(sizes), tuple(parts), order.tobytes(), tuple(calls), tuple(texts),
-                          self_pinned=frozenset(self_pinned), extends=extends)
+                          frozenset(opaque), frozenset(self.mixed_results), tuple(sizes), tuple(parts), order.tobytes(),
+                          tuple(calls), tuple(texts), self_pinned=frozenset(self_pinned), extends=extends)

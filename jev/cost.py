@@ -172,9 +172,9 @@ class HistoryTokens:
         total = sum(sizes) - sum(sizes[k] for k in exact)
         step = max(1, int(total // SAMPLE_CHARS)) if total > SAMPLE_CHARS else 1
         roles = [m.role for m in messages]
-        by_role: dict[str, list[int]] = {}
+        by_role: dict[str, list[int]] = {role: [] for role in set(roles)}
         for k, role in enumerate(roles):
-            by_role.setdefault(role, []).append(k)
+            by_role[role].append(k)
         if exact:
             by_role = {role: [k for k in indices if k not in exact] for role, indices in by_role.items()}
         picked = {role: indices[::step] for role, indices in by_role.items()}
@@ -191,14 +191,14 @@ class HistoryTokens:
         # the history's rate (`per_char`) weighs them by their roles' characters
         tokens, chars = {}, {}
         for role, indices in picked.items():
-            tenths = sum(self.sampled[k][0] for k in indices)
-            tokens[role] = MEDIA_TOKENS * sum(self.sampled[k][1] for k in indices) + -(-tenths // 10)
-            chars[role] = sum(sizes[k] for k in indices)
+            tenths, media = map(sum, zip(*map(self.sampled.__getitem__, indices), strict=True)) if indices else (0, 0)
+            tokens[role] = MEDIA_TOKENS * media + -(-tenths // 10)
+            chars[role] = sum(map(sizes.__getitem__, indices))
         pooled = sum(tokens.values()) / sum(chars.values()) if any(chars.values()) else 0.0
         rates = {role: tokens[role] / chars[role] if chars[role] else pooled for role in picked}
-        self.per_char = sum(rates[role] * sum(sizes[k] for k in indices)
+        self.per_char = sum(rates[role] * sum(map(sizes.__getitem__, indices))
                             for role, indices in by_role.items()) / total if total else 0.0
-        self._rates = [rates[role] for role in roles]  # per message
+        self._rates = list(map(rates.__getitem__, roles))  # per message
         # by identity: a message's position, checked against the list itself (ints only: nothing for the
         # garbage collector to track per message)
         self._messages, self._sizes = messages, sizes
@@ -260,7 +260,7 @@ def sampled_tokens(texts: Sequence[str]) -> int:
 def exact_indices(transcript: Transcript) -> frozenset[int]:
     """The messages `HistoryTokens` measures whole: those holding media (billed by pixels, not characters),
     outside results or inside them."""
-    return transcript.opaque | {p.result_message for p in transcript.pairs if not p.result.text_only}
+    return transcript.opaque | transcript.mixed_results
 
 
 def first_change(before: Sequence[Message], after: Sequence[Message]) -> int:

@@ -395,7 +395,7 @@ def test_history_tokens_measure_every_message_of_a_history_under_the_sample_and_
     """Under `SAMPLE_CHARS` every message is measured, so each one's count is its own (not the history's
     average rate times its characters), and a message holding an image is measured whole: its base64
     characters and its 1 600 tokens never enter the rate the other messages are priced at."""
-    from jev.analysis import analyze
+    from jev.analysis import analyze, extend
     from jev.cost import MESSAGE_TOKENS, HistoryTokens, tokens_each
     from jev.transcript import OtherBlock
     image = OtherBlock({"type": "image", "source": {"type": "base64", "media_type": "image/png",
@@ -406,6 +406,8 @@ def test_history_tokens_measure_every_message_of_a_history_under_the_sample_and_
                 msg("a2", "assistant", call("r2")),
                 msg("o2", "tool", result("r2", (TextBlock("the rendered chart:"), image)))]
     t = analyze(messages)
+    assert t.mixed_results == {4} and t.opaque == {0}  # the image result's message; the pasted image's
+    assert extend(analyze(messages[:4]), messages).mixed_results == extend(analyze(messages[:2]), messages).mixed_results == {4}
     tokens = HistoryTokens(t)
     assert tokens.of_history() == tokens_each(messages)
     text_only = messages[1:4]  # the rate is theirs: their tokens over their characters

@@ -28,8 +28,8 @@ def _sessions(path: Path, suffix: str, limit: int) -> list[list]:
 
 def _same(a: Transcript, b: Transcript) -> None:
     assert a.messages == b.messages and a.pairs == b.pairs and dict(a.places) == dict(b.places)
-    assert (a.pending, a.thinking, a.opaque, a.sizes, a.self_pinned) == (b.pending, b.thinking, b.opaque, b.sizes,
-                                                                         b.self_pinned)
+    assert (a.pending, a.thinking, a.opaque, a.mixed_results, a.sizes, a.self_pinned) == (
+        b.pending, b.thinking, b.opaque, b.mixed_results, b.sizes, b.self_pinned)
     assert (a.order, a.calls, a.texts) == (b.order, b.calls, b.texts)  # what the local judge reads
     assert len(a.mutable) == len(b.mutable) and all(x is y for x, y in zip(a.mutable, b.mutable, strict=True))
 
