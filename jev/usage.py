@@ -41,31 +41,40 @@ class Billed:
 
 
 def billed(usage: Any) -> Billed | None:
-    """A usage object of either shape as `Billed`, or None when it is neither (no counts, or not integers)."""
+    """A usage object of either shape as `Billed`, or None when it is neither (no counts, or counts that are
+    not whole numbers >= 0, or cached tokens beyond the input)."""
     if not isinstance(usage, Mapping):
         return None
-    if isinstance(usage.get("input_tokens"), int):
+    if "input_tokens" in usage:
+        total = _count(usage["input_tokens"])
         details = usage.get("input_tokens_details")
+        if total is None:
+            return None
         if isinstance(details, Mapping):  # OpenAI's Responses: `input_tokens` counts the cached ones too
-            return _split(usage["input_tokens"], details.get("cached_tokens") or 0)
-        read, written = usage.get("cache_read_input_tokens") or 0, usage.get("cache_creation_input_tokens") or 0
-        if isinstance(read, int) and isinstance(written, int) and read >= 0 and written >= 0:  # Anthropic
-            split = usage.get("cache_creation")
-            hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, Mapping) else 0
-            return Billed(read, written, usage["input_tokens"], hour if isinstance(hour, int) and 0 <= hour <= written
-                          else 0)
-        return None
-    prompt = usage.get("prompt_tokens")
-    if not isinstance(prompt, int):
+            return _split(total, details.get("cached_tokens") or 0)
+        read, written = _count(usage.get("cache_read_input_tokens") or 0), _count(usage.get("cache_creation_input_tokens") or 0)
+        if read is None or written is None:
+            return None
+        split = usage.get("cache_creation")  # Anthropic: the writes by their lifetime
+        hour = _count(split.get("ephemeral_1h_input_tokens") or 0) if isinstance(split, Mapping) else 0
+        return Billed(read, written, total, hour if hour is not None and hour <= written else 0)
+    prompt = _count(usage.get("prompt_tokens"))
+    if prompt is None:
         return None
     details = usage.get("prompt_tokens_details")  # OpenAI's chat completions; DeepSeek's own field first
     return _split(prompt, usage.get("prompt_cache_hit_tokens",
                                     details.get("cached_tokens") if isinstance(details, Mapping) else 0) or 0)
 
 
+def _count(value: Any) -> int | None:
+    """`value` if it is a whole number of tokens (an int >= 0, never a bool), else None."""
+    return value if type(value) is int and value >= 0 else None
+
+
 def _split(total: int, cached: Any) -> Billed | None:
     """`total` input tokens of which `cached` were read from the cache (no write premium: OpenAI, DeepSeek)."""
-    return Billed(cached, 0, total - cached) if isinstance(cached, int) and 0 <= cached <= total else None
+    cached = _count(cached)
+    return Billed(cached, 0, total - cached) if cached is not None and cached <= total else None
 
 
 def calls_billed(document: Any, messages: Sequence[Message]) -> list[Billed] | None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import call, msg, result, text
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jev import formats
 from jev.billing import NoCompaction, calls_of, replay
@@ -151,3 +153,44 @@ def test_jev_cost_says_when_the_provider_cached_for_an_hour_and_the_profile_does
         assert checked["hour_long_cache_writes"] == 1.0
     assert "--pricing anthropic-1h prices these sessions as they were billed" in said["anthropic-5m"]
     assert "--pricing anthropic-1h" not in said["anthropic-1h"]
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=8)
+_FIELDS = st.sampled_from(["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation",
+                           "ephemeral_1h_input_tokens", "input_tokens_details", "cached_tokens", "prompt_tokens",
+                           "prompt_tokens_details", "prompt_cache_hit_tokens", "output_tokens"])
+_USAGE = st.recursive(st.integers(-5, 10**6) | st.none() | st.booleans() | st.floats(allow_nan=False),
+                      lambda inner: st.dictionaries(_FIELDS, inner, max_size=5), max_leaves=10)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.one_of(_JSON, _USAGE))
+def test_any_value_reads_as_whole_counts_or_none_and_never_raises(usage) -> None:
+    found = billed(usage)
+    if found is not None:
+        values = (found.read, found.written, found.uncached, found.written_for_an_hour)
+        assert all(type(v) is int and v >= 0 for v in values) and found.written_for_an_hour <= found.written
+
+
+_SLOT = st.one_of(st.tuples(st.just("other"), _JSON), st.tuples(st.just("usage"), _USAGE))
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(_SLOT, min_size=6, max_size=6), st.booleans())
+def test_a_document_of_any_shape_gives_every_calls_usage_or_none(slots, as_lines) -> None:
+    """Whatever a document holds where usage is looked for, `calls_billed` answers, never raises: each
+    call's usage read from the document message of its place (ids `m<index>`, as mini-swe-agent's), or
+    None when one of them has none."""
+    raw = [{"extra": {"response": {"usage": value}}} if kind == "usage" else value for kind, value in slots]
+    messages = [msg("m0", "user", text("go"))]
+    for k in (1, 3):
+        messages += [msg(f"m{k}", "assistant", call(f"r{k}")), msg(f"m{k + 1}", "tool", result(f"r{k}", "out"))]
+    messages.append(msg("m5", "assistant", text("done")))
+    found = calls_billed(raw if as_lines else {"messages": raw}, messages)
+    if as_lines:  # a list is read as Claude Code's lines: these have no `uuid`s to match
+        assert found is None
+        return
+    usage = [billed(value) if kind == "usage" else None for kind, value in (slots[k] for k in (1, 3, 5))]
+    assert found == (None if None in usage else usage)
