@@ -11,6 +11,14 @@ labels-v1 and labels-v2-reuse, computed from each session's full history. A Clau
 Code compacted itself is replayed as one conversation per stretch between its compactions (3 of the 110
 dev sessions, once each: 113 conversations).
 
+Every set's transcripts record what the provider billed for each call (`jev.usage`): a least-squares line
+through them gives the tokens every request carried beyond its history (the system prompt, tool
+definitions: Claude Code's ~32 k), which each replay adds as its `prefix`, and the no-compaction replay is
+checked against the bill (printed under the table). "sent ×" and "billed ×" are the history's alone, as
+before; "billed × with the prefix" is the whole bill, and "cache read" counts the prefix. Claude Code is
+also replayed under `anthropic-1h`, the hour-long cache its requests wrote, with jev's gate there priced at
+`anthropic-5m` too, as a host at the defaults has it.
+
 `--adapter-defaults` replays instead each integration's default trigger (at the defaults, no target):
 50 messages (LangChain's middleware; the Agents SDK session's 50 items), 20 tool results (AgentScope),
 20 000 tokens (the mini-swe-agent hook).

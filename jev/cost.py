@@ -160,17 +160,18 @@ class HistoryTokens:
     estimate over an evenly spaced sample of each role's messages (about `SAMPLE_CHARS` of text in all)
     gives that role's tokens per model-visible character, and each message counts `MESSAGE_TOKENS` plus its
     characters (known from the analysis; a message made since, such as a tombstone, is measured) at its
-    role's rate. A message holding media is measured whole and kept out of the rates. Sampled by role, a
-    history whose roles alternate (a call, its result, the next call) is not sampled on one role alone
-    when the stride is even: within 2 % of the full estimate on every dev session, at a fraction of its
-    cost on long histories (`tests/test_dev_data.py`)."""
+    role's rate, but a sampled message keeps its own count (so under twice `SAMPLE_CHARS` every message
+    does). A message holding media is measured whole and kept out of the rates. Sampled by role, a history
+    whose roles alternate (a call, its result, the next call) is not sampled on one role alone when the
+    stride is even: within 1 % of measuring every message on every dev history, at a fraction of its cost
+    on long histories (`tests/test_dev_data.py`)."""
 
     def __init__(self, transcript: Transcript, sampled: Mapping[int, tuple[int, int]] | None = None,
                  made: Callable[[Sequence[Message]], list[int]] | None = None) -> None:
         messages, sizes = transcript.messages, transcript.sizes
         exact = exact_indices(transcript)  # measured whole: those holding media (pixels, not characters)
         total = sum(sizes) - sum(sizes[k] for k in exact)
-        step = max(1, int(total // SAMPLE_CHARS)) if total > SAMPLE_CHARS else 1
+        step = max(1, total // SAMPLE_CHARS)
         roles = [m.role for m in messages]
         by_role: dict[str, list[int]] = {role: [] for role in set(roles)}
         for k, role in enumerate(roles):

@@ -19,7 +19,7 @@ import argparse
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import Progress
 from rich.table import Table
@@ -32,6 +32,9 @@ from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
 from .replay import sources
+
+if TYPE_CHECKING:
+    from ..usage import Prefix
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -157,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
                      len(found) - len(skipped), skipped, jev_name, prefix)
     if fit is not None:
         report["prefix_fit"] = fit.as_dict()
-        report["checked_against_billed"] = check(checked, fit, profile).as_dict()
+        report["checked_against_billed"] = check(checked, fit, profile).as_dict() if checked else None
+    if fit is not None and checked:
         said = report["checked_against_billed"]
         out.print(f"prefix fitted from {fit.calls:,} calls' billed usage: input tokens = {fit.intercept:,.0f} + "
                   f"{fit.scale:.3f} x the history's estimate, so {prefix:,} estimated tokens a request; replayed "
@@ -173,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if len(skipped) < len(found) else EXIT_ERROR
 
 
-def _fitted(found: list[tuple[str, Any]], form: str, out: Any) -> Any:
+def _fitted(found: list[tuple[str, Any]], form: str, out: Any) -> Prefix | None:
     """`jev.usage.fitted_prefix` of every conversation whose model calls' billed usage its file records
     (None if none does); a file that cannot be read is left to the replay, which reports it."""
     from ..usage import calls_billed, fitted_prefix
