@@ -24,7 +24,8 @@ also replayed under `anthropic-1h`, the hour-long cache its requests wrote, with
 20 000 tokens (the mini-swe-agent hook).
 
     python benchmarks/cost.py [--sets swebench,deepseek,claude-code] [--triggers 20000,50000]
-                              [--profiles anthropic-5m,openai] [--sessions N] [--adapter-defaults]
+                              [--profiles anthropic-5m,openai] [--claude-code-profiles anthropic-5m,anthropic-1h,openai]
+                              [--sessions N] [--adapter-defaults]
 """
 
 from __future__ import annotations
