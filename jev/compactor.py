@@ -151,7 +151,7 @@ class Compactor:
         self._excess: int | None = None  # on a `for_tokens` copy: the characters its target needs let go
         self._host: tuple[int, int] | None = None  # on a `for_tokens` copy: the host's count and its target
         self._count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None  # a `for_tokens` copy's host counter
-        self._sampled: dict[int, tuple[int, int]] | None = None  # `HistoryTokens.sampled` of the history taken
+        self._tokens: HistoryTokens | None = None  # the token counts of the history taken last
         self._applier = Applier()  # what the last plan made of the messages it changed
         self._let_go = LetGoSizes()  # what letting go of each pair of the last plan saves
         # the characters and tokens of what it made (the tokens also of the originals a token target's estimate
@@ -242,7 +242,7 @@ class Compactor:
         previous = self._taken
         taken = self._taken = take(messages, self.config.max_transcript_chars, previous=previous)
         if taken is not previous and (previous is None or taken.transcript.extends is not previous.transcript.lineage):
-            self._sampled = None  # not grown from the history it was measured on
+            self._tokens = None  # not grown from the history it was measured on
             self._made_chars, self._made_tokens = Remeasured(sizes_each), Remeasured(tokens_each)
         return taken
 
@@ -308,8 +308,7 @@ class Compactor:
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
-        tokens = HistoryTokens(transcript, self._sampled, self._made_tokens)
-        self._sampled = tokens.sampled
+        tokens = self._tokens = HistoryTokens(transcript, self._tokens, self._made_tokens)
         goal, refits, left, last = self._excess, 0, None, None
         while True:  # once, but for a host's token target the plan's first choice leaves over it (`_left`)
             chosen, target, whole = self._budget(candidates, judged, goal)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,28 +166,44 @@ class HistoryTokens:
     stride is even: within 1 % of measuring every message on every dev history, at a fraction of its cost
     on long histories (`tests/test_dev_data.py`)."""
 
-    def __init__(self, transcript: Transcript, sampled: Mapping[int, tuple[int, int]] | None = None,
+    sampled: dict[int, tuple[int, int]]  # each sampled message's (tenths, media), by index
+    per_char: float
+    _roles: list[str]
+    _by_role: dict[str, list[int]]  # each role's messages, those measured whole left out
+    _lineage: object  # the transcript's these counts are
+    _messages: Sequence[Message]
+    _sizes: Sequence[int]
+    _rates: list[float]
+    _at: dict[int, int]
+    _exact: dict[int, int]
+
+    def __init__(self, transcript: Transcript, before: HistoryTokens | None = None,
                  made: Callable[[Sequence[Message]], list[int]] | None = None) -> None:
+        """`before`: the counts of a history this one grew from (`transcript.extends` its transcript's):
+        what it measured, grouped and indexed of the earlier messages is taken, not done again."""
         messages, sizes = transcript.messages, transcript.sizes
         exact = exact_indices(transcript)  # measured whole: those holding media (pixels, not characters)
         total = sum(sizes) - sum(sizes[k] for k in exact)
         step = max(1, total // SAMPLE_CHARS)
-        roles = [m.role for m in messages]
-        by_role: dict[str, list[int]] = {role: [] for role in set(roles)}
-        for k, role in enumerate(roles):
-            by_role[role].append(k)
-        if exact:
-            by_role = {role: [k for k in indices if k not in exact] for role, indices in by_role.items()}
+        if before is None or before._lineage not in (transcript.lineage, transcript.extends):
+            before = None
+        held = len(before._messages) if before is not None else 0
+        roles = (before._roles if before is not None else []) + [m.role for m in messages[held:]]
+        by_role = {role: list(indices) for role, indices in before._by_role.items()} if before is not None else {}
+        for k in range(held, len(messages)):
+            indices = by_role.setdefault(roles[k], [])  # a role all of whose messages are measured whole: none
+            if k not in exact:
+                indices.append(k)
         picked = {role: indices[::step] for role, indices in by_role.items()}
         # each sampled message's (tenths, media) — the estimate is additive across messages (their texts
         # join at newlines, which cost nothing), so one measured before, in a history this one grew from,
-        # is not measured again (`sampled`: what an earlier `HistoryTokens.sampled` of it held)
-        before = sampled or {}
-        missing = [k for indices in picked.values() for k in indices if k not in before]
+        # is not measured again
+        known = before.sampled if before is not None else {}
+        missing = [k for indices in picked.values() for k in indices if k not in known]
         billed = [_billed(messages[k].content) for k in missing]
         measured = dict(zip(missing, zip(estimate_tenths_each([text.encode() for text, _n in billed]),
                                          [n for _text, n in billed], strict=True), strict=True))
-        self.sampled = {k: before[k] if k in before else measured[k] for indices in picked.values() for k in indices}
+        self.sampled = {k: known[k] if k in known else measured[k] for indices in picked.values() for k in indices}
         # each role's rate from its own sample (a role whose sample holds no characters: the pooled rate);
         # the history's rate (`per_char`) weighs them by their roles' characters
         tokens, chars = {}, {}
@@ -200,11 +216,14 @@ class HistoryTokens:
         self.per_char = sum(rates[role] * sum(map(sizes.__getitem__, indices))
                             for role, indices in by_role.items()) / total if total else 0.0
         self._rates = list(map(rates.__getitem__, roles))  # per message
+        self._roles, self._by_role, self._lineage = roles, by_role, transcript.lineage
         # by identity: a message's position, checked against the list itself (ints only: nothing for the
         # garbage collector to track per message)
         self._messages, self._sizes = messages, sizes
-        self._at = dict(zip(map(id, messages), range(len(messages)), strict=True))
-        self._exact = {k: tokens_of((messages[k],)) for k in exact}
+        self._at = dict(before._at) if before is not None else {}
+        self._at.update(zip(map(id, messages[held:]), range(held, len(messages)), strict=True))
+        earlier = before._exact if before is not None else {}
+        self._exact = {k: earlier[k] if k in earlier else tokens_of((messages[k],)) for k in exact}
         self._known: list[int] | None = None
         self._made = tokens_each if made is None else made  # how `total` measures messages not in the history
 

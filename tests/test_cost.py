@@ -344,10 +344,11 @@ def test_tokens_each_equals_tokens_of_one_message_at_a_time() -> None:
 
 
 def test_history_tokens_of_a_grown_history_measure_only_the_new_samples(monkeypatch) -> None:
-    """The per-character rate is sampled over evenly spaced messages; given what the history it grew from
-    sampled, only samples it had not measured are measured, and the rate is a fresh measure's."""
+    """The per-character rates are sampled over evenly spaced messages; given the counts of the history it
+    grew from, only samples they had not measured are measured, and every figure is a fresh measure's. Given
+    counts of another history, it measures afresh."""
     import jev.cost
-    from jev.analysis import analyze
+    from jev.analysis import analyze, extend
     from jev.cost import SAMPLE_CHARS, HistoryTokens
     messages = [msg("task", "user", text("Fix the parser. " * 20))]
     for k in range(160):
@@ -355,17 +356,23 @@ def test_history_tokens_of_a_grown_history_measure_only_the_new_samples(monkeypa
                      msg(f"o{k}", "tool", result(f"r{k}", f"line {k}: value_{k} = compute({k})\n" * (90 + k % 17)))]
     whole = analyze(messages)
     assert sum(whole.sizes) > 2 * SAMPLE_CHARS  # sampled, not measured whole
+    fresh = HistoryTokens(whole)
     for cut in (101, 250, len(messages) - 1):
         part = analyze(messages[:cut])
-        earlier = HistoryTokens(part).sampled
+        earlier = HistoryTokens(part)
         measured: list[int] = []
         real = jev.cost._billed
         monkeypatch.setattr(jev.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
-        grown = HistoryTokens(whole, earlier)
+        grown = HistoryTokens(extend(part, messages), earlier)
         monkeypatch.setattr(jev.cost, "_billed", real)
-        fresh = HistoryTokens(whole)
         assert grown.per_char == fresh.per_char and grown.sampled == fresh.sampled
-        assert len(measured) == len(set(fresh.sampled) - set(earlier)) < len(fresh.sampled)
+        assert grown.of_history() == fresh.of_history() and list(map(grown, messages)) == fresh.of_history()
+        assert len(measured) == len(set(fresh.sampled) - set(earlier.sampled)) < len(fresh.sampled)
+        measured.clear()
+        monkeypatch.setattr(jev.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
+        unrelated = HistoryTokens(whole, earlier)  # not grown from `part`'s transcript: measured afresh
+        monkeypatch.setattr(jev.cost, "_billed", real)
+        assert len(measured) == len(fresh.sampled) and unrelated.of_history() == fresh.of_history()
 
 
 def test_history_tokens_sample_each_role_apart_so_an_even_stride_does_not_see_one_role_alone() -> None:
