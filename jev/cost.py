@@ -107,7 +107,7 @@ def tokens_of(messages: Sequence[Message]) -> int:
     for an image or document (a provider bills its pixels, not its base64). One estimate over the joined
     text (the estimate is additive across newlines), so a long history costs one vectorised pass."""
     text, media = _billed([b for m in messages for b in m.content])
-    return MESSAGE_TOKENS * len(messages) + MEDIA_TOKENS * media + -(-estimate_tenths(text) // 10)
+    return MESSAGE_TOKENS * len(messages) + _content_tokens(estimate_tenths(text), media)
 
 
 def _billed(blocks: Sequence[Any]) -> tuple[str, int]:
@@ -128,6 +128,12 @@ def _billed(blocks: Sequence[Any]) -> tuple[str, int]:
     return "\n".join(texts), media
 
 
+def _content_tokens(tenths: int, media: int) -> int:
+    """What text of `tenths` tenths of a token and `media` images or documents cost: the text rounded up,
+    each medium `MEDIA_TOKENS`."""
+    return MEDIA_TOKENS * media + -(-tenths // 10)
+
+
 def tokens_each(messages: Sequence[Message]) -> list[int]:
     """`tokens_of((m,))` for each message, estimated in one pass over all their text."""
     texts, media = [], []
@@ -135,7 +141,7 @@ def tokens_each(messages: Sequence[Message]) -> list[int]:
         text, n = _billed(m.content)
         texts.append(text.encode())
         media.append(n)
-    return [MESSAGE_TOKENS + MEDIA_TOKENS * n + -(-tenths // 10)
+    return [MESSAGE_TOKENS + _content_tokens(tenths, n)
             for n, tenths in zip(media, estimate_tenths_each(texts), strict=True)]
 
 
@@ -209,7 +215,7 @@ class HistoryTokens:
         tokens, chars = {}, {}
         for role, indices in picked.items():
             tenths, media = map(sum, zip(*map(self.sampled.__getitem__, indices), strict=True)) if indices else (0, 0)
-            tokens[role] = MEDIA_TOKENS * media + -(-tenths // 10)
+            tokens[role] = _content_tokens(tenths, media)
             chars[role] = sum(map(sizes.__getitem__, indices))
         pooled = sum(tokens.values()) / sum(chars.values()) if any(chars.values()) else 0.0
         rates = {role: tokens[role] / chars[role] if chars[role] else pooled for role in picked}
@@ -240,7 +246,7 @@ class HistoryTokens:
             known = self._known = [MESSAGE_TOKENS + round(n * rate) for n, rate in zip(self._sizes, self._rates,
                                                                                           strict=True)]
             for k, (tenths, media) in self.sampled.items():  # measured: their own counts (every message of
-                known[k] = MESSAGE_TOKENS + MEDIA_TOKENS * media + -(-tenths // 10)  # a history under the sample's size)
+                known[k] = MESSAGE_TOKENS + _content_tokens(tenths, media)  # a history under the sample's size)
             for k, tokens in self._exact.items():  # measured whole
                 known[k] = tokens
         return known

@@ -151,8 +151,11 @@ class Check:
     hour_long_writes: float  # the share of the tokens written to the cache that were cached for an hour
 
     def as_dict(self) -> dict[str, Any]:
-        return {"profile": self.profile, "replay_over_billed": round(self.replayed / self.billed, 4),
-                "replay_without_prefix_over_billed": round(self.replayed_without_prefix / self.billed, 4),
+        """The figures as the JSON report gives them (the ratios None where nothing was billed)."""
+        def over_billed(value: float) -> float | None:
+            return round(value / self.billed, 4) if self.billed else None
+        return {"profile": self.profile, "replay_over_billed": over_billed(self.replayed),
+                "replay_without_prefix_over_billed": over_billed(self.replayed_without_prefix),
                 "cache_read_share": round(self.read_share, 4),
                 "replay_cache_read_share": round(self.replayed_read_share, 4),
                 "hour_long_cache_writes": round(self.hour_long_writes, 4)}

@@ -104,6 +104,8 @@ def test_the_prefix_is_the_least_squares_intercept_and_the_replay_with_it_bills_
     assert checked.replayed_without_prefix < checked.replayed and checked.read_share == pytest.approx(
         checked.replayed_read_share, abs=0.01)
     assert fitted_prefix([]) is None and fitted_prefix([(messages[:3], calls[:1])]) is None
+    nothing = check([([Billed(0, 0, 0)] * len(calls), bill)], fit, "openai").as_dict()  # nothing billed: no ratio
+    assert nothing["replay_over_billed"] is None and nothing["replay_without_prefix_over_billed"] is None
 
 
 def test_jev_cost_fits_the_prefix_from_the_billed_usage_and_checks_the_replay_against_it(tmp_path) -> None:

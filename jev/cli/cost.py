@@ -161,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
     if fit is not None:
         report["prefix_fit"] = fit.as_dict()
         report["checked_against_billed"] = check(checked, fit, profile).as_dict() if checked else None
-    if fit is not None and checked:
-        said = report["checked_against_billed"]
+    said = report.get("checked_against_billed")
+    if fit is not None and said is not None and said["replay_over_billed"] is not None:
         out.print(f"prefix fitted from {fit.calls:,} calls' billed usage: input tokens = {fit.intercept:,.0f} + "
                   f"{fit.scale:.3f} x the history's estimate, so {prefix:,} estimated tokens a request; replayed "
                   f"without compaction, the sessions bill {said['replay_over_billed']:.3f}x what the provider "
