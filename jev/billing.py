@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -292,21 +292,62 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
     every request carries before the history and a transcript does not hold (a host's system prompt, tool
     definitions, memory files: ~28 000 estimated tokens for Claude Code, `jev.usage.fitted_prefix`),
     written on the first call and after the cache went cold, read from the cache on every other; the same
-    for every policy, so it narrows every ratio to no compaction toward 1 (`Bill.prefix` is its part)."""
-    price = pricing(profile)
+    for every policy, so it narrows every ratio to no compaction toward 1 (`Bill.prefix` is its part).
+    `replayed` then `Replayed.priced`, for a caller that knows its prefix before it replays."""
     require_integer("prefix", prefix, 0)
+    return {name: run.priced(prefix, window) for name, run in replayed(messages, policies, profile, count).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """One policy's calls over a session, before they are priced: the bill its policy kept (events,
+    adoptions, refusals, the results let go) and, per call, the history tokens it sent, those of them read
+    from the cache, and whether it wrote the cache afresh (the first call, or one after the cache went
+    cold under `profile`'s lifetime). What a prefix adds depends on nothing else, so a prefix fitted
+    after the replay (`jev cost --prefix-tokens auto`) is priced in without replaying again."""
+
+    profile: PricingProfile
+    bill: Bill
+    sent: tuple[int, ...]
+    read: tuple[int, ...]
+    fresh: tuple[bool, ...]
+
+    def priced(self, prefix: int = 0, window: int | None = None) -> Bill:
+        """The bill with every call priced under the profile, each request carrying `prefix` tokens before
+        its history (written on a fresh call, read on every other), and those over `window` counted."""
+        require_integer("prefix", prefix, 0)
+        price, kept = self.profile, self.bill
+        bill = replace(kept, refused=dict(kept.refused), let_go=list(kept.let_go))
+        for history, history_read, fresh in zip(self.sent, self.read, self.fresh, strict=True):
+            prefix_read = 0 if fresh else prefix
+            size, read = history + prefix, history_read + prefix_read
+            bill.calls += 1
+            bill.sent += size
+            bill.read += read
+            bill.billed += price.billed(read, size - read)
+            bill.prefix += price.billed(prefix_read, prefix - prefix_read)
+            bill.largest = max(bill.largest, size)
+            bill.over_window += window is not None and size > window
+        return bill
+
+
+def replayed(messages: Sequence[Message], policies: Sequence[Policy], profile: str | PricingProfile = DEFAULT_PROFILE,
+             count: Callable[[Message], int] | None = None) -> dict[str, Replayed]:
+    """Every policy over one session (see `replay`), its calls not yet priced: by policy name."""
+    price = pricing(profile)
     transcript = analyze(messages)
     tokens = Tokens(count)
     calls = calls_of(messages)
-    out: dict[str, Bill] = {}
+    out: dict[str, Replayed] = {}
     for policy in policies:
         policy.start(transcript, tokens)
-        bill = policy.bill
         live: list[Message] = []
         upto = 0
         previous: list[Message] = []
         last_time: float | None = None
-        first = True
+        sizes: list[int] = []
+        reads: list[int] = []
+        fresh: list[bool] = []
         for i in calls:
             live.extend(messages[upto:i])
             upto = i
@@ -319,19 +360,11 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
                     break
                 shared += 1
             cold = idle is not None and idle > price.lifetime
-            prefix_read = 0 if cold or first else prefix
-            read = (0 if cold else tokens.total(sent[:shared])) + prefix_read
-            size = tokens.total(sent) + prefix
-            bill.calls += 1
-            bill.sent += size
-            bill.read += read
-            bill.billed += price.billed(read, size - read)
-            bill.prefix += price.billed(prefix_read, prefix - prefix_read)
-            first = False
-            bill.largest = max(bill.largest, size)
-            bill.over_window += window is not None and size > window
+            sizes.append(tokens.total(sent))
+            reads.append(0 if cold else tokens.total(sent[:shared]))
+            fresh.append(cold or len(fresh) == 0)  # the first call writes the prefix too
             previous, last_time = list(sent), now if now is not None else last_time  # `sent` may be `live`, which grows
-        out[policy.name] = bill
+        out[policy.name] = Replayed(price, policy.bill, tuple(sizes), tuple(reads), tuple(fresh))
     return out
 
 

@@ -11,6 +11,7 @@ provider's; replayed with that prefix, the no-compaction bill can be held agains
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -122,18 +123,26 @@ class Prefix:
 def fitted_prefix(conversations: Iterable[tuple[Sequence[Message], Sequence[Billed]]]) -> Prefix | None:
     """The `Prefix` of conversations whose calls' usage is known, read once (None with fewer than two
     calls, or when every call's history is estimated alike)."""
+    return prefix_of([point for messages, calls in conversations for point in usage_points(messages, calls)])
+
+
+def usage_points(messages: Sequence[Message], calls: Sequence[Billed]) -> list[tuple[int, int]]:
+    """Per model call of one conversation: the estimated tokens of the history before it and the input
+    tokens its provider billed (`calls`, as `calls_billed` gives them) — what `prefix_of` fits."""
+    before = list(itertools.accumulate(tokens_each(messages), initial=0))
+    return [(before[k], call.tokens) for k, call in zip(calls_of(messages), calls, strict=True)]
+
+
+def prefix_of(points: Sequence[tuple[int, int]]) -> Prefix | None:
+    """The least-squares line of billed input tokens against the history's estimate over `points`
+    (`usage_points`), as a `Prefix` (None with fewer than two points, or all at one estimate)."""
     import numpy as np
 
-    x: list[int] = []
-    y: list[int] = []
-    for messages, calls in conversations:
-        before = np.cumsum([0, *tokens_each(messages)])
-        x.extend(int(before[k]) for k in calls_of(messages))
-        y.extend(call.tokens for call in calls)
-    if len(x) < 2 or len(set(x)) < 2:
+    if len(points) < 2 or len({x for x, _y in points}) < 2:
         return None
-    scale, intercept = np.polyfit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), 1)
-    return Prefix(max(0, round(intercept / scale)), float(intercept), float(scale), len(x))
+    x, y = np.asarray(points, dtype=float).T
+    scale, intercept = np.polyfit(x, y, 1)
+    return Prefix(max(0, round(intercept / scale)), float(intercept), float(scale), len(points))
 
 
 @dataclass(frozen=True, slots=True)

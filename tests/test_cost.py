@@ -230,7 +230,7 @@ def test_a_fixed_prefix_is_written_on_the_first_call_and_after_a_cold_gap_and_re
     alike under every policy: written (1.25x) on the first call and on one that comes after the cache went
     cold, read (0.1x) on the others; `Bill.prefix` is that part of the bill, so the history's bill is the
     same with the prefix as without it."""
-    from jev.billing import NoCompaction, replay
+    from jev.billing import NoCompaction, replay, replayed
     stamps = ["2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z", "2026-01-01T00:20:00Z"]
     messages = [msg("u0", "user", text(words(50)))]
     for k, stamp in enumerate(stamps, 1):
@@ -245,6 +245,12 @@ def test_a_fixed_prefix_is_written_on_the_first_call_and_after_a_cold_gap_and_re
     assert with_prefix.largest == bare.largest + 1000
     with pytest.raises(ConfigError, match="prefix must be an integer >= 0"):
         replay(messages, [NoCompaction()], "anthropic-5m", prefix=-1)
+    # priced after the replay (what `jev cost --prefix-tokens auto` does once it has fitted the prefix): the
+    # same bills, and pricing one run again and again adds nothing to it
+    run = replayed(messages, [NoCompaction()], "anthropic-5m")["no compaction"]
+    assert run.priced(1000) == with_prefix and run.priced(0) == bare and run.priced(1000) == with_prefix
+    assert run.priced(0, window=1) == replay(messages, [NoCompaction()], "anthropic-5m", window=1)["no compaction"]
+    assert run.priced(0, window=1).over_window == 4 and run.bill.calls == 0
 
 
 def test_the_replay_counts_a_trigger_as_each_integration_does() -> None:

@@ -128,6 +128,11 @@ def test_jev_cost_fits_the_prefix_from_the_billed_usage_and_checks_the_replay_ag
     (none / "c.json").write_text(json.dumps(formats.dump(long_history(10), "openai-chat")))
     bad = cli(["cost", str(none), "--prefix-tokens", "auto"])
     assert bad.returncode == 2 and b"no transcript records the billed usage" in bad.stderr
+    unreadable = tmp_path / "unreadable"
+    unreadable.mkdir()
+    (unreadable / "d.json").write_text("not json")
+    bad = cli(["cost", str(unreadable), "--prefix-tokens", "auto"])
+    assert bad.returncode == 2 and b"no session could be read (1 unreadable)" in bad.stderr
     bad = cli(["cost", str(none), "--prefix-tokens", "lots"])
     assert bad.returncode == 2 and b"--prefix-tokens must be an integer >= 0 or auto (got 'lots')" in bad.stderr
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.progress import Progress
 from rich.table import Table
@@ -32,9 +31,6 @@ from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
 from .replay import sources
-
-if TYPE_CHECKING:
-    from ..usage import Prefix
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -93,17 +89,11 @@ def run(args: argparse.Namespace) -> int:
     from calibration.labels import needed_later
 
     from ..analysis import analyze
-    from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, replay
-    from ..usage import calls_billed, check
+    from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
+    from ..usage import calls_billed, check, prefix_of, usage_points
     trigger, target, prefix = _checked(args)
     out = console(args.quiet)
     found = sources(args.source)
-    fit = _fitted(found, args.format, out) if prefix is None else None
-    if prefix is None:
-        if fit is None:
-            raise UsageError("--prefix-tokens auto: no transcript records the billed usage of its model calls "
-                             "(Claude Code sessions and mini-swe-agent trajectories do); give a number")
-        prefix = fit.tokens
     config = config_from_args(args)
     judge = judge_from(args.judge, args.judge_url, args.judge_model)
     try:
@@ -122,11 +112,13 @@ def run(args: argparse.Namespace) -> int:
                              else args.clear_at_least),
                 JevCompaction(compactor, trigger, target, name=jev_name)]
 
-    totals: dict[str, Bill] = {}
+    # one pass over the files: each conversation replayed unpriced (`Replayed`), with what its provider billed
+    # when the prefix is to be fitted from that; priced once the prefix is known
+    runs: list[tuple[dict[str, Replayed], list[Any] | None]] = []
+    points: list[tuple[int, int]] = []  # (the history's estimate, billed input) per call: what auto fits
     lost: dict[str, list[int]] = {}
     needed = [0, 0]
     skipped: dict[str, str] = {}
-    checked: list[tuple[Any, Bill]] = []  # with a fitted prefix: each conversation's billed calls, its base bill
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("replaying sessions", total=len(found))
         for session, (fs, path) in found:
@@ -134,28 +126,43 @@ def run(args: argparse.Namespace) -> int:
             try:  # each conversation the file holds (one per stretch of a session Claude Code compacted itself)
                 document = parse(fs.cat_file(path))
                 every = conversations(document, args.format)
-                bills_of = [replay(messages, policies(), profile, args.window, prefix=prefix) for messages in every]
+                runs_of = [replayed(messages, policies(), profile) for messages in every]
             except (FormatError, OSError, JevError) as exc:
                 skipped[path] = str(exc) or type(exc).__name__
                 progress.advance(task)
                 continue
-            for messages, bills in zip(every, bills_of, strict=True):
-                if fit is not None and (calls := calls_billed(document, messages)) is not None:
-                    checked.append((calls, bills["no compaction"]))
+            for messages, run in zip(every, runs_of, strict=True):
+                calls = calls_billed(document, messages) if prefix is None else None
+                if calls is not None:
+                    points.extend(usage_points(messages, calls))
+                runs.append((run, calls))
                 labels = needed_later(analyze(messages)) if args.labels else None
                 if labels is not None:
                     needed[0] += labels.total_v1
                     needed[1] += labels.total_v2
-                for name, bill in bills.items():
-                    totals.setdefault(name, Bill()).add(bill)
-                    if labels is not None:
+                    for name, replay_of in run.items():
                         counts = lost.setdefault(name, [0, 0])
-                        for key, point in bill.let_go:
+                        for key, point in replay_of.bill.let_go:
                             counts[0] += labels.v1(key, point)
                             counts[1] += labels.v2(key, point)
             progress.advance(task)
-    if not totals:
+    if not runs:
         raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(skipped)} unreadable)")
+    fit = None
+    if prefix is None:
+        fit = prefix_of(points)
+        if fit is None:
+            raise UsageError("--prefix-tokens auto: no transcript records the billed usage of its model calls "
+                             "(Claude Code sessions and mini-swe-agent trajectories do); give a number")
+        prefix = fit.tokens
+    totals: dict[str, Bill] = {}
+    checked: list[tuple[Any, Bill]] = []  # with a fitted prefix: each conversation's billed calls, its base bill
+    for run, calls in runs:
+        bills = {name: replay_of.priced(prefix, args.window) for name, replay_of in run.items()}
+        for name, bill in bills.items():
+            totals.setdefault(name, Bill()).add(bill)
+        if calls is not None:
+            checked.append((calls, bills["no compaction"]))
     report = _report(totals, lost if args.labels else None, needed, profile.name, trigger, target, args.window,
                      len(found) - len(skipped), skipped, jev_name, prefix)
     if fit is not None:
@@ -175,29 +182,6 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         _plot(report, args.plot, out)
     return EXIT_OK if len(skipped) < len(found) else EXIT_ERROR
-
-
-def _fitted(found: list[tuple[str, Any]], form: str, out: Any) -> Prefix | None:
-    """`jev.usage.fitted_prefix` of every conversation whose model calls' billed usage its file records
-    (None if none does); a file that cannot be read is left to the replay, which reports it."""
-    from ..usage import calls_billed, fitted_prefix
-
-    def known() -> Iterator[tuple[list[Any], list[Any]]]:
-        for session, (fs, path) in found:
-            progress.update(task, description=f"reading the billed usage of {session}")
-            try:
-                document = parse(fs.cat_file(path))
-                every = conversations(document, form)
-            except (FormatError, OSError, JevError):
-                every = []
-            for messages in every:
-                if (calls := calls_billed(document, messages)) is not None:
-                    yield messages, calls
-            progress.advance(task)
-
-    with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
-        task = progress.add_task("reading billed usage", total=len(found))
-        return fitted_prefix(known())
 
 
 def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: list[int], profile: str,
