@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..analysis import analyze
     from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
-    from ..usage import calls_billed, check, prefix_of, usage_points
+    from ..usage import Billed, calls_billed, check, prefix_of, usage_points
     trigger, target, prefix = _checked(args)
     out = console(args.quiet)
     found = sources(args.source)
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
     # one pass over the files: each conversation replayed unpriced (`Replayed`), with what its provider billed
     # when the prefix is to be fitted from that; priced once the prefix is known
-    runs: list[tuple[dict[str, Replayed], list[Any] | None]] = []
+    runs: list[tuple[dict[str, Replayed], list[Billed] | None]] = []
     points: list[tuple[int, int]] = []  # (the history's estimate, billed input) per call: what auto fits
     lost: dict[str, list[int]] = {}
     needed = [0, 0]
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                              "(Claude Code sessions and mini-swe-agent trajectories do); give a number")
         prefix = fit.tokens
     totals: dict[str, Bill] = {}
-    checked: list[tuple[Any, Bill]] = []  # with a fitted prefix: each conversation's billed calls, its base bill
+    checked: list[tuple[list[Billed], Bill]] = []  # with a fitted prefix: each conversation's billed calls, its base bill
     for run, calls in runs:
         bills = {name: replay_of.priced(prefix, args.window) for name, replay_of in run.items()}
         for name, bill in bills.items():
