@@ -24,6 +24,7 @@ ones (`calibration.labels` gives two proxies).
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -308,9 +309,9 @@ class Replayed:
 
     profile: PricingProfile
     bill: Bill
-    sent: tuple[int, ...]
-    read: tuple[int, ...]
-    fresh: tuple[bool, ...]
+    sent: array[int]  # 8 bytes a call (a `jev cost` run holds every conversation's until the prefix is fitted)
+    read: array[int]
+    fresh: bytes  # 1 where the call wrote the cache afresh
 
     def priced(self, prefix: int = 0, window: int | None = None) -> Bill:
         """The bill with every call priced under the profile, each request carrying `prefix` tokens before
@@ -345,9 +346,7 @@ def replayed(messages: Sequence[Message], policies: Sequence[Policy], profile: s
         upto = 0
         previous: list[Message] = []
         last_time: float | None = None
-        sizes: list[int] = []
-        reads: list[int] = []
-        fresh: list[bool] = []
+        sizes, reads, fresh = array("q"), array("q"), bytearray()
         for i in calls:
             live.extend(messages[upto:i])
             upto = i
@@ -364,7 +363,7 @@ def replayed(messages: Sequence[Message], policies: Sequence[Policy], profile: s
             reads.append(0 if cold else tokens.total(sent[:shared]))
             fresh.append(cold or len(fresh) == 0)  # the first call writes the prefix too
             previous, last_time = list(sent), now if now is not None else last_time  # `sent` may be `live`, which grows
-        out[policy.name] = Replayed(price, policy.bill, tuple(sizes), tuple(reads), tuple(fresh))
+        out[policy.name] = Replayed(price, policy.bill, sizes, reads, bytes(fresh))
     return out
 
 
