@@ -14,6 +14,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .aio import run_sync
@@ -112,6 +113,71 @@ def _spread(values: list[Any], pinned: list[int], default: Any) -> tuple[Any, ..
         start = k + 1
     out += values[taken:]
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Judgments:
+    """A plan's candidates as columns, in key order: the judge's scores, what a truncation and a drop would
+    save (`LetGo`), the threshold table's reason and scaled result score (`jev.policy.verdicts`, from the
+    scores, tool, result size and whether the call must stay), and — budget mode only, else empty — each
+    candidate as budget mode sees it."""
+
+    keys: list[str]
+    keep_call: list[float | None]
+    keep_result: list[float | None]
+    truncates: list[int]
+    drops: list[int]
+    table: list[str]
+    scaled: list[float | None]
+    budgeted: list[Judged]
+
+
+def _judgments(candidates: Sequence[Pair], probabilities: dict[str, float | None], gone: LetGo,
+               truncate_only: frozenset[str], config: CompactionConfig) -> _Judgments:
+    """The candidates' `_Judgments` from the judge's answers (each looked up once, in key order)."""
+    keys = [p.key for p in candidates]
+    keep_call = [probabilities[f"call_{key}"] for key in keys]
+    keep_result = [probabilities[f"result_{key}"] for key in keys]
+    truncates = [gone.truncate[key] for key in keys]
+    drops = [gone.drop[key] for key in keys]
+    tools, sizes = [p.tool for p in candidates], [p.result_chars for p in candidates]
+    calls_stay = [key in truncate_only for key in keys]
+    table, scaled = verdicts(keep_call, keep_result, tools, sizes, truncates, calls_stay, config)
+    budgeted = [] if config.target_reduction is None else [
+        Judged(*row) for row in zip(keys, keep_call, keep_result, tools, sizes, truncates, drops, calls_stay,
+                                    strict=True)]
+    return _Judgments(keys, keep_call, keep_result, truncates, drops, table, scaled, budgeted)
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    """What a plan let go: each candidate's reason and action (key order), the history with them applied,
+    the result characters let go and those plus the inputs of calls dropped whole; budget mode's target in
+    characters (else None), the pairs a token target dropped whole though the table keeps their calls, and
+    the host's count of what the plan leaves (a token target's plan only, else None)."""
+
+    reasons: list[str]
+    actions: list[Action]
+    compacted: list[Message]
+    results_removed: int
+    removed: int
+    target: int | None
+    whole: frozenset[str]
+    left: int | None
+
+
+def _rows(transcript: Transcript, why: dict[str, str], judgments: _Judgments, choice: _Choice) -> PairRows:
+    """Every pair's row: a candidate's from its judgments and the choice, a pinned pair's from `PINNED_SCORES`
+    and why it is pinned (`why`: every pair that is not a candidate)."""
+    pairs = transcript.pairs
+    keys = [p.key for p in pairs]
+    at = sorted(map(transcript.position, why))  # the pinned pairs' places among all
+    return PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
+                    tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
+                    _spread(judgments.keep_call, at, PINNED_SCORES.keep_call),
+                    _spread(judgments.keep_result, at, PINNED_SCORES.keep_result), _spread(choice.actions, at, Action.KEEP),
+                    _spread(choice.reasons, at, PINNED_SCORES.reason), tuple(why.get(key, "") for key in keys),
+                    _spread(judgments.scaled, at, None), _spread(judgments.truncates, at, 0), _spread(judgments.drops, at, 0))
 
 
 def _error(exc: BaseException) -> Decision:
@@ -293,68 +359,24 @@ class Compactor:
                             detail="the history changed while it was being judged"), PairRows(), ()
 
         gone = self._let_go(candidates, config)
-        candidate_keys = [p.key for p in candidates]
-        # each candidate's row, column by column, then spread over every pair (a pinned one is never judged)
-        call_scores = [probabilities[f"call_{key}"] for key in candidate_keys]  # each looked up once, in key order
-        result_scores = [probabilities[f"result_{key}"] for key in candidate_keys]
-        truncates = [gone.truncate[key] for key in candidate_keys]
-        drops = [gone.drop[key] for key in candidate_keys]
-        tools, sizes = [p.tool for p in candidates], [p.result_chars for p in candidates]
-        calls_stay = [key in truncate_only for key in candidate_keys]
-        verdict_of, scaled = verdicts(call_scores, result_scores, tools, sizes, truncates, calls_stay, config)
-        judged = [] if config.target_reduction is None else [  # budget mode's view of each candidate
-            Judged(*row) for row in zip(candidate_keys, call_scores, result_scores, tools, sizes, truncates, drops,
-                                        calls_stay, strict=True)]
+        judgments = _judgments(candidates, probabilities, gone, truncate_only, config)
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
         cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
         tokens = self._tokens = HistoryTokens(transcript, self._tokens, self._made_tokens)
-        goal, refits, left, last = self._excess, 0, None, None
-        while True:  # once, but for a host's token target the plan's first choice leaves over it (`_left`)
-            chosen, target, whole = self._budget(candidates, judged, goal)
-            table = dict(zip(candidate_keys, verdict_of, strict=True)) if chosen is None or self._ride_along else None
-            if chosen is None:  # the threshold table, pair by pair
-                chosen = table
-            elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
-                chosen = self._riding(candidates, chosen, table)
-            if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
-                chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
-            reasons = [chosen[key] for key in candidate_keys]
-            actions = [action_of(reason) for reason in reasons]
-            compacted = self._applier(transcript, dict(zip(candidate_keys, actions, strict=True)), config)
-            results_removed = sum(t if a is Action.TRUNCATE_RESULT else d
-                                  for a, t, d in zip(actions, truncates, drops, strict=True) if a is not Action.KEEP)
-            # a token target counts the inputs of the calls it dropped because results fell short
-            removed = results_removed + sum(p.call_chars for p in candidates if p.key in whole)
-            if self._host is None or self._excess is None:
-                break
-            host, goal_tokens = self._host
-            left = await self._left(transcript, compacted, tokens)
-            # under; or short in characters too (all it may let go is let go); or asking more let go of nothing
-            if left <= goal_tokens or removed < target or refits == REFITS or reasons == last:
-                break
-            # what is still over, in characters at the rate the excess was sized with, beyond what was let go
-            goal, refits, last = removed + math.ceil((left - goal_tokens) * self._excess / (host - goal_tokens)), \
-                refits + 1, reasons
-        pairs = transcript.pairs
-        keys = [p.key for p in pairs]
-        at = sorted(map(transcript.position, why))  # the pinned pairs' places among all
-        rows = PairRows(tuple(keys), tuple(p.call_id for p in pairs), tuple(p.tool for p in pairs),
-                        tuple(cut(p.input_json, INPUT_HEAD) for p in pairs), tuple(p.result_chars for p in pairs),
-                        _spread(call_scores, at, PINNED_SCORES.keep_call),
-                        _spread(result_scores, at, PINNED_SCORES.keep_result), _spread(actions, at, Action.KEEP),
-                        _spread(reasons, at, PINNED_SCORES.reason), tuple(why.get(key, "") for key in keys),
-                        _spread(scaled, at, None), _spread(truncates, at, 0), _spread(drops, at, 0))
+        choice = await self._choose(transcript, candidates, judgments, gone, tokens, horizon, cold, gated)
+        target, left, compacted = choice.target, choice.left, choice.compacted
+        rows = _rows(transcript, why, judgments, choice)
         met: bool | None = None  # budget mode: the characters reached; a token target: the host's count under it
         if target is not None:
-            met = left <= self._host[1] if left is not None and self._host is not None else removed >= target
+            met = left <= self._host[1] if left is not None and self._host is not None else choice.removed >= target
         before = transcript.chars
         after = chars_after(compacted, taken, self._made_chars)
         reduction = 1.0 - after / before if before else 0.0
         common = dict(rows=rows, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
-                      result_share=results_removed / max(1, sum(p.result_chars for p in candidates)),
+                      result_share=choice.results_removed / max(1, sum(p.result_chars for p in candidates)),
                       target_met=met)
         cost = estimate(transcript.messages, compacted, horizon, config.pricing, tokens, cold)
         if after >= before or reduction < config.minimum_reduction:
@@ -369,12 +391,48 @@ class Compactor:
         if plan.target_met is False or (not self._reachable and self._excess is None):
             detail = shortfall(plan, transcript, self._reachable, self._excess is not None,
                                None if left is None else (left, self._host[1], self._count is None))
-        elif self._excess is not None and (whole or not self._reachable):
-            detail = calls_let_go(candidates, actions, len(whole))
+        elif self._excess is not None and (choice.whole or not self._reachable):
+            detail = calls_let_go(candidates, choice.actions, len(choice.whole))
         else:
             detail = ""
         return (Decision(Status.DECIDED, Reason.SHADOW_PROPOSAL, plan, recommendation(plan, True), detail=detail),
                 rows, transcript.messages)
+
+    async def _choose(self, transcript: Transcript, candidates: Sequence[Pair], judgments: _Judgments, gone: LetGo,
+                      tokens: HistoryTokens, horizon: int, cold: bool, gated: bool) -> _Choice:
+        """The let-gos and the history they leave: the threshold table's, or budget mode's (`_budget`), the
+        table's riding along on a token target's; placed where re-billing costs least when `gated`. Chosen
+        once, but again (at most `REFITS` times, asking for more) while a token target's plan leaves the
+        host's count over its target (`_left`)."""
+        config, keys = self.config, judgments.keys
+        goal, refits, left, last = self._excess, 0, None, None
+        while True:
+            chosen, target, whole = self._budget(candidates, judgments.budgeted, goal)
+            table = dict(zip(keys, judgments.table, strict=True)) if chosen is None or self._ride_along else None
+            if chosen is None:  # the threshold table, pair by pair
+                chosen = table
+            elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
+                chosen = self._riding(candidates, chosen, table)
+            if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
+                chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
+            reasons = [chosen[key] for key in keys]
+            actions = [action_of(reason) for reason in reasons]
+            compacted = self._applier(transcript, dict(zip(keys, actions, strict=True)), config)
+            results_removed = sum(t if a is Action.TRUNCATE_RESULT else d for a, t, d
+                                  in zip(actions, judgments.truncates, judgments.drops, strict=True) if a is not Action.KEEP)
+            # a token target counts the inputs of the calls it dropped because results fell short
+            removed = results_removed + sum(p.call_chars for p in candidates if p.key in whole)
+            if self._host is None or self._excess is None:
+                break
+            host, goal_tokens = self._host
+            left = await self._left(transcript, compacted, tokens)
+            # under; or short in characters too (all it may let go is let go); or asking more let go of nothing
+            if left <= goal_tokens or removed < target or refits == REFITS or reasons == last:
+                break
+            # what is still over, in characters at the rate the excess was sized with, beyond what was let go
+            goal, refits, last = removed + math.ceil((left - goal_tokens) * self._excess / (host - goal_tokens)), \
+                refits + 1, reasons
+        return _Choice(reasons, actions, compacted, results_removed, removed, target, whole, left)
 
     @staticmethod
     def _riding(candidates: Sequence[Pair], chosen: dict[str, str], table: dict[str, str]) -> dict[str, str]:
