@@ -17,16 +17,21 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.progress import Progress
 from rich.table import Table
 
+from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
 from ..compactor import Compactor
+from ..cost import PricingProfile
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import FORMATS, conversations, parse
+from ..usage import Billed
 from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
@@ -84,13 +89,64 @@ def _checked(args: argparse.Namespace) -> tuple[int, int | None, int | None]:
     return trigger, target, prefix
 
 
-def run(args: argparse.Namespace) -> int:
-    from archive import MemoryStore, StoreArchive
+@dataclass
+class _Replays:
+    """What the one pass over the files gathered: each conversation's policies replayed unpriced, with the
+    calls its provider billed when the prefix is to be fitted from them; the (estimate, billed input) points
+    of those calls; per policy, the later-needed results it let go under labels-v1 and labels-v2-reuse, and
+    how many there were; the files that could not be read, and why."""
+
+    runs: list[tuple[dict[str, Replayed], list[Billed] | None]] = field(default_factory=list)
+    points: list[tuple[int, int]] = field(default_factory=list)
+    lost: dict[str, list[int]] = field(default_factory=dict)
+    needed: list[int] = field(default_factory=lambda: [0, 0])
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _replay_all(found: list[tuple[str, Any]], form: str, policies: Callable[[], list[Any]], profile: PricingProfile,
+                fitting: bool, labels: bool, out: Any) -> _Replays:
+    """Every conversation of every file replayed under fresh `policies()`, unpriced; its billed calls kept
+    when `fitting` the prefix; the needed results each policy let go counted when `labels`. A file that
+    cannot be read is skipped, with why."""
     from calibration.labels import needed_later
 
     from ..analysis import analyze
-    from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
-    from ..usage import Billed, calls_billed, check, prefix_of, usage_points
+    from ..usage import calls_billed, usage_points
+    done = _Replays()
+    with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+        task = progress.add_task("replaying sessions", total=len(found))
+        for session, (fs, path) in found:
+            progress.update(task, description=f"replaying {session}")
+            try:  # each conversation the file holds (one per stretch of a session Claude Code compacted itself)
+                document = parse(fs.cat_file(path))
+                every = conversations(document, form)
+                runs_of = [replayed(messages, policies(), profile) for messages in every]
+            except (FormatError, OSError, JevError) as exc:
+                done.skipped[path] = str(exc) or type(exc).__name__
+                progress.advance(task)
+                continue
+            for messages, run in zip(every, runs_of, strict=True):
+                calls = calls_billed(document, messages) if fitting else None
+                if calls is not None:
+                    done.points.extend(usage_points(messages, calls))
+                done.runs.append((run, calls))
+                if labels:
+                    needed = needed_later(analyze(messages))
+                    done.needed[0] += needed.total_v1
+                    done.needed[1] += needed.total_v2
+                    for name, replay_of in run.items():
+                        counts = done.lost.setdefault(name, [0, 0])
+                        for key, point in replay_of.bill.let_go:
+                            counts[0] += needed.v1(key, point)
+                            counts[1] += needed.v2(key, point)
+            progress.advance(task)
+    return done
+
+
+def run(args: argparse.Namespace) -> int:
+    from archive import MemoryStore, StoreArchive
+
+    from ..usage import check, prefix_of
     trigger, target, prefix = _checked(args)
     out = console(args.quiet)
     found = sources(args.source)
@@ -112,59 +168,27 @@ def run(args: argparse.Namespace) -> int:
                              else args.clear_at_least),
                 JevCompaction(compactor, trigger, target, name=jev_name)]
 
-    # one pass over the files: each conversation replayed unpriced (`Replayed`), with what its provider billed
-    # when the prefix is to be fitted from that; priced once the prefix is known
-    runs: list[tuple[dict[str, Replayed], list[Billed] | None]] = []
-    points: list[tuple[int, int]] = []  # (the history's estimate, billed input) per call: what auto fits
-    lost: dict[str, list[int]] = {}
-    needed = [0, 0]
-    skipped: dict[str, str] = {}
-    with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
-        task = progress.add_task("replaying sessions", total=len(found))
-        for session, (fs, path) in found:
-            progress.update(task, description=f"replaying {session}")
-            try:  # each conversation the file holds (one per stretch of a session Claude Code compacted itself)
-                document = parse(fs.cat_file(path))
-                every = conversations(document, args.format)
-                runs_of = [replayed(messages, policies(), profile) for messages in every]
-            except (FormatError, OSError, JevError) as exc:
-                skipped[path] = str(exc) or type(exc).__name__
-                progress.advance(task)
-                continue
-            for messages, run in zip(every, runs_of, strict=True):
-                calls = calls_billed(document, messages) if prefix is None else None
-                if calls is not None:
-                    points.extend(usage_points(messages, calls))
-                runs.append((run, calls))
-                labels = needed_later(analyze(messages)) if args.labels else None
-                if labels is not None:
-                    needed[0] += labels.total_v1
-                    needed[1] += labels.total_v2
-                    for name, replay_of in run.items():
-                        counts = lost.setdefault(name, [0, 0])
-                        for key, point in replay_of.bill.let_go:
-                            counts[0] += labels.v1(key, point)
-                            counts[1] += labels.v2(key, point)
-            progress.advance(task)
-    if not runs:
-        raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(skipped)} unreadable)")
+    # one pass over the files, every conversation replayed unpriced; priced once the prefix is known
+    done = _replay_all(found, args.format, policies, profile, prefix is None, args.labels, out)
+    if not done.runs:
+        raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(done.skipped)} unreadable)")
     fit = None
     if prefix is None:
-        fit = prefix_of(points)
+        fit = prefix_of(done.points)
         if fit is None:
             raise UsageError("--prefix-tokens auto: no transcript records the billed usage of its model calls "
                              "(Claude Code sessions and mini-swe-agent trajectories do); give a number")
         prefix = fit.tokens
     totals: dict[str, Bill] = {}
     checked: list[tuple[list[Billed], Bill]] = []  # with a fitted prefix: each conversation's billed calls, its base bill
-    for run, calls in runs:
-        bills = {name: replay_of.priced(prefix, args.window) for name, replay_of in run.items()}
+    for run_of, calls in done.runs:
+        bills = {name: replay_of.priced(prefix, args.window) for name, replay_of in run_of.items()}
         for name, bill in bills.items():
             totals.setdefault(name, Bill()).add(bill)
         if calls is not None:
             checked.append((calls, bills["no compaction"]))
-    report = _report(totals, lost if args.labels else None, needed, profile.name, trigger, target, args.window,
-                     len(found) - len(skipped), skipped, jev_name, prefix)
+    report = _report(totals, done.lost if args.labels else None, done.needed, profile.name, trigger, target,
+                     args.window, len(found) - len(done.skipped), done.skipped, jev_name, prefix)
     if fit is not None:
         report["prefix_fit"] = fit.as_dict()
         report["checked_against_billed"] = check(checked, fit, profile).as_dict() if checked else None
@@ -181,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     _table(out, report)
     if args.plot:
         _plot(report, args.plot, out)
-    return EXIT_OK if len(skipped) < len(found) else EXIT_ERROR
+    return EXIT_OK if len(done.skipped) < len(found) else EXIT_ERROR
 
 
 def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: list[int], profile: str,
