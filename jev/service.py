@@ -62,8 +62,9 @@ def _threshold(obj: dict[str, Any], key: str) -> float:
     return led_by("explicit compaction thresholds required", require_number, key, obj.get(key))  # no default
 
 
-def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
-    """The enabled config from overrides JSON, or None when absent, blank or OFF."""
+def _section(overrides_json: str | bytes | None) -> dict[str, Any] | None:
+    """The `jev.compaction` object of overrides JSON, or None where the JSON, `jev` or `compaction` is absent
+    or blank; a `ConfigError` where one of them is not what it must be."""
     if overrides_json is not None and not isinstance(overrides_json, (str, bytes)):
         raise ConfigError(f"Invalid compaction configuration: overrides must be JSON text, str or bytes (got "
                           f"{type(overrides_json).__name__}; pass orjson.dumps(value) for a parsed object)")
@@ -85,6 +86,14 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
         return None
     if not isinstance(compaction, dict):
         raise ConfigError("compaction must be an object")
+    return compaction
+
+
+def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
+    """The enabled config from overrides JSON, or None when absent, blank or OFF."""
+    compaction = _section(overrides_json)
+    if compaction is None:
+        return None
     for key in compaction:
         if key not in SETTINGS:
             raise ConfigError(f"Unknown compaction setting {key!r}")
