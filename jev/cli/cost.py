@@ -25,13 +25,14 @@ from typing import Any
 from rich.progress import Progress
 from rich.table import Table
 
+from ..analysis import analyze
 from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
 from ..compactor import Compactor
 from ..cost import PricingProfile
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import FORMATS, conversations, parse
-from ..usage import Billed
+from ..usage import Billed, calls_billed, check, prefix_of, usage_points
 from ..validate import require_integer
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
@@ -110,8 +111,6 @@ def _replay_all(found: list[tuple[str, Any]], form: str, policies: Callable[[], 
     cannot be read is skipped, with why."""
     from calibration.labels import needed_later
 
-    from ..analysis import analyze
-    from ..usage import calls_billed, usage_points
     done = _Replays()
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("replaying sessions", total=len(found))
@@ -146,7 +145,6 @@ def _replay_all(found: list[tuple[str, Any]], form: str, policies: Callable[[], 
 def run(args: argparse.Namespace) -> int:
     from archive import MemoryStore, StoreArchive
 
-    from ..usage import check, prefix_of
     trigger, target, prefix = _checked(args)
     out = console(args.quiet)
     found = sources(args.source)
