@@ -69,6 +69,22 @@ def test_the_estimate_by_hand() -> None:
     assert plain.net == pytest.approx(-3 * 90)
 
 
+def test_a_token_count_wrong_by_the_same_factor_everywhere_leaves_the_gate_where_it_was() -> None:
+    """The README's claim behind "SPEC's estimate reads Anthropic's tokens 15 % low": the break-even is the
+    re-billed tokens' extra cost over the freed tokens' saving, and the net their difference, so counting
+    every message 1.15x (or 3x) scales both and moves neither the break-even nor the verdict."""
+    before = history(100, 40, 300, 100, 20, 100)
+    after = [*before[:2], history(10, 10)[1], *before[3:]]
+    for horizon in (2, 5, 12, 40):
+        for profile in ("anthropic-5m", "anthropic-1h", "openai"):
+            base = estimate(before, after, horizon, profile)
+            for factor in (1.15, 3):
+                off = estimate(before, after, horizon, profile, count=lambda m, f=factor: message_tokens(m) * f)
+                assert off.break_even == pytest.approx(base.break_even, rel=1e-12)
+                assert off.pays is base.pays and off.net == pytest.approx(base.net * factor, rel=1e-12)
+    assert {estimate(before, after, h).pays for h in (2, 40)} == {False, True}  # the cases hold both verdicts
+
+
 def test_profiles_and_your_own() -> None:
     assert set(PROFILES) == {"anthropic-5m", "anthropic-1h", "openai", "no-cache"}
     mine = PricingProfile("gateway", cache_read=0.2, cache_write=1.1, lifetime=120)
