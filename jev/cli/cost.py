@@ -185,8 +185,7 @@ def run(args: argparse.Namespace) -> int:
             totals.setdefault(name, Bill()).add(bill)
         if calls is not None:
             checked.append((calls, bills["no compaction"]))
-    report = _report(totals, done.lost if args.labels else None, done.needed, profile.name, trigger, target,
-                     args.window, len(found) - len(done.skipped), done.skipped, jev_name, prefix)
+    report = _report(totals, done, args, profile.name, jev_name, prefix, len(found) - len(done.skipped))
     if fit is not None:
         report["prefix_fit"] = fit.as_dict()
         report["checked_against_billed"] = check(checked, fit, profile).as_dict() if checked else None
@@ -206,11 +205,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if len(done.skipped) < len(found) else EXIT_ERROR
 
 
-def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: list[int], profile: str,
-            trigger: int, target: int | None, window: int | None, sessions: int,
-            skipped: dict[str, str], planned: str, prefix: int) -> dict[str, Any]:
+def _report(totals: dict[str, Bill], done: _Replays, args: argparse.Namespace, profile: str, planned: str,
+            prefix: int, sessions: int) -> dict[str, Any]:
     """The report's JSON: one row per policy (`planned`: the compactor's, the one whose trigger events
-    are counted against the target)."""
+    are counted against the target), over the `sessions` files read (`args`: the checked flags)."""
+    lost, needed = done.lost if args.labels else None, done.needed
+    target, window = args.target_tokens, args.window
     base = totals["no compaction"]
     rows = {}
     for name, bill in totals.items():
@@ -229,10 +229,10 @@ def _report(totals: dict[str, Any], lost: dict[str, list[int]] | None, needed: l
                 "labels-v1": v1, "labels-v1_share": v1 / needed[0] if needed[0] else None,
                 "labels-v2-reuse": v2, "labels-v2-reuse_share": v2 / needed[1] if needed[1] else None}
         rows[name] = row
-    return {"sessions": sessions, "profile": profile, "trigger_tokens": trigger, "target_tokens": target,
+    return {"sessions": sessions, "profile": profile, "trigger_tokens": args.trigger_tokens, "target_tokens": target,
             "window": window, "prefix_tokens": prefix,
             "needed_results": {"labels-v1": needed[0], "labels-v2-reuse": needed[1]} if lost is not None else None,
-            "policies": rows, "unreadable": skipped}
+            "policies": rows, "unreadable": done.skipped}
 
 
 def _table(out: Any, report: dict[str, Any]) -> None:
