@@ -61,53 +61,67 @@ def stretches(data: Any) -> list[list[Message]]:
     at: dict[str, int] = {}  # assistant message.id -> its turn
     seen: dict[str, Any] = {}
     for i, entry in enumerate(data):
-        where = f"line {i + 1}"
         if not isinstance(entry, dict):
-            raise FormatError(f"{where}: an entry must be a JSON object")
+            raise FormatError(f"line {i + 1}: an entry must be a JSON object")
         if entry.get("isSidechain") is True:
             continue
         if _is_boundary(entry):
             cuts.append(len(turns))
             at.clear()  # a turn never spans a boundary: a message id seen again after one is a new turn
             continue
-        if entry.get("type") not in _ROLES:
-            continue
-        message, uuid = entry.get("message"), entry.get("uuid")
-        if not isinstance(message, dict):
-            raise FormatError(f"{where}.message: must be a JSON object")
-        if not isinstance(uuid, str) or not uuid:
-            raise FormatError(f"{where}.uuid: must be a non-blank string")
-        if uuid in seen:
-            if seen[uuid] != message:
-                raise FormatError(f"{where}: uuid {uuid!r} appears twice with different messages")
-            continue
-        seen[uuid] = message
-        role, content = message.get("role", entry["type"]), message.get("content")
-        if role != entry["type"]:
-            raise FormatError(f"{where}.message.role: {shown(role)} in a {shown(entry['type'])} entry")
-        if not isinstance(content, (str, list)):
-            raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
-        if uuid in rewound:
-            continue
-        turn_id = _turn(entry)
-        if turn_id is not None and turn_id in at:  # the next block of a turn already begun
-            turn = turns[at[turn_id]]
-            if isinstance(turn["message"]["content"], str):
-                turn["message"]["content"] = [{"type": "text", "text": turn["message"]["content"]}]
-            turn["message"]["content"].extend(content if isinstance(content, list) else
-                                              [{"type": "text", "text": content}] if content else [])
-            continue
-        if turn_id is not None:
-            at[turn_id] = len(turns)
-        timestamp = entry.get("timestamp")
-        turns.append({"message": {"role": role, "content": list(content) if isinstance(content, list) else content},
-                      "uuid": uuid, "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
+        message = _main_message(entry, i, seen)
+        if message is not None and entry["uuid"] not in rewound:
+            _add_turn(turns, at, entry, message, i)
     names: dict[str, str] = {}  # call id -> tool, so each result is named after its call (in an earlier stretch too)
     messages = [anthropic.read_message(t["message"], t["uuid"], f"the turn at line {t['line']}", names, t["timestamp"])
                 for t in turns]
     bounds = [0, *cuts, len(messages)]
     return [messages[a:b] for a, b in itertools.pairwise(bounds)]
 
+
+
+def _main_message(entry: dict[str, Any], i: int, seen: dict[str, Any]) -> dict[str, Any] | None:
+    """The message of main-thread entry `i` (line i + 1), checked; None for an entry of another type or a
+    uuid seen before with the same message (`seen`: uuid -> message, filled here)."""
+    if entry.get("type") not in _ROLES:
+        return None
+    where = f"line {i + 1}"
+    message, uuid = entry.get("message"), entry.get("uuid")
+    if not isinstance(message, dict):
+        raise FormatError(f"{where}.message: must be a JSON object")
+    if not isinstance(uuid, str) or not uuid:
+        raise FormatError(f"{where}.uuid: must be a non-blank string")
+    if uuid in seen:
+        if seen[uuid] != message:
+            raise FormatError(f"{where}: uuid {uuid!r} appears twice with different messages")
+        return None
+    seen[uuid] = message
+    role, content = message.get("role", entry["type"]), message.get("content")
+    if role != entry["type"]:
+        raise FormatError(f"{where}.message.role: {shown(role)} in a {shown(entry['type'])} entry")
+    if not isinstance(content, (str, list)):
+        raise FormatError(f"{where}.message.content: must be a string or a list of blocks")
+    return message
+
+
+def _add_turn(turns: list[dict[str, Any]], at: dict[str, int], entry: dict[str, Any], message: dict[str, Any],
+              i: int) -> None:
+    """Entry `i`'s message as a new turn, or its blocks appended to the turn it continues (Claude Code writes
+    an assistant reply one block per line, under one `message.id`: `at` maps those to their turn)."""
+    content = message["content"]
+    turn_id = _turn(entry)
+    if turn_id is not None and turn_id in at:  # the next block of a turn already begun
+        turn = turns[at[turn_id]]
+        if isinstance(turn["message"]["content"], str):
+            turn["message"]["content"] = [{"type": "text", "text": turn["message"]["content"]}]
+        turn["message"]["content"].extend(content if isinstance(content, list) else
+                                          [{"type": "text", "text": content}] if content else [])
+        return
+    if turn_id is not None:
+        at[turn_id] = len(turns)
+    timestamp = entry.get("timestamp")
+    turns.append({"message": {"role": entry["type"], "content": list(content) if isinstance(content, list) else content},
+                  "uuid": entry["uuid"], "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
 
 def _rewound(data: list[Any]) -> set[str]:
     """The uuids of the main-thread messages on a branch the user rewound away from. Rewinding to a prompt
