@@ -16,6 +16,7 @@ from ..formats import FORMATS, dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..records import JsonlSink
+from ..scope import Scope
 from ..validate import require_integer
 from .common import (
     EXIT_ERROR,
@@ -172,21 +173,7 @@ def run(args: argparse.Namespace) -> int:
         flag(require_integer, "--horizon", args.horizon, 1)
     mode = Mode(args.mode.upper())
     scope = scope_from_args(args)
-    archive = None
-    if mode is Mode.ENFORCE:
-        if not args.archive or scope is None:
-            raise UsageError("--mode enforce needs --archive and --user, --agent, --session")
-        archive = archive_from_args(args)
-    judge = judge_from(args.judge, args.judge_url, args.judge_model) if mode is not Mode.OFF else LocalJudge()
-    try:
-        observer = _Recorder(_records_sink(args.records)) if args.records else None
-        options = ExecutionOptions(mode, args.budget, "cli", observer)
-    except (ConfigError, ValueError, OSError) as exc:
-        raise UsageError(f"--records {args.records!r}: {exc}" if args.records else str(exc)) from None
-    try:
-        compactor = Compactor(judge, config, options, archive)
-    except ConfigError as exc:  # e.g. thresholds certified for another judge
-        raise UsageError(str(exc)) from None
+    compactor, observer = _compactor(args, config, mode, scope)
     with out.status(f"judging {len(messages)} messages…") if out.is_terminal else nullcontext():
         # a record names its session so that `jev label` can join it; stdin names none, so records of a plan
         # read from stdin carry no session unless --session gives one (label reports them, never mis-joins)
@@ -213,6 +200,27 @@ def run(args: argparse.Namespace) -> int:
         out.print(left_out)
     _summary(out, result, os.fspath(args.input))
     return exit_code(decision.status)
+
+
+def _compactor(args: argparse.Namespace, config: CompactionConfig, mode: Mode, scope: Scope | None
+               ) -> tuple[Compactor, _Recorder | None]:
+    """The compactor the flags configure (its judge, archive and records), and the recorder of its records
+    when --records names a sink; every refusal a usage error naming the flag."""
+    archive = None
+    if mode is Mode.ENFORCE:
+        if not args.archive or scope is None:
+            raise UsageError("--mode enforce needs --archive and --user, --agent, --session")
+        archive = archive_from_args(args)
+    judge = judge_from(args.judge, args.judge_url, args.judge_model) if mode is not Mode.OFF else LocalJudge()
+    try:
+        observer = _Recorder(_records_sink(args.records)) if args.records else None
+        options = ExecutionOptions(mode, args.budget, "cli", observer)
+    except (ConfigError, ValueError, OSError) as exc:
+        raise UsageError(f"--records {args.records!r}: {exc}" if args.records else str(exc)) from None
+    try:
+        return Compactor(judge, config, options, archive), observer
+    except ConfigError as exc:  # e.g. thresholds certified for another judge
+        raise UsageError(str(exc)) from None
 
 
 def _records_sink(url: str) -> JsonlSink:
