@@ -172,10 +172,17 @@ def run(args: argparse.Namespace) -> int:
             progress.advance(task)
     result = summary.as_dict()
     write_json(result, None)
+    _print(out, summary, result, args.records)
+    return EXIT_OK if summary.plans else EXIT_ERROR
+
+
+def _print(out: Any, summary: Summary, result: dict[str, Any], records: str) -> None:
+    """What a replay found, for a reader: its plans, what each tool would let go, why plans did not decide,
+    the sessions read stretch by stretch or without rewound branches, and what was skipped or unreadable."""
     reduction = result["mean_proposed_reduction"]
     out.print(f"[bold]replayed {summary.sessions} sessions[/]: {summary.plans} plans "
               f"({', '.join(f'{k} {v}' for k, v in sorted(summary.statuses.items()))}); mean proposed reduction "
-              f"{reduction:.1%}; records -> {args.records}")
+              f"{reduction:.1%}; records -> {records}")
     for tool, facts in result["let_go_by_tool"].items():
         out.print(f"  {tool}: would truncate {facts['truncated']}, drop {facts['dropped']} "
                   f"({facts['result_chars']:,} result characters)")
@@ -195,7 +202,6 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"  … and {len(summary.unreadable) - 5} more unreadable (the JSON lists them all)")
             break
         out.print(f"  unreadable: {path}: {why}")
-    return EXIT_OK if summary.plans else EXIT_ERROR
 
 
 def _replay(compactor: Compactor, session: str, fs: Any, path: str, args: argparse.Namespace, summary: Summary,
