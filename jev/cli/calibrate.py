@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.progress import Progress
 
 from ..validate import require_in
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_writable, console, flag, write_json
+
+if TYPE_CHECKING:
+    from calibration.thresholds import Calibration
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -46,27 +51,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # imported here: scikit-learn and scipy take seconds to import, and only this command needs them
-    from calibration import ThresholdSelector, guarantee, rows_from
+    from calibration import ThresholdSelector, rows_from
     from calibration import report as write_report
     from calibration.join import read_records
-    from calibration.thresholds import parse_size_exponents
 
     out = console(args.quiet)
-    target = Path(args.out).resolve()
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"--out {args.out!r}: is a file; name a folder for the report")
-    if not target.parent.is_dir():
-        raise UsageError(f"--out {args.out!r}: no such folder {str(target.parent)!r} (it is never created)")
-    check_writable(target if target.is_dir() else target.parent, "--out", args.out)  # before any work
-    flag(require_in, "--alpha", args.alpha, 0, 1, open_low=True, open_high=True)
-    flag(require_in, "--delta", args.delta, 0, 1, open_low=True, open_high=True)
-    flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)
-    flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
-    flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
-    try:
-        exponents = parse_size_exponents(args.size_exponents, args.size_aware)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    exponents = _checked(args)  # before any work
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("reading labelled rows", total=None)
         try:
@@ -94,14 +84,44 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--out {args.out!r}: cannot write the report ({exc.strerror or exc})") from None
     write_json(summary, None)
+    _print(out, result, args.out)
+    return EXIT_OK if result.certified else EXIT_ERROR
+
+
+def _checked(args: argparse.Namespace) -> tuple[float, ...]:
+    """The size exponents the flags give, once every flag is checked and --out is a writable folder (or one
+    to make in an existing folder); else the `UsageError` naming the flag."""
+    from calibration.thresholds import parse_size_exponents
+
+    target = Path(args.out).resolve()
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--out {args.out!r}: is a file; name a folder for the report")
+    if not target.parent.is_dir():
+        raise UsageError(f"--out {args.out!r}: no such folder {str(target.parent)!r} (it is never created)")
+    check_writable(target if target.is_dir() else target.parent, "--out", args.out)
+    flag(require_in, "--alpha", args.alpha, 0, 1, open_low=True, open_high=True)
+    flag(require_in, "--delta", args.delta, 0, 1, open_low=True, open_high=True)
+    flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)
+    flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
+    flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
+    try:
+        return parse_size_exponents(args.size_exponents, args.size_aware)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _print(out: Console, result: Calibration, folder: str) -> None:
+    """What was certified, for a reader: the thresholds and what they are expected to let go, a budget
+    mode target, the guarantee in words, and where the report is."""
+    from calibration import guarantee
+
     s = result.overall
     if s.certified:
         out.print(f"[bold]discard_threshold {s.discard_threshold:.6g}[/], keep_threshold {s.keep_threshold:.4g} "
-                  f"-> {args.out}/thresholds.json (use with jev compact --config)")
+                  f"-> {folder}/thresholds.json (use with jev compact --config)")
         out.print(f"expected: {s.chars_discarded:.1%} of candidate result characters let go, R_result "
                   f"{s.risk_result:.4f}, R_call {s.risk_call:.4f}")
     if result.target is not None and result.target.certified:
         out.print(f"[bold]target_reduction {result.target.target_reduction:.0%}[/] certified for budget mode")
     out.print(guarantee(result))
-    out.print(f"report: {args.out}/report.md")
-    return EXIT_OK if result.certified else EXIT_ERROR
+    out.print(f"report: {folder}/report.md")
