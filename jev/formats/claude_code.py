@@ -79,7 +79,6 @@ def stretches(data: Any) -> list[list[Message]]:
     return [messages[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-
 def _main_message(entry: dict[str, Any], i: int, seen: dict[str, Any]) -> dict[str, Any] | None:
     """The message of main-thread entry `i` (line i + 1), checked; None for an entry of another type or a
     uuid seen before with the same message (`seen`: uuid -> message, filled here)."""
@@ -122,6 +121,7 @@ def _add_turn(turns: list[dict[str, Any]], at: dict[str, int], entry: dict[str, 
     timestamp = entry.get("timestamp")
     turns.append({"message": {"role": entry["type"], "content": list(content) if isinstance(content, list) else content},
                   "uuid": entry["uuid"], "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
+
 
 def _rewound(data: list[Any]) -> set[str]:
     """The uuids of the main-thread messages on a branch the user rewound away from. Rewinding to a prompt
