@@ -131,8 +131,9 @@ class LetGoSizes:
 def apply_actions(transcript: Transcript, decisions: Mapping[str, Action], config: CompactionConfig) -> list[Message]:
     """The compacted history. Unchanged messages are the same objects; changed ones keep every field
     but their content; a message left with no blocks is removed. With `config.tombstones` each dropped
-    pair leaves its tombstone line as a message of its own right after where its call was (a message
-    made here, so every form writes it afresh; never a lone result)."""
+    pair leaves its tombstone line as a message of its own where its call was, after the results that
+    follow that message (a message made here, so every form writes it afresh; never between a call's
+    message and its results, never a lone result)."""
     return Applier()(transcript, decisions, config)
 
 
@@ -178,7 +179,11 @@ class Applier:
         becomes: dict[int, Message | None] = {}
         lines_after: dict[int, tuple[Message, ...]] = {}
         out: list[Message] = []
+        waiting: list[Message] = []  # tombstones held back until the results of their message's calls are past
         for i, message in enumerate(transcript.messages):
+            if waiting and not _answers(message):
+                out += waiting
+                waiting = []
             signature = acting.get(i)
             if signature is None:
                 out.append(message)
@@ -191,10 +196,17 @@ class Applier:
             sources[k], signatures[k], becomes[k], lines_after[k] = message, signature, became, lines
             if became is not None:
                 out.append(became)
-            out.extend(lines)  # where the call was: a message of its own, which every form writes
+            waiting += lines  # where the call was, after its message's results: a message of its own
+        out += waiting
         self._source, self._signature, self._became, self._lines = sources, signatures, becomes, lines_after
         _assert_results_have_calls(transcript, dropped)
         return out
+
+
+def _answers(message: Message) -> bool:
+    """A message of results (a tool loop's answers): nothing may come between a call's message and these —
+    OpenAI Chat refuses it, and Anthropic wants the results in the very next message."""
+    return any(isinstance(b, ToolResultBlock) for b in message.content)
 
 
 _CODES = {Action.TRUNCATE_RESULT: "T", Action.DROP_PAIR: "D"}

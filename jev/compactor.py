@@ -46,6 +46,7 @@ from .policy import (
     pins,
     verdicts,
 )
+from .providers import ThinkingPolicy, check, resolve, strip_thinking
 from .records import build_record, deliver, pair_records, recommendation, session_of
 from .scope import Archive, Scope
 from .state import cut
@@ -164,6 +165,7 @@ class _Choice:
     target: int | None
     whole: frozenset[str]
     left: int | None
+    stripped: int = 0  # thinking blocks removed after the first change (`Compactor._stripped`)
 
 
 def _rows(transcript: Transcript, why: dict[str, str], judgments: _Judgments, choice: _Choice) -> PairRows:
@@ -387,7 +389,14 @@ class Compactor:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
                              detail=unprofitable(cost)), rows, transcript.messages)
-        plan = Plan(tuple(compacted), **common, cost=cost)  # ENFORCE adopts it only once `_plan` archived the history
+        verdict = check(transcript.messages, compacted, config.model, config.thinking_policy)
+        if not verdict.passes:  # never adopted, in any mode: SHADOW records what ENFORCE would do
+            plan = Plan(tuple(messages), **common, cost=cost)
+            return (Decision(Status.INCONCLUSIVE, Reason.PROVIDER_REFUSES, plan, recommendation(plan, False),
+                             detail=f"{verdict.model or 'the default model'} would refuse it: {verdict.summary()}"),
+                    rows, transcript.messages)
+        plan = Plan(tuple(compacted), **common, cost=cost, thinking_stripped=choice.stripped)
+        # ENFORCE adopts it only once `_plan` archived the history
         if plan.target_met is False or (not self._reachable and self._excess is None):
             detail = shortfall(plan, transcript, self._reachable, self._excess is not None,
                                None if left is None else (left, self._host[1], self._count is None))
@@ -418,6 +427,7 @@ class Compactor:
             reasons = [chosen[key] for key in keys]
             actions = [action_of(reason) for reason in reasons]
             compacted = self._applier(transcript, dict(zip(keys, actions, strict=True)), config)
+            compacted, stripped = self._stripped(transcript.messages, compacted)
             results_removed = sum(t if a is Action.TRUNCATE_RESULT else d for a, t, d
                                   in zip(actions, judgments.truncates, judgments.drops, strict=True) if a is not Action.KEEP)
             # a token target counts the inputs of the calls it dropped because results fell short
@@ -432,7 +442,17 @@ class Compactor:
             # what is still over, in characters at the rate the excess was sized with, beyond what was let go
             goal, refits, last = removed + math.ceil((left - goal_tokens) * self._excess / (host - goal_tokens)), \
                 refits + 1, reasons
-        return _Choice(reasons, actions, compacted, results_removed, removed, target, whole, left)
+        return _Choice(reasons, actions, compacted, results_removed, removed, target, whole, left, stripped)
+
+    def _stripped(self, sent: Sequence[Message], compacted: list[Message]) -> tuple[list[Message], int]:
+        """`compacted` as the provider takes it: for a model that binds thinking to its prefix under the strip
+        policy, without the thinking its first change invalidates (`jev.providers.strip_thinking`)."""
+        config = self.config
+        if config.thinking_policy is not ThinkingPolicy.STRIP or compacted is sent:
+            return compacted, 0
+        if not resolve(sent, config.model)[1].preserved_thinking:
+            return compacted, 0
+        return strip_thinking(sent, compacted)
 
     @staticmethod
     def _riding(candidates: Sequence[Pair], chosen: dict[str, str], table: dict[str, str]) -> dict[str, str]:

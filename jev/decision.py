@@ -40,6 +40,7 @@ class Reason(str, Enum):
     TRANSCRIPT_CHANGED = "TRANSCRIPT_CHANGED"
     INSUFFICIENT_REDUCTION = "INSUFFICIENT_REDUCTION"
     UNPROFITABLE = "UNPROFITABLE"  # adopting it would raise the bill under prompt caching (jev.cost)
+    PROVIDER_REFUSES = "PROVIDER_REFUSES"  # the model's provider would refuse the history it leaves (jev.providers)
     ARCHIVED_PROPOSAL = "ARCHIVED_PROPOSAL"
     SHADOW_PROPOSAL = "SHADOW_PROPOSAL"
     CANCELLED = "CANCELLED"
@@ -71,6 +72,7 @@ class Plan:
     result_share: float = 0.0
     target_met: bool | None = None
     cost: CostEstimate | None = None
+    thinking_stripped: int = 0  # thinking blocks after the first change removed for a preserved-thinking model
 
     @property
     def views(self) -> tuple[PairView, ...]:

@@ -15,6 +15,7 @@ from .analysis import CARRIED_OVER, Pair, Transcript
 from .cost import DEFAULT_PROFILE, PricingProfile, pricing
 from .errors import ConfigError, shown
 from .markers import is_truncated
+from .providers import DEFAULT_THINKING_POLICY, ThinkingPolicy, calls_that_stay, frozen_until, resolve, thinking_policy
 from .quick import quick_init
 from .validate import require_in, require_integer, require_text
 
@@ -83,6 +84,8 @@ class CompactionConfig:
     calibrated_for: str | None = None  # the judge these thresholds were certified for: another is refused
     pricing: str | PricingProfile = DEFAULT_PROFILE  # the prompt-cache pricing the cost gate bills under
     cost_gate: bool = True  # adopt only plans whose billed change over the horizon is negative (jev.cost)
+    model: str | None = None  # the model the history goes to next: selects the provider's rules (jev.providers)
+    thinking_policy: ThinkingPolicy | str = DEFAULT_THINKING_POLICY  # thinking a preserved-thinking model binds
 
     def __post_init__(self) -> None:
         d = require_in("discard_threshold", self.discard_threshold, 0, 1)
@@ -117,6 +120,8 @@ class CompactionConfig:
         object.__setattr__(self, "pricing", pricing(self.pricing))
         if not isinstance(self.cost_gate, bool):
             raise ConfigError(f"cost_gate must be true or false (got {shown(self.cost_gate)})")
+        require_text("model", self.model, optional=True)
+        object.__setattr__(self, "thinking_policy", thinking_policy(self.thinking_policy))
 
     def thresholds(self, tool: str) -> tuple[float, float]:
         """(discard, keep) for a tool: its own pair from `tool_thresholds`, else the global ones."""
@@ -220,10 +225,16 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
     n = len(transcript.messages)
     ruled = _rule_pinned(transcript, config)
     thinking = transcript.thinking
+    model, rules = resolve(transcript.messages, config.model)
+    held = frozen_until(transcript.messages, rules, config.thinking_policy)
+    staying = calls_that_stay(transcript.messages, rules)
     why: dict[str, str] = {}
     truncate_only: set[str] = set()
     for pair in transcript.pairs:
         rule = _pair_rule(pair, config) if pair.call_message == CARRIED_OVER else None
+        if rule is None and min(pair.call_message, pair.result_message) <= held and pair.call_message != CARRIED_OVER:
+            rule = (f"at or before the thinking that {model or 'the default model'} binds to its prefix "
+                    f"(thinking policy {config.thinking_policy.value})")
         if rule is None:
             pinned_at = (pair.call_message if pair.call_message in ruled
                          else pair.result_message if pair.result_message in ruled else None)
@@ -243,7 +254,7 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
                 rule = _pair_rule(pair, config)
         if rule is not None:
             why[pair.key] = rule
-        elif pair.call_message in thinking:
+        elif pair.call_message in thinking or pair.call_id in staying:
             truncate_only.add(pair.key)
     return Pins(why, frozenset(truncate_only))
 

@@ -22,7 +22,8 @@ PINNED_METADATA_KEY = "jev.context.pinned"
 SOURCE_KEY = "jev.source"  # metadata key under which a converter keeps what the jev model has no field for
 FORMAT_KEY = "jev.format"  # metadata key naming the converter that wrote it: each reads back only its own
 ENVELOPE_KEY = "jev.envelope"  # metadata key under which a request body's other fields ride (formats.request)
-BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY, ENVELOPE_KEY)  # a converter's, for the round trip: never model-visible
+MODEL_KEY = "jev.model"  # metadata key naming the model that wrote an assistant message, where its form says so
+BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY, ENVELOPE_KEY, MODEL_KEY)  # a converter's, for the round trip: never model-visible
 
 
 @quick_init

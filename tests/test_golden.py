@@ -5,7 +5,9 @@ core was rebuilt. One SHA-256 per session and mode; a change names the sessions 
 since, each for a behaviour change meant: the three Claude Code sessions Claude Code compacted itself
 (2026-12-05: the reader takes them from their last compaction on); 41 sessions whose plans the cost gate
 priced with token counts now measured per message or per role (2026-12-06: `HistoryTokens` no longer
-samples one role alone, nor lets pasted images into the rate).
+samples one role alone, nor lets pasted images into the rate); the Claude Code sessions' ENFORCE snapshots
+(2026-12-06, issue 61: each assistant turn keeps the model that wrote it, which selects the provider's rules)
+and three of their SHADOW plans (a dropped parallel call's tombstone now follows its message's results).
 
 Rewrite the file only when a behaviour change is meant (say so in the commit):
     python tests/test_golden.py --write

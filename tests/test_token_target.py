@@ -169,16 +169,25 @@ def test_a_token_target_results_cannot_reach_drops_whole_pairs_whose_calls_the_j
 
 def test_a_token_target_never_drops_a_call_in_a_message_with_thinking_and_says_so() -> None:
     messages = _edits_history(thinking=True)
-    config = dataclasses.replace(CONFIG, eligible_tools=frozenset({"read", "edit"}))
     judge = ReplayJudge({f"call_t{k}": 0.9 for k in range(1, 6)}, default=0.1)
-    compactor = Compactor(judge, config, ExecutionOptions(Mode.SHADOW))
     tokens = sum(size(m) for m in messages) // 4
-    decision = compactor.for_tokens(messages, tokens, 2_000).plan_sync(messages)
+    # a model without the prefix check (Opus 4.6): thinking after an edit stays as it was sent
+    config = dataclasses.replace(CONFIG, eligible_tools=frozenset({"read", "edit"}), model="claude-opus-4-6")
+    decision = Compactor(judge, config, ExecutionOptions(Mode.SHADOW)).for_tokens(messages, tokens, 2_000).plan_sync(messages)
     plan = decision.plan
     assert plan.decisions["t3"] is Action.DROP_PAIR and plan.decisions["t4"] is not Action.DROP_PAIR
     assert next(m for m in plan.messages if m.id == "ce1") is messages[7]  # byte-identical: the same object
-    assert plan.target_met is False
+    assert plan.target_met is False and plan.thinking_stripped == 0
     assert "then of whole pairs, never of a call in a message with thinking" in decision.detail
+    # a preserved-thinking model (and the default, for a history that names none) binds that thinking to its
+    # prefix: the plan strips it, and the call stays
+    for model in ("claude-fable-5-1", None):
+        config = dataclasses.replace(config, model=model)
+        plan = Compactor(judge, config, ExecutionOptions(Mode.SHADOW)).for_tokens(messages, tokens, 2_000) \
+            .plan_sync(messages).plan
+        assert plan.decisions["t4"] is not Action.DROP_PAIR
+        kept = next(m for m in plan.messages if m.id == "ce1")
+        assert kept.content == messages[7].content[1:] and plan.thinking_stripped == 1
 
 
 def test_tokens_left_counts_what_changed_as_the_host_counts() -> None:

@@ -15,6 +15,7 @@ from ..errors import ConfigError, FormatError
 from ..formats import FORMATS, dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
+from ..providers import DEFAULT_THINKING_POLICY, ThinkingPolicy, resolve, with_drop_block
 from ..records import JsonlSink
 from ..scope import Scope
 from ..validate import require_integer
@@ -81,6 +82,13 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
                                      "anthropic-1h, openai or no-cache")
     p.add_argument("--no-cost-gate", dest="cost_gate", action="store_false", default=None,
                    help="adopt a plan even when it would raise the bill under prompt caching")
+    p.add_argument("--model", help="the model the history is sent to next: its provider's rules decide what a plan "
+                                   "may change (default: the model the history names, else every rule at its "
+                                   "strictest; see `jev check`)")
+    p.add_argument("--thinking-policy", choices=[p.value for p in ThinkingPolicy],
+                   help="thinking a preserved-thinking model binds to its prefix: strip it after the first change, "
+                        "keep it and send drop_block, or change nothing before it "
+                        f"(default: {DEFAULT_THINKING_POLICY.value})")
 
 
 def config_from_args(args: argparse.Namespace) -> CompactionConfig:
@@ -95,7 +103,8 @@ def config_from_args(args: argparse.Namespace) -> CompactionConfig:
             overrides["eligible_tools"] = frozenset(t.strip() for t in args.eligible_tools.split(",") if t.strip())
         for flag, field in (("keep_threshold", "keep_threshold"), ("discard_threshold", "discard_threshold"),
                             ("preserve_recent", "preserve_recent_messages"), ("target_reduction", "target_reduction"),
-                            ("pricing", "pricing"), ("cost_gate", "cost_gate")):
+                            ("pricing", "pricing"), ("cost_gate", "cost_gate"), ("model", "model"),
+                            ("thinking_policy", "thinking_policy")):
             if getattr(args, flag) is not None:
                 overrides[field] = getattr(args, flag)
         return dataclasses.replace(config, **overrides) if overrides else config
@@ -124,17 +133,24 @@ def judge_from(spec: str, url: str | None, model: str | None) -> Any:
 NO_PLAN = Plan((), PairRows(), 0, 0, 0, "", 0.0).figures()  # the figures of a decision without a plan: an empty one's
 
 
-def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str) -> dict[str, Any]:
+def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str, drop_block: bool = False
+                ) -> dict[str, Any]:
+    """The JSON `jev compact` writes; `drop_block`: an adopted Anthropic request body asks the API to drop the
+    thinking the plan invalidated (the drop-block thinking policy) rather than refuse it."""
     plan = decision.plan
     adopted = decision.status is Status.DECIDED and mode is Mode.ENFORCE and plan is not None
+    written = dump(list(plan.messages) if adopted else messages, fmt)
+    if adopted and drop_block and fmt == "anthropic-request" and isinstance(written, dict):
+        written = with_drop_block(written)
     out: dict[str, Any] = {
         "status": decision.status.value, "reason": decision.reason.value, "mode": mode.value,
-        "messages": dump(list(plan.messages) if adopted else messages, fmt),
+        "messages": written,
         "decisions": {k: a.value for k, a in plan.decisions.items()} if plan else {},
         "scores": {k: {"keep_call": s.keep_call, "keep_result": s.keep_result, "reason": s.reason}
                    for k, s in plan.scores.items()} if plan else {},
         "pairs": {k: {"call_id": c, "tool": t} for k, (c, t) in plan.pairs.items()} if plan else {},
         **(plan.figures() if plan else NO_PLAN),
+        "thinking_stripped": plan.thinking_stripped if plan else 0,
     }
     if decision.detail:
         out["detail"] = decision.detail
@@ -185,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
               f"({type(observer.error).__name__}: {observer.error})", file=sys.stderr)
         return EXIT_ERROR
     try:
-        result = result_json(decision, mode, messages, fmt)
+        result = result_json(decision, mode, messages, fmt, config.thinking_policy is ThinkingPolicy.DROP_BLOCK
+                             and resolve(messages, config.model)[1].preserved_thinking)
     except FormatError as exc:  # the compacted history has no form in `fmt`: the input is the answer
         print(f"jev: error: the compacted history cannot be written as {fmt} ({exc}); the history is unchanged"
               + (f" (its snapshot {decision.plan.archive_reference} is an orphan)" if decision.plan

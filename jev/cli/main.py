@@ -1,7 +1,8 @@
 """The `jev` command: JSON on stdout (the machine contract), a short summary on stderr.
 
 Exit 0 on any orderly outcome (DECIDED, INCONCLUSIVE, SKIPPED), 3 on ERROR/CANCELLED, 2 on bad usage or
-unreadable input (one line, no traceback, nothing on stdout).
+unreadable input (one line, no traceback, nothing on stdout); `jev check` exits 1 on a history the provider
+would refuse.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ COMMANDS = {
     "demo": "run the seed scenario offline (no key, no network)",
     "compact": "judge a transcript and propose (or apply) a compaction",
     "inspect": "show what a transcript holds, judging nothing",
+    "check": "check a history against the rules of the provider it is sent to (exit 1: it would be refused)",
     "restore": "restore an archived snapshot",
     "snapshots": "list a scope's archived snapshots, or delete some",
     "replay": "replay recorded sessions in SHADOW and write decision records (rollout step 1)",

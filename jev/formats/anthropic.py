@@ -158,7 +158,9 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
         for raw in original or []:
             key = _key(raw)
             if key is None:
-                if others:  # non-tool blocks are never removed by a plan: they pair up in order
+                if _stripped(raw, others):  # thinking a plan stripped for a preserved-thinking model
+                    continue
+                if others:  # other non-tool blocks are never removed by a plan: they pair up in order
                     blocks.append(refill_block(raw, others.pop(0), _FIELDS))
             elif key in current:
                 block = current.pop(key)
@@ -170,6 +172,14 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
         source["content"] = blocks
         out.append(source)
     return out
+
+
+def _stripped(raw: Any, others: list[Block]) -> bool:
+    """Whether a loaded thinking block is gone from the message: the next non-tool block left is no thinking
+    (`jev.providers.strip_thinking` removes a message's thinking, never its text)."""
+    return (isinstance(raw, dict) and raw.get("type") in ("thinking", "redacted_thinking")
+            and not (others and (type(others[0]) is ThinkingBlock
+                                 or (type(others[0]) is OtherBlock and others[0].type == raw.get("type")))))
 
 
 def _fresh(block: Block) -> dict[str, Any]:

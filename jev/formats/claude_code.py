@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ..transcript import Message
+from ..transcript import MODEL_KEY, Message
 from . import anthropic
 
 NAME = "claude-code"
@@ -73,8 +73,8 @@ def stretches(data: Any) -> list[list[Message]]:
         if message is not None and entry["uuid"] not in rewound:
             _add_turn(turns, at, entry, message, i)
     names: dict[str, str] = {}  # call id -> tool, so each result is named after its call (in an earlier stretch too)
-    messages = [anthropic.read_message(t["message"], t["uuid"], f"the turn at line {t['line']}", names, t["timestamp"])
-                for t in turns]
+    messages = [_with_model(anthropic.read_message(t["message"], t["uuid"], f"the turn at line {t['line']}", names,
+                                                   t["timestamp"]), t.get("model")) for t in turns]
     bounds = [0, *cuts, len(messages)]
     return [messages[a:b] for a, b in itertools.pairwise(bounds)]
 
@@ -119,8 +119,18 @@ def _add_turn(turns: list[dict[str, Any]], at: dict[str, int], entry: dict[str, 
     if turn_id is not None:
         at[turn_id] = len(turns)
     timestamp = entry.get("timestamp")
+    model = message.get("model")
     turns.append({"message": {"role": entry["type"], "content": list(content) if isinstance(content, list) else content},
-                  "uuid": entry["uuid"], "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1})
+                  "uuid": entry["uuid"], "timestamp": timestamp if isinstance(timestamp, str) else None, "line": i + 1,
+                  "model": model if isinstance(model, str) and model.strip() else None})
+
+
+def _with_model(message: Message, model: str | None) -> Message:
+    """An assistant turn with the model that wrote it (`MODEL_KEY`): the provider's rules follow it
+    (`jev.providers.model_of`); never written back (an Anthropic request's messages carry no model)."""
+    if model is None or message.role != "assistant":
+        return message
+    return message.replace(metadata={**(message.metadata or {}), MODEL_KEY: model})
 
 
 def _rewound(data: list[Any]) -> set[str]:

@@ -1,0 +1,502 @@
+"""What a provider accepts in a history sent back (issue 61), in one place: the rules per model family, the
+check of a proposed history against the one last sent, and the thinking policy for models that bind
+thinking to its prefix.
+
+The providers' documents are the spec:
+
+- Anthropic, preserved thinking (from Claude Fable 5.1 on): a `thinking` / `redacted_thinking` block sent
+  back is bound to its prefix — the system prompt, the tools and every message before it. A change there
+  invalidates that block and every later one; omitting or moving a block between others fails too. The
+  API answers 400 ("The block is bound to a different conversation"), or, with
+  `thinking.block_binding.prefix_mismatch_behavior: "drop_block"` and the beta header
+  `thinking-binding-controls-2026-08-01`, drops the invalid blocks. The models that run the check are the
+  `supportedModels` of https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks
+  (`PRESERVED_THINKING_MODELS`); see also
+  https://platform.claude.com/docs/en/build-with-claude/preserved-thinking and the fix page
+  https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/fix-bound-to-a-different-conversation.
+- Anthropic, every thinking model: "when you return a tool result, the thinking blocks from the assistant
+  message must come back with it", complete and unmodified
+  (https://platform.claude.com/docs/en/build-with-claude/thinking-tool-workflows). Thinking from earlier,
+  finished turns may be left out on models without the prefix check.
+- OpenAI Responses: a `reasoning` item must be followed by the item it preceded ("Item 'rs_…' of type
+  'reasoning' was provided without its required following item"; the Responses compaction guide,
+  https://platform.openai.com/docs/guides/conversation-state).
+- Gemini: a `functionCall` part's `thought_signature` goes back with it; the current turn's are validated
+  ("missing thought_signature", https://ai.google.dev/gemini-api/docs/thought-signatures).
+- Every provider: a tool result follows its call, and a call is answered (OpenAI Chat: the `tool` messages
+  right after the assistant message with the `tool_calls`; https://platform.openai.com/docs/guides/function-calling).
+
+A model name selects the rules (`rules_for`): the table first, then the family by prefix, then `DEFAULT`
+— every rule at its strictest, so that a name the table does not know never yields a plan its provider
+refuses. The host names the model (`CompactionConfig.model`); else the history's own (`model_of`: a request
+body's `model`, or the newest assistant message that names one, as Claude Code lines and Anthropic
+responses do).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from .errors import ConfigError, shown
+from .transcript import (
+    ENVELOPE_KEY,
+    FORMAT_KEY,
+    MODEL_KEY,
+    SOURCE_KEY,
+    Message,
+    OtherBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+PRESERVED_THINKING_MODELS = ("claude-fable-5-2", "claude-mythos-5-2", "claude-fable-5-1", "claude-mythos-5-1",
+                             "claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5")
+DROP_BLOCK_BETA = "thinking-binding-controls-2026-08-01"  # the beta header `drop_block` needs
+DROP_BLOCK = {"block_binding": {"prefix_mismatch_behavior": "drop_block"}}  # merged into a request's `thinking`
+THINKING_TYPES = ("thinking", "redacted_thinking")
+SIGNATURE_KEYS = ("thought_signature", "thoughtSignature")
+
+
+class ThinkingPolicy(str, Enum):
+    """What a plan does with thinking that a preserved-thinking model binds to its prefix."""
+
+    STRIP = "strip"  # edit, then remove the thinking after the first changed message (what drop_block does, client-side)
+    DROP_BLOCK = "drop-block"  # keep it; the request carries drop_block, and the API drops what the edit invalidated
+    APPEND_ONLY = "append-only"  # change nothing at or before the last thinking block
+
+
+DEFAULT_THINKING_POLICY = ThinkingPolicy.STRIP  # chosen by replay (README, "What each provider accepts")
+
+
+def thinking_policy(value: Any) -> ThinkingPolicy:
+    """A thinking policy from its name, or a `ConfigError` that names the field and the choices."""
+    try:
+        return ThinkingPolicy(value)
+    except ValueError:
+        choices = ", ".join(p.value for p in ThinkingPolicy)
+        raise ConfigError(f"thinking_policy must be one of {choices} (got {shown(value)})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What one model's provider requires of a history sent back (beyond whole pairs, which every one does)."""
+
+    family: str  # anthropic, openai, gemini, default
+    preserved_thinking: bool = False  # Anthropic's prefix check on thinking blocks
+    thinking_in_progress: bool = False  # the tool loop's latest thinking goes back, complete and unmodified
+    reasoning_follows: bool = False  # a Responses reasoning item is followed by its item
+    signatures_stay: bool = False  # a Gemini call's thought signature goes back with it (current turn)
+    results_follow_calls: bool = False  # OpenAI Chat: only results between a call's message and its last result
+
+
+ANTHROPIC = Rules("anthropic", thinking_in_progress=True)
+ANTHROPIC_PRESERVED = Rules("anthropic", preserved_thinking=True, thinking_in_progress=True)
+OPENAI = Rules("openai", reasoning_follows=True, results_follow_calls=True)
+GEMINI = Rules("gemini", signatures_stay=True)
+DEFAULT = Rules("default", preserved_thinking=True, thinking_in_progress=True, reasoning_follows=True,
+                signatures_stay=True, results_follow_calls=True)
+
+# the Claude families and the first version of each that runs the prefix check (the docs' list, as a rule for
+# names newer than it: "from Claude Fable 5.1 on")
+_PRESERVED_FROM = {"fable": (5, 1), "mythos": (5, 1), "opus": (5, 5), "sonnet": (5, 5), "haiku": (5, 5)}
+_CLAUDE = re.compile(r"claude-(?:(?P<family>[a-z]+)-(?P<major>\d+)(?:-(?P<minor>\d{1,2}))?"
+                     r"|(?P<major_old>\d+)(?:-(?P<minor_old>\d{1,2}))?-(?P<family_old>[a-z]+))(?![\d.])")
+
+
+def _normal(model: str) -> str:
+    """A model id as the table spells it: lower case, without a cloud's prefix (`us.anthropic.`, `models/`) or
+    suffix (`@20260101`, `-v1:0`, `[1m]`)."""
+    name = model.strip().lower()
+    name = name.rsplit("/", 1)[-1]
+    name = re.sub(r"^(?:[a-z]{2}\.)?anthropic\.", "", name)
+    name = re.sub(r"(@.*|-v\d+(:\d+)?|\[.*\])$", "", name)
+    return name
+
+
+def rules_for(model: str | None) -> Rules:
+    """The rules a history sent to `model` must satisfy: the table (`PRESERVED_THINKING_MODELS`), then the
+    family (`claude-*` by family and version, `gpt-*` / `o<N>` / `codex*` OpenAI, `gemini*`), then `DEFAULT`
+    (every rule at its strictest) for None and names it does not know."""
+    if model is None or not model.strip():
+        return DEFAULT
+    name = _normal(model)
+    if name.startswith("claude"):
+        if any(name.startswith(known) for known in PRESERVED_THINKING_MODELS):
+            return ANTHROPIC_PRESERVED
+        match = _CLAUDE.match(name)
+        if match is None:
+            return ANTHROPIC_PRESERVED  # a Claude name of no known shape: the strict rules
+        family = match["family"] or match["family_old"]
+        version = (int(match["major"] or match["major_old"]), int(match["minor"] or match["minor_old"] or 0))
+        first = _PRESERVED_FROM.get(family)
+        if first is None:
+            return ANTHROPIC_PRESERVED if version >= (5, 1) else ANTHROPIC
+        return ANTHROPIC_PRESERVED if version >= first else ANTHROPIC
+    if re.match(r"(gpt-|o\d|codex|chatgpt)", name):
+        return OPENAI
+    if name.startswith("gemini"):
+        return GEMINI
+    return DEFAULT
+
+
+def model_of(messages: Sequence[Message]) -> str | None:
+    """The model a history names: its request body's `model` (the request form keeps the body), else the
+    newest assistant message's own `model` (Claude Code lines, Anthropic and Chat responses); None when none
+    names one."""
+    if messages:
+        envelope = (messages[0].metadata or {}).get(ENVELOPE_KEY)
+        rest = envelope.get("rest") if isinstance(envelope, dict) else None
+        if isinstance(rest, dict) and isinstance(rest.get("model"), str) and rest["model"].strip():
+            return str(rest["model"])
+    for message in reversed(messages):
+        if message.role != "assistant" or not message.metadata:
+            continue
+        source = message.metadata.get(SOURCE_KEY)
+        for named in (message.metadata.get(MODEL_KEY), source.get("model") if isinstance(source, dict) else None):
+            if isinstance(named, str) and named.strip():
+                return named
+    return None
+
+
+def resolve(messages: Sequence[Message], model: str | None) -> tuple[str | None, Rules]:
+    """The model a plan is made for (the host's, else the history's) and its rules."""
+    name = model if model is not None else model_of(messages)
+    return name, rules_for(name)
+
+
+def is_thinking(block: Any) -> bool:
+    """A thinking block of any form: jev's, or one kept whole (a signature, a redacted block)."""
+    return type(block) is ThinkingBlock or (type(block) is OtherBlock and block.type in THINKING_TYPES)
+
+
+def has_thinking(message: Message) -> bool:
+    return any(is_thinking(b) for b in message.content)
+
+
+def in_progress(messages: Sequence[Message]) -> int | None:
+    """The index of the turn in progress: the newest assistant message when every message after it carries
+    results (a tool loop waiting on the model), else None (the history ends at a finished turn or a prompt)."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role == "assistant":
+            return i if any(type(b) is ToolUseBlock for b in message.content) else None
+        if not any(type(b) is ToolResultBlock for b in message.content):
+            return None
+    return None
+
+
+def _prompt(message: Message) -> bool:
+    """A user's own message: user role, and no tool result in it."""
+    return message.role == "user" and not any(type(b) is ToolResultBlock for b in message.content)
+
+
+def current_turn(messages: Sequence[Message]) -> int:
+    """Where the current turn begins: just after the newest user prompt (0 when there is none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if _prompt(messages[i]):
+            return i + 1
+    return 0
+
+
+def frozen_until(messages: Sequence[Message], rules: Rules, policy: ThinkingPolicy) -> int:
+    """The last message index no plan may change (-1: none is held), so that the plan passes `check`:
+    append-only holds everything up to the last thinking block; strip and drop-block hold everything up to
+    the turn in progress when its message carries thinking (that thinking must go back, and valid)."""
+    if not rules.preserved_thinking:
+        return -1
+    if policy is ThinkingPolicy.APPEND_ONLY:
+        return max((i for i, m in enumerate(messages) if has_thinking(m)), default=-1)
+    at = in_progress(messages)
+    return at if at is not None and has_thinking(messages[at]) else -1
+
+
+def _signed(message: Message) -> set[str]:
+    """The call ids of a message whose calls carry a Gemini thought signature, wherever its form keeps it: on a
+    call object (`{"id" | "call_id": …, "thought_signature": …}`, as Gemini's OpenAI-compatible calls carry it
+    under `extra_content`) or in a map of call id -> signature (LangChain's `additional_kwargs`)."""
+    out: set[str] = set()
+    calls = {b.id for b in message.content if type(b) is ToolUseBlock}
+    if not calls or not message.metadata:
+        return out
+
+    def walk(value: Any, owner: str | None) -> None:
+        if isinstance(value, dict):
+            own = value.get("id") if isinstance(value.get("id"), str) else value.get("call_id")
+            owner = own if isinstance(own, str) and own in calls else owner
+            for key, item in value.items():
+                if key in SIGNATURE_KEYS and item and owner is not None:
+                    out.add(owner)
+                elif isinstance(key, str) and "thought_signature" in key and isinstance(item, dict):
+                    out.update(k for k in item if k in calls)
+                walk(item, owner)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, owner)
+
+    walk(message.metadata.get(SOURCE_KEY), None)
+    return out
+
+
+def _reasoning_item(message: Message) -> bool:
+    """A Responses `reasoning` item, as the openai-responses form loads one: an assistant message of thinking only."""
+    return (message.role == "assistant" and bool(message.content) and all(is_thinking(b) for b in message.content)
+            and (message.metadata or {}).get(FORMAT_KEY) == "openai-responses")
+
+
+def calls_that_stay(messages: Sequence[Message], rules: Rules) -> set[str]:
+    """Call ids a plan must keep (their results may still be cut): a call right after a Responses reasoning
+    item (the item must be followed by its call), and a signed Gemini call of the current turn."""
+    out: set[str] = set()
+    if rules.reasoning_follows:
+        for i in range(len(messages) - 1):
+            if _reasoning_item(messages[i]):
+                out.update(b.id for b in messages[i + 1].content if type(b) is ToolUseBlock)
+    if rules.signatures_stay:
+        for message in messages[current_turn(messages):]:
+            out |= _signed(message)
+    return out
+
+
+def first_change(sent: Sequence[Message], proposed: Sequence[Message]) -> int:
+    """The index of the first message of `proposed` that is not the message `sent` has there (len of the
+    shorter when one is a prefix of the other)."""
+    for i, (a, b) in enumerate(zip(sent, proposed, strict=False)):
+        if a is not b and a != b:
+            return i
+    return min(len(sent), len(proposed))
+
+
+def strip_thinking(sent: Sequence[Message], proposed: Sequence[Message]) -> tuple[list[Message], int]:
+    """`proposed` without the thinking blocks after its first change (a message left empty is left out),
+    and how many were removed: the blocks the prefix check would invalidate, removed client-side — what
+    `drop_block` does server-side, with neither a 400 nor a beta header. What the turn in progress needs is
+    never here: `frozen_until` keeps every change after its thinking."""
+    start = first_change(sent, proposed)
+    out = list(proposed[:start])
+    removed = 0
+    for message in proposed[start:]:
+        if has_thinking(message):
+            kept = tuple(b for b in message.content if not is_thinking(b))
+            removed += len(message.content) - len(kept)
+            if kept:
+                out.append(message.replace(content=kept))
+            continue
+        out.append(message)
+    return out, removed
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One block the provider would refuse (`refused`) or drop: the rule, the path in the proposed history
+    (`messages[12].content[0]`), the message's id and what is wrong."""
+
+    rule: str
+    path: str
+    message_id: str
+    detail: str
+    refused: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.rule} at {self.path} ({self.message_id}): {self.detail}" + ("" if self.refused else " [dropped]")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The check of one proposed history: the model and rules it was checked for, and what fails."""
+
+    model: str | None
+    rules: Rules
+    policy: ThinkingPolicy
+    violations: tuple[Violation, ...]
+
+    @property
+    def refused(self) -> tuple[Violation, ...]:
+        """What makes the provider refuse the request (a 400)."""
+        return tuple(v for v in self.violations if v.refused)
+
+    @property
+    def passes(self) -> bool:
+        return not self.refused
+
+    def summary(self, limit: int = 3) -> str:
+        shown_ = "; ".join(str(v) for v in self.refused[:limit])
+        more = len(self.refused) - limit
+        return shown_ + (f"; and {more} more" if more > 0 else "")
+
+
+def _thinking_blocks(messages: Sequence[Message]) -> Iterator[tuple[int, int, Message, Any]]:
+    for i, message in enumerate(messages):
+        for j, block in enumerate(message.content):
+            if is_thinking(block):
+                yield i, j, message, block
+
+
+def _orphans(messages: Sequence[Message]) -> set[tuple[str, str, int]]:
+    """The broken pairs of a history: ("result", id, n) for a result with no open call before it, ("call", id,
+    n) for a call answered by no result, where n counts the id's uses (ids may be reused once answered)."""
+    open_calls: dict[str, int] = {}
+    uses: dict[str, int] = {}
+    out: set[tuple[str, str, int]] = set()
+    for message in messages:
+        for block in message.content:
+            if type(block) is ToolUseBlock:
+                n = uses[block.id] = uses.get(block.id, 0) + 1
+                if block.id in open_calls:
+                    out.add(("call", block.id, open_calls[block.id]))
+                open_calls[block.id] = n
+            elif type(block) is ToolResultBlock:
+                if block.id in open_calls:
+                    del open_calls[block.id]
+                else:
+                    out.add(("result", block.id, uses.get(block.id, 0)))
+    out.update(("call", cid, n) for cid, n in open_calls.items())
+    return out
+
+
+def _where(messages: Sequence[Message], kind: str, call_id: str) -> tuple[str, str]:
+    for i, message in enumerate(messages):
+        for j, block in enumerate(message.content):
+            if block.type == ("tool_use" if kind == "call" else "tool_result") and getattr(block, "id", None) == call_id:
+                return f"messages[{i}].content[{j}]", message.id
+    return "messages", ""
+
+
+def _pair_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> list[Violation]:
+    """Pairs the proposal broke (those already broken in what was sent, the provider took as they are)."""
+    before, after = _orphans(sent), _orphans(proposed)
+    at = in_progress(proposed)
+    waiting = {b.id for b in proposed[at].content if type(b) is ToolUseBlock} if at is not None else set()
+    out = []
+    for kind, call_id, _n in sorted(after - before):
+        if kind == "call" and call_id in waiting:
+            continue  # the turn in progress: its results are still to come
+        path, mid = _where(proposed, kind, call_id)
+        out.append(Violation("pairs-whole", path, mid, f"a {kind} of id {call_id!r} without its "
+                             + ("result" if kind == "call" else "call")))
+    return out
+
+
+def _follow_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> list[Violation]:
+    """OpenAI Chat: between an assistant message's calls and its last result, only results."""
+    def breaks(messages: Sequence[Message]) -> dict[str, tuple[int, str]]:
+        found: dict[str, tuple[int, str]] = {}
+        for i, message in enumerate(messages):
+            calls = {b.id for b in message.content if type(b) is ToolUseBlock}
+            k = i + 1
+            while calls and k < len(messages):
+                answered = {b.id for b in messages[k].content if type(b) is ToolResultBlock}
+                if not answered:
+                    found.setdefault(messages[k].id, (k, message.id))
+                    break
+                calls -= answered
+                k += 1
+        return found
+
+    known = breaks(sent)
+    return [Violation("results-follow-calls", f"messages[{k}]", mid,
+                      f"a message comes between the calls of {owner!r} and their results")
+            for mid, (k, owner) in breaks(proposed).items() if mid not in known]
+
+
+def _thinking_violations(sent: Sequence[Message], proposed: Sequence[Message], rules: Rules,
+                         policy: ThinkingPolicy) -> list[Violation]:
+    out: list[Violation] = []
+    change = first_change(sent, proposed)
+    sent_blocks = [(m.id, b) for _i, _j, m, b in _thinking_blocks(sent)]
+    sent_index = {(mid, id(b)): k for k, (mid, b) in enumerate(sent_blocks)}
+    progress = in_progress(sent)
+    progress_id = sent[progress].id if progress is not None else None
+    seen_progress = 0
+    expected = 0  # the next of the sent blocks, in order
+    for i, j, message, block in _thinking_blocks(proposed):
+        path = f"messages[{i}].content[{j}]"
+        k = sent_index.get((message.id, id(block)))
+        if k is None:  # not the very block: the same one, equal, in the same message?
+            k = next((n for n in range(expected, len(sent_blocks))
+                      if sent_blocks[n][0] == message.id and sent_blocks[n][1] == block), None)
+        if k is None:
+            out.append(Violation("thinking-unmodified", path, message.id,
+                                 "a thinking block that was not sent back as the API returned it"))
+            continue
+        if message.id == progress_id:
+            seen_progress += 1
+        if rules.preserved_thinking and k != expected:
+            out.append(Violation("preserved-thinking", path, message.id,
+                                 "a thinking block between others was left out or moved"))
+        expected = k + 1
+        if rules.preserved_thinking and i > change:  # its own message's earlier blocks: the identity check above
+            drops = policy is ThinkingPolicy.DROP_BLOCK and message.id != progress_id
+            out.append(Violation("preserved-thinking", path, message.id,
+                                 f"its prefix changed at messages[{change}] after the block was produced"
+                                 + ("; drop_block drops it" if drops else ""), refused=not drops))
+    if rules.thinking_in_progress and progress is not None:
+        wanted = sum(1 for b in sent[progress].content if is_thinking(b))
+        if seen_progress < wanted:
+            out.append(Violation("thinking-in-progress", f"messages[{progress}]", sent[progress].id,
+                                 "the tool loop's latest thinking must go back with its results"))
+    return out
+
+
+def _reasoning_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> list[Violation]:
+    """Responses: a reasoning item followed by what followed it when sent, or another output item."""
+    follower = {sent[i].id: sent[i + 1].id for i in range(len(sent) - 1) if _reasoning_item(sent[i])}
+    out = []
+    for i, message in enumerate(proposed):
+        if not _reasoning_item(message) or (i + 1 == len(proposed) and message.id not in follower):
+            continue
+        nxt = proposed[i + 1] if i + 1 < len(proposed) else None
+        output = nxt is not None and nxt.role == "assistant" and not _reasoning_item(nxt) and (
+            nxt.id == follower.get(message.id) or any(type(b) is ToolUseBlock for b in nxt.content))
+        if not output:
+            out.append(Violation("reasoning-follows", f"messages[{i}]", message.id,
+                                 "a reasoning item without its required following item"))
+    return out
+
+
+def _signature_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> list[Violation]:
+    """Gemini: the current turn's signed calls go back, in their messages as sent."""
+    kept = {m.id: m for m in proposed}
+    out = []
+    start = current_turn(sent)
+    for i, message in enumerate(sent[start:], start):
+        signed = _signed(message)
+        if (signed and message.id not in kept) or (signed and kept[message.id] != message):
+            out.append(Violation("thought-signature", f"messages[{i}]", message.id,
+                                 f"calls {sorted(signed)} of the current turn must go back with their signatures"))
+    return out
+
+
+def check(sent: Sequence[Message], proposed: Sequence[Message], model: str | None = None,
+          policy: ThinkingPolicy | str = DEFAULT_THINKING_POLICY) -> Check:
+    """Every block of `proposed` that the provider of `model` (else the model `sent` names, else `DEFAULT`)
+    would refuse or drop, sent after `sent` — the history as last sent, which the provider accepted: what
+    was broken there already is not the proposal's doing. Public, so a host can check its own edits."""
+    policy = thinking_policy(policy)
+    name, rules = resolve(sent, model)
+    violations = _pair_violations(sent, proposed)
+    if rules.results_follow_calls:
+        violations += _follow_violations(sent, proposed)
+    if rules.thinking_in_progress or rules.preserved_thinking:
+        violations += _thinking_violations(sent, proposed, rules, policy)
+    if rules.reasoning_follows:
+        violations += _reasoning_violations(sent, proposed)
+    if rules.signatures_stay:
+        violations += _signature_violations(sent, proposed)
+    return Check(name, rules, policy, tuple(violations))
+
+
+def with_drop_block(body: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic request body that asks the API to drop thinking blocks whose prefix changed instead of
+    refusing the request (send it with the `anthropic-beta: thinking-binding-controls-2026-08-01` header);
+    a body with thinking switched off, or none, is left as it is."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") == "disabled":
+        return body
+    found = thinking.get("block_binding")
+    binding: dict[str, Any] = found if isinstance(found, dict) else {}
+    return {**body, "thinking": {**thinking, "block_binding": {**binding, **DROP_BLOCK["block_binding"]}}}
