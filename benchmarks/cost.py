@@ -92,6 +92,22 @@ def policies(tools: frozenset[str], trigger: int, profile: str, judge: Any) -> l
             JevCompaction(compactor(), trigger, name="jev, true horizon (diagnostic)", horizon=calls_after)]
 
 
+def billed(loaded: list[list[Any]], labels: list[Any], make: Any, profile: str, prefix: int
+           ) -> tuple[dict[str, Bill], dict[str, list[int]]]:
+    """Each policy's bill over the conversations (`make()`: fresh policies for each), and the later-needed
+    results it let go under labels-v1 and labels-v2-reuse (`labels`: each conversation's `needed_later`)."""
+    totals: dict[str, Bill] = {}
+    lost: dict[str, list[int]] = {}
+    for messages, label in zip(loaded, labels, strict=True):
+        for policy, bill in replay(messages, make(), profile, prefix=prefix).items():
+            totals.setdefault(policy, Bill()).add(bill)
+            counts = lost.setdefault(policy, [0, 0])
+            for key, point in bill.let_go:
+                counts[0] += label.v1(key, point)
+                counts[1] += label.v2(key, point)
+    return totals, lost
+
+
 def adapter_policies(tools: frozenset[str], _trigger: int, profile: str, judge: Any) -> list[Any]:
     """No compaction beside jev at each integration's default trigger."""
     def compactor() -> Compactor:
@@ -144,16 +160,8 @@ def main() -> None:
         profiles = args.claude_code_profiles if name == "claude-code" else args.profiles
         for trigger in triggers:
             for profile in profiles.split(","):
-                totals: dict[str, Bill] = {}
-                lost: dict[str, list[int]] = {}
-                for messages, label in zip(loaded, labels, strict=True):
-                    for policy, bill in replay(messages, make(SETS[name][1], trigger, profile, judge),
-                                               profile, prefix=prefix).items():
-                        totals.setdefault(policy, Bill()).add(bill)
-                        counts = lost.setdefault(policy, [0, 0])
-                        for key, point in bill.let_go:
-                            counts[0] += label.v1(key, point)
-                            counts[1] += label.v2(key, point)
+                totals, lost = billed(loaded, labels, lambda: make(SETS[name][1], trigger, profile, judge),
+                                      profile, prefix)
                 base = totals["no compaction"]
                 for policy, bill in totals.items():
                     refused = ", ".join(f"{why} {n}" for why, n in sorted(bill.refused.items())) or "—"

@@ -27,6 +27,7 @@ from .errors import (
     TranscriptError,
 )
 from .policy import Action, CompactionConfig, Scores
+from .providers import ThinkingPolicy
 from .records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
 from .scope import Archive, Scope
 from .state import estimate_tokens
@@ -51,6 +52,6 @@ __all__ = [
     "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError", "JudgeError",
     "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
     "OtherBlock", "PairRecord", "Plan", "Reason", "Record", "Scope", "Scores", "StateBudgetError", "Status", "TextBlock",
-    "ThinkingBlock", "ToolResultBlock", "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens",
+    "ThinkingBlock", "ThinkingPolicy", "ToolResultBlock", "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens",
     "formats",
 ]

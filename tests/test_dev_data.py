@@ -232,3 +232,80 @@ def test_the_no_compaction_replay_bills_what_the_providers_billed_once_the_prefi
     assert cc_said.replayed_without_prefix / cc_said.billed < 0.65  # the history alone: well under half the bill
     assert cc_said.hour_long_writes > 0.9 and ds_said.hour_long_writes == 0  # Claude Code's cache: anthropic-1h
     assert swe_said.replayed / swe_said.billed < 0.6 and swe_said.read_share < 0.9 < swe_said.replayed_read_share
+
+
+def _independently_accepted(sent: list, proposed: list) -> list[str]:
+    """A preserved-thinking model's rules, checked here without `jev.providers`: no thinking block after the
+    first message that changed; every result after its call (but those the session carried over, which had
+    none when sent), every call answered (but the newest assistant message's); results right after their
+    call's message."""
+    problems = []
+    first = next((i for i, (a, b) in enumerate(zip(sent, proposed, strict=False)) if a != b),
+                 min(len(sent), len(proposed)))
+    for i, message in enumerate(proposed[first + 1:], first + 1):
+        if any(b.type in ("thinking", "redacted_thinking") for b in message.content):
+            problems.append(f"thinking at messages[{i}] after the first change at messages[{first}]")
+    called: set[str] = set()
+    carried = set()
+    for message in sent:
+        for b in message.content:
+            if b.type == "tool_use":
+                called.add(b.id)
+            elif isinstance(b, ToolResultBlock) and b.id not in called:
+                carried.add(b.id)
+    open_calls: dict[str, int] = {}
+    newest = max((i for i, m in enumerate(proposed) if m.role == "assistant"), default=-1)
+    for i, message in enumerate(proposed):
+        for b in message.content:
+            if isinstance(b, ToolResultBlock):
+                if open_calls.pop(b.id, None) is None and b.id not in carried:
+                    problems.append(f"result {b.id!r} at messages[{i}] without its call")
+            elif b.type == "tool_use":
+                open_calls[b.id] = i
+        calls = {b.id for b in message.content if b.type == "tool_use"}
+        if calls and i != newest and i + 1 < len(proposed) and not any(
+                isinstance(b, ToolResultBlock) and b.id in calls for b in proposed[i + 1].content):
+            problems.append(f"messages[{i + 1}] comes between the calls of messages[{i}] and their results")
+    problems += [f"call {c!r} without its result" for c, i in open_calls.items() if i != newest]
+    return problems
+
+
+@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found in {DATA}")
+def test_claude_code_sessions_sent_to_a_preserved_thinking_model_get_plans_it_accepts() -> None:
+    """Issue 61: every session cut at four points, budget mode in ENFORCE with --model claude-fable-5-1 under
+    each thinking policy; every adopted plan passes the independent check above (and `jev.providers.check`),
+    and at least half are adopted under the default policy."""
+    from archive import MemoryStore, Scope, StoreArchive
+    from jev.providers import check
+    tools = frozenset({"Read", "Bash", "Grep", "Glob"})
+    adopted: Counter = Counter()
+    plans = 0
+    for k, (_name, data) in enumerate(_claude_code_sessions()):
+        messages = formats.load(formats.parse(data))
+        for share in (0.25, 0.5, 0.75, 1.0):
+            cut = messages[:max(2, round(len(messages) * share))]
+            plans += 1
+            for policy in ("strip", "drop-block", "append-only", "made for claude-opus-4-6"):
+                config = CompactionConfig(eligible_tools=tools, target_reduction=0.5, model=policy.split()[-1],
+                                          thinking_policy="strip") if policy.startswith("made") else \
+                    CompactionConfig(eligible_tools=tools, target_reduction=0.5, model="claude-fable-5-1",
+                                     thinking_policy=policy)
+                compactor = Compactor(LocalJudge(), config, ExecutionOptions(Mode.ENFORCE, 60.0),
+                                      StoreArchive(MemoryStore()))
+                decision = compactor.plan_sync(cut, scope=Scope("u", "a", f"s{k}"))
+                if decision.reason is not Reason.ARCHIVED_PROPOSAL:
+                    assert decision.status is not Status.ERROR, decision.detail
+                    continue
+                adopted[policy] += 1
+                proposed = list(decision.plan.messages)
+                if policy.startswith("made"):  # the plans made before the providers' rules, sent to Fable 5.1
+                    refused = not check(cut, proposed, "claude-fable-5-1").passes
+                    assert refused == bool(_independently_accepted(cut, proposed)), (k, share)
+                    adopted["refused"] += refused
+                    continue
+                assert check(cut, proposed, "claude-fable-5-1", policy).passes
+                if policy != "drop-block":  # drop-block keeps what the API then drops: the check above says so
+                    assert _independently_accepted(cut, proposed) == [], (k, share, policy)
+    assert adopted["strip"] >= plans / 2 and adopted["drop-block"] >= plans / 2, (adopted, plans)
+    assert adopted["append-only"] < adopted["strip"]  # it holds everything up to the last thinking
+    assert adopted["refused"] >= adopted["made for claude-opus-4-6"] / 2, adopted  # what issue 61 measured
