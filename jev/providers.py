@@ -156,10 +156,28 @@ def model_of(messages: Sequence[Message]) -> str | None:
     for message in reversed(messages):
         if message.role != "assistant" or not message.metadata:
             continue
-        source = message.metadata.get(SOURCE_KEY)
-        for named in (message.metadata.get(MODEL_KEY), source.get("model") if isinstance(source, dict) else None):
-            if isinstance(named, str) and named.strip():
-                return named
+        named = message.metadata.get(MODEL_KEY)
+        if isinstance(named, str) and named.strip():
+            return named
+        named = _named(message.metadata.get(SOURCE_KEY))
+        if named is not None:
+            return named
+    return None
+
+
+def _named(source: Any, depth: int = 0) -> str | None:
+    """The model a converter's kept message names: its `model` (Anthropic and Chat responses), or LangChain's
+    `response_metadata.model_name`, wherever the form nests the message (`item`, `data`)."""
+    if not isinstance(source, dict) or depth > 3:
+        return None
+    for key in ("model", "model_name"):
+        value = source.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    for key in ("item", "data", "response_metadata"):
+        found = _named(source.get(key), depth + 1)
+        if found is not None:
+            return found
     return None
 
 

@@ -262,3 +262,45 @@ def test_real_deepseek_runs_replayed_through_create_agent(tmp_path) -> None:
                 assert outputs[call_id]["shown"][:200] in text
                 restored += 1
     assert adopted_runs >= 1 and restored >= 1
+
+
+class ThinkingModel(ScriptedModel):
+    """A scripted model named as a preserved-thinking Claude that thinks (as ChatAnthropic's `model` and
+    `thinking` fields say); records the settings each call was bound with."""
+
+    model: str = "claude-fable-5-1"
+    thinking: dict | None = None
+    settings: ClassVar[list] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # as ChatAnthropic: the settings bound with the tools
+        kwargs.pop("tool_choice", None)
+        return self.bind(**kwargs)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        type(self).settings.append(kwargs)
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.mark.parametrize("policy, thinking, bound", [
+    ("drop-block", {"type": "adaptive"}, True), ("strip", {"type": "adaptive"}, False),
+    ("drop-block", None, False)])
+def test_drop_block_asks_the_model_to_drop_thinking_an_edit_invalidated(tmp_path, policy, thinking, bound) -> None:
+    script()  # resets what the scripted model saw
+    ThinkingModel.settings = []
+    turns = [AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"call{i}",
+                                        "type": "tool_call"}]) for i in range(3)]
+    model = ThinkingModel(messages=iter([*turns, AIMessage("All read.")]), thinking=thinking)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2,
+                              minimum_reduction=0.05, thinking_policy=policy)
+    compactor = Compactor(ReplayJudge({}, default=0.01), config, ExecutionOptions(Mode.ENFORCE, 5.0),
+                          FileArchive(tmp_path))
+    middleware = JevCompactionMiddleware(compactor, trigger=("messages", 6), scope=SCOPE)
+    create_agent(model, tools=[read_file], middleware=[middleware]).invoke(
+        {"messages": [{"role": "user", "content": "Read the three files."}]})
+    assert len(ThinkingModel.settings) == 4
+    for kwargs in ThinkingModel.settings:
+        if bound:
+            assert kwargs["thinking"] == {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+            assert kwargs["extra_headers"] == {"anthropic-beta": "thinking-binding-controls-2026-08-01"}
+        else:
+            assert "thinking" not in kwargs and "extra_headers" not in kwargs

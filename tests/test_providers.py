@@ -83,6 +83,10 @@ def test_the_history_names_its_model_and_the_host_overrides_it() -> None:
     assert model_of(formats.load(body, "anthropic-request")) == "claude-sonnet-5-5"
     assert check(messages, messages).model == FABLE
     assert check(messages, messages, model=OPUS_46).model == OPUS_46
+    from langchain_core.messages import AIMessage, HumanMessage
+    chat = [HumanMessage("hi"), AIMessage("hello", response_metadata={"model_name": "claude-sonnet-5-5"})]
+    assert model_of(formats.load(chat, "langchain")) == "claude-sonnet-5-5"
+    assert model_of(formats.load([{"role": "user", "content": "hi"}], "openai-chat")) is None
 
 
 # --- Anthropic: preserved thinking, and every thinking model ----------------------------------------------

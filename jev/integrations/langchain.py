@@ -3,9 +3,10 @@
 SHADOW runs in `wrap_model_call` (the model gets the request unchanged; a record is written). ENFORCE
 runs in `before_model` and persists through the graph state — `RemoveMessage(REMOVE_ALL_MESSAGES)` plus
 the compacted list — only on DECIDED and only if the state's messages are still what was judged.
-OFF does nothing. The trigger is the host's: a message count or a token count. With `target_tokens=N`
-the plan runs in budget mode, sized to bring the history under N tokens as `token_counter` (LangChain's
-approximate counter by default) counts them. The middleware keeps its last `keep_decisions` decisions
+OFF does nothing. Under the drop-block thinking policy, ENFORCE also asks a preserved-thinking model to drop
+thinking whose prefix changed rather than refuse the request (`_drop_block`). The trigger is the host's: a
+message count or a token count. With `target_tokens=N` the plan runs in budget mode, sized to bring the
+history under N tokens as `token_counter` (LangChain's approximate counter by default) counts them. The middleware keeps its last `keep_decisions` decisions
 (`last_decision`, `recent_decisions`), never every plan it made.
 """
 
@@ -24,6 +25,7 @@ from ..archived_pair import DESCRIPTION, NAME
 from ..compactor import Compactor
 from ..decision import Decision, Mode
 from ..history import fingerprint
+from ..providers import DROP_BLOCK_BETA, ThinkingPolicy, rules_for, with_drop_block
 from ..scope import Scope
 from ..transcript import Message
 from .core import Adapter, HostCompaction, check_trigger, counted_as
@@ -57,6 +59,7 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
     # --- SHADOW: a per-call look, state untouched ---------------------------------------------------
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        request = self._drop_block(request)
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
             judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
             if judged is not None:
@@ -66,6 +69,7 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         return handler(request)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        request = self._drop_block(request)
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
             judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
             if judged is not None:
@@ -73,6 +77,27 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
                     judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
             self.host.planned(self._count(request.messages))
         return await handler(request)
+
+    def _drop_block(self, request: Any) -> Any:
+        """The model request as the drop-block thinking policy needs it in ENFORCE: for a preserved-thinking
+        model (the config's, else the chat model's own `model` name) that thinks, `thinking.block_binding` set to
+        drop blocks whose prefix changed and the beta header sent, so an edited history is never refused. Any
+        other request is passed as it is."""
+        config = self.compactor.config
+        if self.compactor.options.mode is not Mode.ENFORCE or config.thinking_policy is not ThinkingPolicy.DROP_BLOCK:
+            return request
+        model = config.model or getattr(request.model, "model", None) or getattr(request.model, "model_name", None)
+        if not rules_for(model if isinstance(model, str) else None).preserved_thinking:
+            return request
+        settings = dict(request.model_settings or {})
+        thinking = settings.get("thinking", getattr(request.model, "thinking", None))
+        bound = with_drop_block({"thinking": thinking})
+        if bound["thinking"] is thinking:  # no thinking asked for: nothing is bound
+            return request
+        headers = dict(settings.get("extra_headers") or {})
+        betas = [b for b in str(headers.get("anthropic-beta", "")).split(",") if b.strip()]
+        headers["anthropic-beta"] = ",".join(betas if DROP_BLOCK_BETA in betas else [*betas, DROP_BLOCK_BETA])
+        return request.override(model_settings={**settings, "thinking": bound["thinking"], "extra_headers": headers})
 
     # --- ENFORCE: persisted through the graph state -------------------------------------------------
 
