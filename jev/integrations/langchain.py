@@ -6,8 +6,9 @@ the compacted list — only on DECIDED and only if the state's messages are stil
 OFF does nothing. Under the drop-block thinking policy, ENFORCE also asks a preserved-thinking model to drop
 thinking whose prefix changed rather than refuse the request (`_drop_block`). The trigger is the host's: a
 message count or a token count. With `target_tokens=N` the plan runs in budget mode, sized to bring the
-history under N tokens as `token_counter` (LangChain's approximate counter by default) counts them. The middleware keeps its last `keep_decisions` decisions
-(`last_decision`, `recent_decisions`), never every plan it made.
+history under N tokens as `token_counter` (LangChain's approximate counter by default) counts them. The
+middleware keeps its last `keep_decisions` decisions (`last_decision`, `recent_decisions`), never every plan
+it made.
 """
 
 from __future__ import annotations
