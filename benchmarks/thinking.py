@@ -120,7 +120,7 @@ def bills(loaded: list[list[Any]], usage: list[Any], triggers: list[int], profil
                 rows.append(f"| {trigger // 1000} k | {profile} | {policy} | "
                             f"{(bill.sent - prefix * bill.calls) / (base.sent - prefix * base.calls):.3f} | "
                             f"**{(bill.billed - bill.prefix) / (base.billed - base.prefix):.3f}** | "
-                            f"{bill.billed / base.billed:.3f} | {bill.adopted} | {refused} | "
+                            f"{bill.billed / base.billed:.3f} | {bill.adopted} | {bill.thinking_stripped} | {refused} | "
                             f"{v1 / max(1, needed[0]):.1%} | {v2 / max(1, needed[1]):.1%} |")
     return rows
 
@@ -146,9 +146,9 @@ def main() -> None:
              "|---|---|---|---|---|---|---|---|",
              *acceptance(loaded, args.model, judge), "",
              "## 2. The bill and the needed results let go, per thinking policy", "",
-             "| trigger | pricing | policy | sent × | billed × | billed × with the prefix | adopted | refused | "
-             "needed let go (v1) | needed let go (v2) |",
-             "|---|---|---|---|---|---|---|---|---|---|",
+             "| trigger | pricing | policy | sent × | billed × | billed × with the prefix | adopted | thinking stripped | "
+             "refused | needed let go (v1) | needed let go (v2) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|",
              *bills(loaded, usage, list(map(int, args.triggers.split(","))), args.profiles.split(","), args.model,
                     judge), ""]
     Path(args.out).write_text("\n".join(lines))

@@ -73,6 +73,7 @@ class Bill:
     over_target: int = 0  # events that ended over the target with the plan's reason (detail or refusal)
     unexplained: int = 0  # events that ended over the target and the plan gave no reason (never, if it works)
     let_go: list[tuple[str, int]] = field(default_factory=list)  # (pair key, decision point) per result let go
+    thinking_stripped: int = 0  # thinking blocks adopted plans removed for a preserved-thinking model
 
     def add(self, other: Bill) -> None:
         self.calls += other.calls
@@ -86,6 +87,7 @@ class Bill:
         self.events += other.events
         self.over_target += other.over_target
         self.unexplained += other.unexplained
+        self.thinking_stripped += other.thinking_stripped
         for why, n in other.refused.items():
             self.refused[why] = self.refused.get(why, 0) + n
 
@@ -247,6 +249,7 @@ class JevCompaction(Policy):
         self.bill.events += 1
         if decision.status is Status.DECIDED and decision.plan is not None:
             self.bill.adopted += 1
+            self.bill.thinking_stripped += decision.plan.thinking_stripped
             before = {(m.id, b.id) for m in live for b in m.content if isinstance(b, ToolResultBlock)}
             kept = {(m.id, b.id): b for m in decision.plan.messages for b in m.content if isinstance(b, ToolResultBlock)}
             for m in live:

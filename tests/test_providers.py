@@ -367,3 +367,20 @@ def test_a_config_names_a_bad_thinking_policy() -> None:
         CompactionConfig(thinking_policy="keep")
     with pytest.raises(ConfigError, match="model"):
         CompactionConfig(model="  ")
+
+
+def test_jev_cost_counts_the_thinking_a_policy_strips(tmp_path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "s.json").write_text(json.dumps(formats.dump(long_thinking_loop(18), "anthropic")))
+    stripped = {}
+    for policy in ("strip", "drop-block"):
+        ran = cli(["cost", str(folder), "--trigger-tokens", "4000", "--target-tokens", "2000", "--eligible-tools", "read",
+                   "--model", FABLE, "--thinking-policy", policy, "--no-labels", "-q"], text=True)
+        assert ran.returncode == 0, ran.stderr
+        rows = json.loads(ran.stdout)["policies"]
+        jev_row = next(row for name, row in rows.items() if name.startswith("jev"))
+        assert jev_row["compactions_adopted"] > 0 and rows["no compaction"]["thinking_stripped"] == 0
+        stripped[policy] = (jev_row["thinking_stripped"], jev_row["tokens_sent"])
+    assert stripped["strip"][0] > 0 and stripped["drop-block"][0] == 0
+    assert stripped["strip"][1] < stripped["drop-block"][1]  # what it strips is not sent (nor billed)

@@ -217,7 +217,8 @@ def _report(totals: dict[str, Bill], done: _Replays, args: argparse.Namespace, p
         row = {"calls": bill.calls, "tokens_sent": bill.sent, "sent_ratio": bill.sent / base.sent if base.sent else None,
                "billed_input": round(bill.billed), "billed_ratio": bill.billed / base.billed if base.billed else None,
                "cache_read_share": round(bill.read_share, 4), "compactions_adopted": bill.adopted,
-               "compactions_refused": bill.refused, "largest_request": bill.largest}
+               "compactions_refused": bill.refused, "largest_request": bill.largest,
+               "thinking_stripped": bill.thinking_stripped}
         if window is not None:
             row["requests_over_window"] = bill.over_window
         if target is not None and name == planned:  # its trigger events, and those that ended over the target
