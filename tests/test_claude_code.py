@@ -423,3 +423,63 @@ def test_replay_label_and_calibrate_take_each_stretch_as_a_conversation_of_one_s
     assert parse_conversation_id("s#stretch-2") == ("s", 2) and parse_conversation_id("s") == ("s", None)
     for whole in ("s#stretch-0", "#stretch-1", "s#stretch-x", "s#stretch-\u00b2"):  # no stretch: the id is the session's own
         assert parse_conversation_id(whole) == (whole, None)
+
+
+def _dev_session() -> bytes:
+    """One real dev Claude Code session (the first with a tool pair), as it lies on disk."""
+    import tarfile
+    data_file = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude-code-sessions-dev.tar.xz"
+    if not data_file.exists():
+        pytest.skip(f"dev Claude Code sessions not found at {data_file}")
+    with tarfile.open(data_file, "r|*") as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".jsonl"):
+                data = tar.extractfile(member).read()
+                if b'"tool_use"' in data:
+                    return data
+    raise AssertionError("no dev session with a tool call")
+
+
+def test_glued_entries_read_as_the_entries_they_are() -> None:
+    """Issue 62: 12 of 552 real files held two entries on one line (`…}{"type":"summary"…`)."""
+    data = _dev_session()
+    lines = data.splitlines()
+    glued = b"\n".join([*lines[:3], lines[3] + lines[4], *lines[5:]])
+    assert formats.parse(glued) == formats.parse(data)
+    with pytest.raises(FormatError, match="line 4"):  # a line of no JSON at all is still refused, by line
+        formats.parse(b"\n".join([*lines[:3], b"{not json", *lines[4:]]))
+
+
+def test_a_session_still_being_written_is_read_without_its_cut_last_line(tmp_path: Path) -> None:
+    """Issue 62: a truncated last line refused the whole session (46 of 46 damaged copies)."""
+    data = _dev_session()
+    cut = data.rstrip(b"\n")[:-40]
+    parsed = formats.parse(cut)
+    assert parsed == formats.parse(data)[:-1] and "the last line" in parsed.left_out
+    assert formats.load(parsed)  # plans as it stands
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(cut)
+    for command in (["inspect", str(path)], ["compact", str(path), "--eligible-tools", "Read"]):
+        ran = cli(command, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert "cut short" in ran.stderr and "cut short" in json.loads(ran.stdout)["left_out"]
+    middle = data.splitlines()
+    middle[2] = middle[2][:-10]
+    with pytest.raises(FormatError, match="line 3"):  # a cut line anywhere else is damage: refused
+        formats.parse(b"\n".join(middle))
+
+
+def test_a_tool_with_an_empty_name_is_an_ordinary_tool_never_eligible(tmp_path: Path) -> None:
+    """Issue 62: `jev inspect` ended in a ConfigError traceback on 9 real files."""
+    entries = session()
+    for e in entries:
+        content = e.get("message", {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_use":
+                block["name"] = ""
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in entries))
+    ran = cli(["inspect", str(path)], text=True)
+    assert ran.returncode == 0, ran.stderr
+    facts = json.loads(ran.stdout)
+    assert facts["tools"][""]["judgeable"] == 0 and "" not in facts["could_be_eligible"]

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from ..decision import Status
 from ..errors import ConfigError, FormatError
-from ..formats import detect, load, parse
+from ..formats import Lines, detect, load, parse
 from ..scope import Scope
 from .errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 
@@ -63,12 +63,12 @@ def read_transcript(source: str, format: str) -> tuple[list[Any], str, str | Non
 
 
 def _left_out(data: Any, form: str) -> str | None:
-    """What the Claude Code reader leaves out of a session: what came before Claude Code's last compaction of
-    it, and branches the user rewound away from."""
+    """What reading left out of a session: a last line cut short (`jev.formats.Lines`); for Claude Code, what
+    came before its last compaction of the session, and branches the user rewound away from."""
+    said = [data.left_out] if isinstance(data, Lines) and data.left_out else []
     if form != "claude-code":
-        return None
+        return "; ".join(said) or None
     from ..formats.claude_code import compactions, rewound
-    said = []
     if lines := compactions(data):
         times = "once" if len(lines) == 1 else f"{len(lines)} times"
         said.append(f"Claude Code compacted this session {times}: read from its last compaction (line {lines[-1]}) "

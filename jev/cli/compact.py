@@ -208,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
               + (f" (its snapshot {decision.plan.archive_reference} is an orphan)" if decision.plan
                  and decision.plan.archive_reference else ""), file=sys.stderr)
         return EXIT_ERROR
+    if left_out:
+        result["left_out"] = left_out
     if args.show:
         result["table"] = [v.as_dict() for v in decision.plan.pairs_table()] if decision.plan else []
     write_json(result, args.out)

@@ -38,7 +38,8 @@ def facts(messages: list[Any], form: str) -> dict[str, Any]:
     except JevError as exc:
         raise UsageError(f"INPUT: {exc}") from None
     tools = sorted({p.tool for p in transcript.pairs})
-    judged = candidates(transcript, CompactionConfig(eligible_tools=frozenset(tools)))
+    # a tool with a blank name is an ordinary tool that no config can name: never eligible
+    judged = candidates(transcript, CompactionConfig(eligible_tools=frozenset(t for t in tools if t.strip())))
     per_tool: dict[str, dict[str, Any]] = {}
     for tool in tools:
         sizes = [p.result_chars for p in transcript.pairs if p.tool == tool]
@@ -88,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     out = console(args.quiet)
     messages, form, left_out = read_transcript(args.input, args.format)
     result = facts(messages, form)
+    if left_out:
+        result["left_out"] = left_out
     write_json(result, args.out)
     if not args.quiet:  # the table goes to stderr, beside the JSON on stdout
         from rich.table import Table

@@ -83,9 +83,18 @@ def _anthropic_block(kind: Any) -> bool:
                                       or kind.endswith(("_tool_use", "_tool_result")))
 
 
+class Lines(list):  # type: ignore[type-arg]
+    """JSON Lines as `parse` read them: a list of the values, with what it left out in words (`left_out`:
+    a last line cut short, as a session still being written ends), else None."""
+
+    left_out: str | None = None
+
+
 def parse(data: bytes | str) -> Any:
-    """Parsed JSON, or JSON Lines (one value per non-blank line, as many agents write sessions) as a list;
-    a `FormatError` names the first line that is neither."""
+    """Parsed JSON, or JSON Lines (one value per non-blank line, as many agents write sessions) as a list
+    (`Lines`). As sessions lie on disk: a line holding several values written without a newline between
+    (`…}{"type":"summary"…`) reads as those values, and a last line cut short (a session still being
+    written) is left out, `Lines.left_out` saying so. Any other bad line is a `FormatError` naming it."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -93,14 +102,45 @@ def parse(data: bytes | str) -> Any:
     lines = [line for line in (data.splitlines() if isinstance(data, (bytes, str)) else []) if line.strip()]
     if len(lines) < 2:
         raise FormatError(f"not valid JSON: {whole}") from None
-    out = []
+    out = Lines()
     for n, line in enumerate(lines, 1):
         try:
             out.append(orjson.loads(line))
+            continue
         except orjson.JSONDecodeError as exc:
-            raise FormatError(f"neither JSON nor JSON Lines: line {n} of the non-blank lines: {exc} "
+            bad = exc
+        glued = _glued(line)
+        if glued is not None:
+            out.extend(glued)
+        elif n == len(lines) and n > 1:
+            out.left_out = (f"the last line ({len(line):,} bytes) is cut short, as a session still being written "
+                            f"ends ({bad}): left out")
+        else:
+            raise FormatError(f"neither JSON nor JSON Lines: line {n} of the non-blank lines: {bad} "
                               f"(as one JSON document: {whole})") from None
     return out
+
+
+def _glued(line: bytes | str) -> list[Any] | None:
+    """The values of a line that holds several JSON objects written one after another with no newline between
+    (`{…}{…}`), or None when it is not exactly that."""
+    import json
+
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    decoder, values, at = json.JSONDecoder(), [], 0
+    text = text.strip()
+    while at < len(text):
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        values.append(value)
+        at = end
+        while at < len(text) and text[at] in " \t":
+            at += 1
+    return values if len(values) > 1 else None
 
 
 TRANSCRIPT_SUFFIXES = (".traj.json", ".json", ".jsonl")  # what a transcript file's name ends with
