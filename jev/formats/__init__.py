@@ -83,7 +83,7 @@ def _anthropic_block(kind: Any) -> bool:
                                       or kind.endswith(("_tool_use", "_tool_result")))
 
 
-class Lines(list):  # type: ignore[type-arg]
+class Lines(list):
     """JSON Lines as `parse` read them: a list of the values, with what it left out in words (`left_out`:
     a last line cut short, as a session still being written ends), else None."""
 
