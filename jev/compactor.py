@@ -50,8 +50,9 @@ from .providers import ThinkingPolicy, check, resolve, strip_thinking
 from .records import build_record, deliver, pair_records, recommendation, session_of
 from .scope import Archive, Scope
 from .state import cut
-from .token_target import MAX_REDUCTION, excess_chars, share, tokens_left
+from .token_target import MAX_REDUCTION, called, excess_chars, share, tokens_left, whole_tokens
 from .transcript import Message
+from .validate import require_integer
 from .windows import JudgeCall, plan_requests
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
@@ -284,6 +285,8 @@ class Compactor:
         the way it counted `tokens` (returning the count, or an awaitable of it), counts the history a plan
         leaves (else it is estimated: `jev.token_target.tokens_left`); a plan still over the target asks for
         more."""
+        tokens = whole_tokens(tokens, "tokens")
+        require_integer("target_tokens", target_tokens, 0, optional=True)
         if target_tokens is None or tokens <= target_tokens:
             return self
         try:
@@ -504,9 +507,17 @@ class Compactor:
         estimated (`jev.token_target.tokens_left`: the messages the plan changed and made measured, the
         rest as the host counted them)."""
         assert self._host is not None
-        if self._count is not None:
-            counted = self._count(compacted)
-            return await counted if inspect.isawaitable(counted) else counted
+        count = self._count
+        if count is not None:
+            # a sync counter runs beside the loop, so the plan's budget holds whatever it does
+            value = called(count, compacted, "count") if inspect.iscoroutinefunction(count) else \
+                await asyncio.to_thread(called, count, compacted, "count")
+            if inspect.isawaitable(value):
+                try:
+                    value = await value
+                except Exception as exc:
+                    raise ConfigError(f"count failed ({type(exc).__name__}: {exc})") from exc
+            return whole_tokens(value, "count's answer")
         return tokens_left(self._host[0], sum(tokens.of_history()), transcript.messages, compacted,
                            self._made_tokens)
 

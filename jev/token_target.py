@@ -13,15 +13,42 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .analysis import Transcript, analyze
 from .cost import HistoryTokens, sampled_tokens, tokens_each
-from .errors import JevError
+from .errors import ConfigError, JevError, shown
 from .policy import CompactionConfig, candidates
 from .transcript import Message
 from .validate import require_integer
 
 MAX_REDUCTION = 0.99  # target_reduction must stay below 1: the rest is for the head of a truncation
+
+
+def whole_tokens(value: object, name: str) -> int:
+    """A count of tokens a host gave (`name` says whose): a whole number >= 0 — an int, or a float with no
+    fraction — else `ConfigError` naming it and what it was."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and value >= 0:
+        return int(value)
+    raise ConfigError(f"{name} must be a whole number of tokens >= 0 (got {shown(value)})")
+
+
+def called(counter: Callable[[Any], Any], history: Any, name: str = "token_counter") -> Any:
+    """What a host's token counter returns for `history`, as it is (a count, or an awaitable of one); a
+    counter that raises is a `ConfigError` naming it, never its own exception in the library's place."""
+    try:
+        return counter(history)
+    except JevError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"{name} failed ({type(exc).__name__}: {exc})") from exc
+
+
+def counted(counter: Callable[[Any], Any], history: Any, name: str = "token_counter") -> int:
+    """What a host's sync token counter says of `history`, checked (`called`, `whole_tokens`)."""
+    return whole_tokens(called(counter, history, name), f"{name}'s answer")
 
 
 def check_target_tokens(value: object) -> int | None:

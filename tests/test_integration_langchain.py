@@ -304,3 +304,20 @@ def test_drop_block_asks_the_model_to_drop_thinking_an_edit_invalidated(tmp_path
             assert kwargs["extra_headers"] == {"anthropic-beta": "thinking-binding-controls-2026-08-01"}
         else:
             assert "thinking" not in kwargs and "extra_headers" not in kwargs
+
+
+@pytest.mark.parametrize("mode", [Mode.SHADOW, Mode.ENFORCE])
+@pytest.mark.parametrize("trigger, target", [(("tokens", 10), None), (("messages", 6), 100)])
+def test_a_counter_that_answers_none_never_fails_the_agent_step(tmp_path, mode, trigger, target) -> None:
+    """Issue 62: a token counter returning None made `before_model` raise, so the agent step failed."""
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2)
+    compactor = Compactor(ReplayJudge({}, default=0.01), config, ExecutionOptions(mode, 5.0), FileArchive(tmp_path))
+    middleware = JevCompactionMiddleware(compactor, trigger=trigger, scope=SCOPE, target_tokens=target,
+                                         token_counter=lambda messages: None, keep_decisions=20)
+    state = create_agent(script(), tools=[read_file], middleware=[middleware]).invoke(
+        {"messages": [{"role": "user", "content": "Read the three files."}]})
+    assert state["messages"][-1].content == "All read."  # the run went on, history as it was
+    assert sum(isinstance(m, ToolMessage) for m in state["messages"]) == 3
+    errors = [d for d in middleware.recent_decisions if d.status.value == "ERROR"]
+    assert errors and all(d.error_kind == "ConfigError" and "token_counter's answer must be a whole number" in d.detail
+                          for d in errors)

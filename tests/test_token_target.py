@@ -269,3 +269,45 @@ def test_a_token_target_plan_counts_what_it_leaves_with_the_hosts_counter() -> N
             assert left > target and f"the plan leaves {left:,} tokens as the host counts them, over the target of " \
                 f"{target:,}; " in decision.detail
     assert len(counted) > 3  # the plans counted with it: the history, then each plan's choice
+
+
+def _raises(_messages):
+    raise RuntimeError("tokenizer not loaded")
+
+
+@pytest.mark.parametrize("counter, shown", [
+    (_raises, "count failed (RuntimeError: tokenizer not loaded)"), (lambda _m: None, "(got None)"),
+    (lambda _m: float("nan"), "(got nan)"), (lambda _m: float("inf"), "(got inf)"), (lambda _m: "120", "(got '120')"),
+    (lambda _m: -5, "(got -5)"), (lambda _m: 0.5, "(got 0.5)")])
+def test_a_hosts_counter_is_checked_and_its_failure_named(counter, shown) -> None:
+    """Issue 62: a counter that raised or said None, NaN, inf or a string ended as INTERNAL_ERROR with a foreign
+    error kind; one that said -5 or 0.5 was taken, and the plan said `target_met`."""
+    messages = sized_history([4_000, 6_000, 2_000])
+    tokens = sum(size(m) for m in messages) // 4
+    compactor = Compactor(ReplayJudge({}, default=0.01), CONFIG, ExecutionOptions(Mode.SHADOW, 5.0))
+    decision = compactor.for_tokens(messages, tokens, tokens // 2, count=counter).plan_sync(messages)
+    assert (decision.status.value, decision.reason.value, decision.error_kind) == \
+        ("ERROR", "CALL_OR_RESPONSE_ERROR", "ConfigError")
+    assert shown in decision.detail and "count" in decision.detail
+    ok = compactor.for_tokens(messages, tokens, tokens // 2, count=lambda m: float(sum(size(x) for x in m) // 4))
+    assert ok.plan_sync(messages).status is Status.DECIDED  # a whole float is a count
+
+
+def test_a_slow_sync_counter_cannot_push_a_plan_past_its_budget() -> None:
+    import time
+    messages = sized_history([4_000, 6_000, 2_000])
+    tokens = sum(size(m) for m in messages) // 4
+    compactor = Compactor(ReplayJudge({}, default=0.01), CONFIG, ExecutionOptions(Mode.SHADOW, 0.5))
+    started = time.monotonic()
+    decision = compactor.for_tokens(messages, tokens, tokens // 2,
+                                    count=lambda m: (time.sleep(2), 10)[1]).plan_sync(messages)
+    assert decision.reason.value == "TIMEOUT" and time.monotonic() - started < 1.5
+
+
+@pytest.mark.parametrize("tokens, target, words", [
+    (float("nan"), 5_000, "tokens must be a whole number"), (-1, 5_000, "tokens must be a whole number"),
+    (10_000, 2.5, "target_tokens must be an integer"), ("10000", 5_000, "tokens must be a whole number")])
+def test_for_tokens_names_a_bad_count_or_target(tokens, target, words) -> None:
+    messages = sized_history([4_000])
+    with pytest.raises(ConfigError, match=words):
+        Compactor(ReplayJudge({}), CONFIG).for_tokens(messages, tokens, target)

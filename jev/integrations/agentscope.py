@@ -67,19 +67,31 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
 
         return FunctionTool(restore_archived_result, is_read_only=True)
 
-    async def _count(self, agent: Any, context: list[Msg]) -> int:
+    async def _count(self, agent: Any, context: list[Msg]) -> int | None:
         """The context in the trigger's unit: tokens as the agent's own model counts them (as AgentScope
-        counts its context for its own compression), messages, or tool results."""
+        counts its context for its own compression; None when that failed: an ERROR kept), messages, or
+        tool results."""
         kind = self.trigger[0]
         if kind == "tokens":
-            return int(await agent.model.count_tokens(context, None))
+            return await self._tokens(agent, context)
         return len(context) if kind == "messages" else sum(
             1 for m in context for b in m.content if getattr(b, "type", "") == "tool_result")
+
+    async def _tokens(self, agent: Any, context: list[Msg]) -> int | None:
+        """The agent's model's token count of `context`, checked; None when it failed (an ERROR kept)."""
+        try:
+            counted = await agent.model.count_tokens(context, None)
+        except Exception as exc:
+            self.host.failed(ConfigError(f"the model's count_tokens failed ({type(exc).__name__}: {exc})"),
+                             "could not count the context (the model's count_tokens failed), so it was left as it is")
+            return None
+        return self.host.count(lambda _context: counted, context, "the model's count_tokens")
 
     async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
         mode = self.compactor.options.mode
         context = agent.state.context
-        if mode is Mode.OFF or not self.host.due(await self._count(agent, context)):
+        count = await self._count(agent, context) if mode is not Mode.OFF else None
+        if count is None or not self.host.due(count):
             await next_handler()
             return
         judged = _dicts(context)
@@ -89,11 +101,14 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
             self.host.planned(await self._count(agent, context))
             await next_handler()
             return
-        compactor = self.compactor
+        compactor: Compactor | None = self.compactor
         if self.host.target_tokens is not None:  # counted by the agent's model, as AgentScope counts its context
-            tokens = await agent.model.count_tokens(context, None)
-            compactor = self.host.sized(messages, lambda: tokens, counted_as(
+            tokens = await self._tokens(agent, context)
+            compactor = None if tokens is None else self.host.sized(messages, lambda: tokens, counted_as(
                 lambda dicts: agent.model.count_tokens([Msg.model_validate(d) for d in dicts], None), FORMAT))
+        if compactor is None:  # the count failed: an ERROR decision kept, AgentScope's own compression goes on
+            await next_handler()
+            return
         decision = self.host.keep(await compactor.plan(messages, scope=scope,
                                                        context={"session_id": agent.state.session_id},
                                                        horizon=self.host.horizon_for(agent)))

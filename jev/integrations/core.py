@@ -30,7 +30,7 @@ from ..compactor import Compactor
 from ..decision import Decision, Mode, Reason, Status
 from ..errors import ConfigError, JevError
 from ..scope import Scope
-from ..token_target import check_target_tokens
+from ..token_target import check_target_tokens, counted
 from ..transcript import Message
 from ..validate import require_integer
 
@@ -81,10 +81,27 @@ class HostCompaction:
         """Whether a history whose count (in the trigger's unit) is `count` should be planned now."""
         return count >= self.next_at
 
-    def planned(self, count_now: int) -> None:
+    def planned(self, count_now: int | None) -> None:
         """After a plan: the next waits for the next multiple of the trigger above `count_now`, what the
-        history holds now (compacted when adopted)."""
-        self.next_at = max(self.trigger, (count_now // self.trigger + 1) * self.trigger)
+        history holds now (compacted when adopted); None (the host's counter failed) leaves it where it is."""
+        if count_now is not None:
+            self.next_at = max(self.trigger, (count_now // self.trigger + 1) * self.trigger)
+
+    def count(self, counter: Callable[[Any], Any], history: Any, name: str = "token_counter") -> int | None:
+        """What the host's token counter says of `history`, checked (a whole number >= 0), or None when it
+        raised or said something else: then an ERROR decision naming it is kept and logged, and the host's
+        step goes on with its history as it is."""
+        try:
+            return counted(counter, history, name)
+        except ConfigError as exc:
+            self.failed(exc, "could not count the host's history (its token counter failed), so it was left as it is")
+            return None
+
+    def failed(self, exc: JevError, what: str) -> None:
+        """Keep (and log) the ERROR decision of a host's input the library could not use."""
+        _log.warning("jev %s: %s", what, exc)
+        self.keep(Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=f"{what}: {exc}",
+                           error_kind=type(exc).__name__))
 
     def horizon_for(self, host: Any) -> int | None:
         """The later model calls the host expects: the number given, or what the given callable makes of
@@ -112,15 +129,16 @@ class HostCompaction:
         """The scope of this plan: the one given, or what the given callable makes of the host's object."""
         return self.scope(host) if callable(self.scope) else self.scope
 
-    def sized(self, messages: Sequence[Message], count_tokens: Callable[[], int],
-              count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None) -> Compactor:
+    def sized(self, messages: Sequence[Message], count_tokens: Callable[[], Any],
+              count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None) -> Compactor | None:
         """The compactor for this plan: in budget mode toward `target_tokens` when one is set, the history
         counted (only then) by the host's own counter; `count` counts a list of jev messages as the host
         would, or gives an awaitable of it (the history a plan leaves is checked against the target with it;
-        else estimated)."""
+        else estimated). None when the host's counter failed (`count`'s ERROR decision is kept): no plan."""
         if self.target_tokens is None:
             return self.compactor
-        return self.compactor.for_tokens(messages, count_tokens(), self.target_tokens, count)
+        tokens = self.count(lambda _history: count_tokens(), None)
+        return None if tokens is None else self.compactor.for_tokens(messages, tokens, self.target_tokens, count)
 
     def read(self, load: Callable[[], list[Message]]) -> list[Message] | None:
         """The host's history as jev messages (`load()`), or None when the library cannot read it: then an
@@ -129,10 +147,7 @@ class HostCompaction:
         try:
             return load()
         except JevError as exc:
-            _log.warning("jev could not read the host's history, left as it is: %s", exc)
-            self.keep(Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR,
-                               detail=f"the host's history could not be read, so it was left as it is: {exc}",
-                               error_kind=type(exc).__name__))
+            self.failed(exc, "could not read the host's history, so it was left as it is")
             return None
 
     def keep(self, decision: Decision) -> Decision:

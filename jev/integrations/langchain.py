@@ -46,15 +46,18 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         self.compactor = compactor
         self.token_counter = token_counter
 
-    def _count(self, messages: list[Any]) -> int:
+    def _count(self, messages: list[Any]) -> int | None:
+        """The history in the trigger's unit; None when the host's token counter failed (an ERROR kept)."""
         kind, _ = self.trigger
-        return len(messages) if kind == "messages" else self.token_counter(messages)
+        return len(messages) if kind == "messages" else self.host.count(self.token_counter, messages)
 
     def _fires(self, messages: list[Any]) -> bool:
-        return self.host.due(self._count(messages))
+        count = self._count(messages)
+        return count is not None and self.host.due(count)
 
-    def _sized(self, live: list[Any], judged: list[Any]) -> Compactor:
-        """The compactor for this plan: in budget mode toward `target_tokens` when one is set."""
+    def _sized(self, live: list[Any], judged: list[Any]) -> Compactor | None:
+        """The compactor for this plan: in budget mode toward `target_tokens` when one is set (None: the host's
+        counter failed; no plan)."""
         return self.host.sized(judged, lambda: self.token_counter(live), counted_as(self.token_counter, "langchain"))
 
     # --- SHADOW: a per-call look, state untouched ---------------------------------------------------
@@ -63,8 +66,9 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         request = self._drop_block(request)
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
             judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
-            if judged is not None:
-                self.host.keep(self._sized(request.messages, judged).plan_sync(
+            compactor = self._sized(request.messages, judged) if judged is not None else None
+            if compactor is not None and judged is not None:
+                self.host.keep(compactor.plan_sync(
                     judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
             self.host.planned(self._count(request.messages))
         return handler(request)
@@ -73,8 +77,9 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         request = self._drop_block(request)
         if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
             judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
-            if judged is not None:
-                self.host.keep(await self._sized(request.messages, judged).plan(
+            compactor = self._sized(request.messages, judged) if judged is not None else None
+            if compactor is not None and judged is not None:
+                self.host.keep(await compactor.plan(
                     judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
             self.host.planned(self._count(request.messages))
         return await handler(request)
@@ -126,10 +131,11 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         if self.compactor.options.mode is not Mode.ENFORCE or not self._fires(live):
             return None
         judged = self.host.read(lambda: formats.load(live, "langchain"))
-        if judged is None:
+        compactor = self._sized(live, judged) if judged is not None else None
+        if compactor is None or judged is None:
             self.host.planned(self._count(live))
             return None
-        return self._sized(live, judged), live, judged, self.host.scope_for(runtime)
+        return compactor, live, judged, self.host.scope_for(runtime)
 
     def _commit(self, decision: Decision, live: list[Any], before: bytes, scope: Scope | None) -> dict[str, Any] | None:
         adopted = self.host.commit(self.host.keep(decision), scope,

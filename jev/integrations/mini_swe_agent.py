@@ -59,6 +59,8 @@ class JevQueryHook(Adapter):
         scope = self.host.scope_for(agent)
         compactor = self.host.sized(messages, lambda: count if self.trigger[0] == "tokens" else tokens_of(messages),
                                     tokens_of)  # the hook counts with the library's estimate
+        if compactor is None:  # never, with the library's own estimate: an ERROR decision kept
+            return
         decision = self.host.keep(compactor.plan_sync(messages, scope=scope, horizon=self.host.horizon_for(agent)))
         adopted = self.host.commit(decision, scope, lambda: _same(agent.messages, judged))
         if adopted is not None:

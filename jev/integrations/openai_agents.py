@@ -82,6 +82,9 @@ class JevSession(Adapter, SessionABC):
             self.host.planned(len(items))
             return
         compactor = self.host.sized(judged, lambda: self.token_counter(items), counted_as(self.token_counter, FORMAT))
+        if compactor is None:  # the host's counter failed: an ERROR decision kept, the session as it is
+            self.host.planned(len(items))
+            return
         decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
                                                        horizon=self.host.horizon_for(self)))
         async def unchanged() -> bool:
@@ -121,8 +124,10 @@ def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions:
         judged = host.read(lambda: formats.load(items, FORMAT))
         if judged is None:  # left as it is
             return ModelInputData(input=items, instructions=data.model_data.instructions)
-        decision = await host.sized(judged, lambda: token_counter(items), counted_as(token_counter, FORMAT)
-                                    ).plan(judged, scope=scope)
+        compactor = host.sized(judged, lambda: token_counter(items), counted_as(token_counter, FORMAT))
+        if compactor is None:  # the host's counter failed: an ERROR decision kept, the input as it is
+            return ModelInputData(input=items, instructions=data.model_data.instructions)
+        decision = await compactor.plan(judged, scope=scope)
         if decisions is not None:  # the caller's list, bounded as every adapter's: the last keep_decisions
             decisions.append(decision)
             del decisions[:-keep_decisions]
