@@ -117,8 +117,9 @@ def test_a_body_with_nothing_to_judge_is_refused_by_name() -> None:
 def test_json_lines_of_messages_and_the_cli_reads_them(tmp_path) -> None:
     lines = "\n".join(json.dumps(m) for m in chat_body()["messages"]) + "\n\n"
     assert formats.parse(lines.encode()) == chat_body()["messages"]
-    with pytest.raises(FormatError, match="line 2"):
-        formats.parse(b'{"role": "user"}\n{oops\n')
+    with pytest.raises(FormatError, match="line 2"):  # a bad line before the last is damage
+        formats.parse(b'{"role": "user"}\n{oops\n{"role": "user"}\n')
+    assert "cut short" in formats.parse(b'{"role": "user"}\n{oops\n').left_out  # the last: still being written
     path = tmp_path / "session.jsonl"
     path.write_text(lines)
     proc = subprocess.run([sys.executable, "-m", "jev.cli.main", "compact", str(path), "--eligible-tools",
