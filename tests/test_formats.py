@@ -652,3 +652,53 @@ def test_a_responses_list_is_told_by_any_typed_item_without_a_role() -> None:
         assert formats.detect(doc) == "openai-responses"
         assert formats.dump(formats.load(doc), "openai-responses") == doc
     assert formats.detect([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]) == "openai-chat"
+
+
+def _nested_result_history(*inner) -> list:
+    from jev import Message, ToolResultBlock
+    nested = ToolResultBlock("c1", "read", (TextBlock("head"), *inner))
+    return [Message("u", "user", (TextBlock("go"),)), Message("a", "assistant", (ToolUseBlock("c1", "read", {}),)),
+            Message("t", "tool", (nested,))]
+
+
+@pytest.mark.parametrize("form", ["openai-chat", "openai-responses", "openai-chat-request", "openai-responses-request",
+                                  "langchain"])
+def test_a_block_no_form_can_carry_in_a_results_output_is_a_format_error(form) -> None:
+    """Issue 62: a thinking or tool_result block nested in a tool result's output raised AttributeError."""
+    from jev import ThinkingBlock, ToolResultBlock
+    for inner in (ThinkingBlock("hm"), ToolResultBlock("c0", "x", "inner")):
+        if form == "langchain" and isinstance(inner, ThinkingBlock):
+            formats.dump(_nested_result_history(inner), form)  # a reasoning part: LangChain carries it
+            continue
+        with pytest.raises(FormatError, match=f"a content part cannot be a {inner.type} block"):
+            formats.dump(_nested_result_history(inner), form)
+
+
+def test_values_nested_deeper_than_json_allows_are_format_errors() -> None:
+    """Issue 62: 2 000 levels raised RecursionError in formats.load (auto) and in the dump to agentscope."""
+    from jev import Message, ToolResultBlock
+    output: object = "x"
+    for i in range(2_000):
+        output = [{"type": "tool_result", "id": f"n{i}", "name": "r", "output": output}]
+    doc = [{"id": "a", "role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "read", "input": {}}]},
+           {"id": "t", "role": "tool", "content": [{"type": "tool_result", "id": "c1", "name": "read", "output": output}]}]
+    for form in ("auto", "jev"):
+        with pytest.raises(FormatError, match="nested too deep"):
+            formats.load(doc, form)
+    deep: object = "x"
+    for _ in range(2_000):
+        deep = {"a": deep}
+    messages = [Message("a", "assistant", (ToolUseBlock("c1", "read", deep),)),
+                Message("t", "tool", (ToolResultBlock("c1", "read", "x"),))]
+    for form in ("agentscope", "openai-chat", "openai-responses"):
+        with pytest.raises(FormatError):
+            formats.dump(messages, form)
+
+
+def test_a_tool_messages_null_tool_calls_round_trips() -> None:
+    """Issue 62: `"tool_calls": null` on a tool message was lost by a load and a dump."""
+    doc = [{"role": "user", "content": "go"},
+           {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+           {"role": "tool", "tool_call_id": "c1", "content": "x", "tool_calls": None}]
+    assert formats.dump(formats.load(doc, "openai-chat"), "openai-chat") == doc

@@ -196,8 +196,7 @@ def load(data: Any, format: str = "auto") -> list[Message]:
     """Messages from parsed JSON in `format` (`auto` detects it). Refused with a `FormatError`: values nested
     too deep for JSON, and two calls (or two results) with one id in one message — no form can write such
     a message back and pairing could not tell them apart."""
-    reader = _codec(detect(data) if format == "auto" else format)[0]
-    return _read(lambda document: [reader(document)], data)[0]
+    return _read(lambda document: [_codec(_form(document, format))[0](document)], data)[0]
 
 
 def conversations(data: Any, format: str = "auto") -> list[list[Message]]:
@@ -205,18 +204,25 @@ def conversations(data: Any, format: str = "auto") -> list[list[Message]]:
     session that Claude Code compacted itself one per stretch between its compactions, oldest first (the
     model went on from each summary alone; `claude_code.stretches`), empty ones left out — what a replay of
     every model call reads."""
-    form = detect(data) if format == "auto" else format
+    form = _read(lambda document: _form(document, format), data)
     if form != "claude-code":
         return [load(data, form)]
     return [messages for messages in _read(_module("claude_code").stretches, data) if messages]
 
 
-def _read(reader: Callable[[Any], list[list[Message]]], data: Any) -> list[list[Message]]:
-    """`reader(data)`, lists of messages, each message checked as `load` says."""
+def _form(data: Any, format: str) -> str:
+    return detect(data) if format == "auto" else format
+
+
+def _read(reader: Callable[[Any], Any], data: Any) -> Any:
+    """`reader(data)` — lists of messages, each message checked as `load` says (or a form's name) — with a
+    document nested too deep to read refused by a `FormatError`."""
     try:
         read = reader(data)
     except RecursionError:
         raise FormatError("the document is nested too deep to read (JSON written back allows 255 levels)") from None
+    if isinstance(read, str):
+        return read
     for messages in read:
         for i, message in enumerate(messages):
             seen: set[tuple[bool, str]] = set()
@@ -237,6 +243,8 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
     codec = _codec(format)[1]
     try:
         return codec(messages)
+    except RecursionError:
+        raise FormatError(f"{format}: a value is nested too deep to write (JSON allows 255 levels)") from None
     except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
         if isinstance(exc, FormatError):
             raise

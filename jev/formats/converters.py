@@ -118,6 +118,16 @@ def refill_block(kept: Any, block: Block, fields: dict[str, str]) -> Any:
     return kept
 
 
+def part_data(block: Block, form: str) -> dict[str, Any]:
+    """A non-text content part written as it was loaded (an `OtherBlock`'s object); any other block (a
+    thinking block, a tool call or result nested in a result's output, made in Python) has no part in `form`:
+    a `FormatError` that says so, never an attribute error."""
+    if type(block) is OtherBlock:
+        return dict(block.data)
+    raise FormatError(f"{form}: a content part cannot be a {block.type} block (a tool result's output holds one; "
+                      f"{form} writes text and the parts it loaded)")
+
+
 def reproducible_arguments(raw: Any, value: Any) -> bool:
     """A call's JSON-string `arguments` are written back exactly from the input they parsed to, so the
     converter need not keep the string."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import FormatError, shown
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from .converters import loaded, source_of
+from .converters import loaded, part_data, source_of
 
 NAME = "langchain"
 _THINKING = {"reasoning": "reasoning", "thinking": "thinking"}  # part type -> its text field
@@ -206,8 +206,8 @@ def _written(block: Block) -> Any:
         return {"type": "text", "text": block.text}
     if isinstance(block, ThinkingBlock):
         return {"type": "reasoning", "reasoning": block.thinking}
-    data = block.data  # type: ignore[union-attr]
-    return data.get("value") if data.get("type") == "unknown" and "value" in data else dict(data)
+    data = part_data(block, NAME)
+    return data.get("value") if data.get("type") == "unknown" and "value" in data else data
 
 
 def _parts(blocks: Sequence[Block], original: list[Any] | None = None) -> list[Any]:

@@ -19,6 +19,7 @@ from .converters import (
     in_order,
     loaded,
     parse_arguments,
+    part_data,
     reproducible_arguments,
     shared_order,
     source_of,
@@ -53,7 +54,7 @@ def _parts_to_blocks(content: Any, where: str) -> tuple[tuple[Block, ...], str]:
 
 def _blocks_to_content(blocks: Sequence[Block], form: str) -> Any:
     if form == "list":
-        return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else dict(b.data)
+        return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else part_data(b, NAME)
                 for b in blocks]
     text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
     if form == "null" and not text:
@@ -189,7 +190,8 @@ def _written(message: Message, source: dict[str, Any]) -> list[dict[str, Any]]:
     body = [b for b in message.content if isinstance(b, (TextBlock, OtherBlock))]
     calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
     form = source.pop("content_form", "string" if all(isinstance(b, TextBlock) for b in body) else "list")
-    call_extras = source.pop("tool_calls", None)
+    # a tool message's own `tool_calls` (null, as a model_dump() writes it) is an extra field, written back as is
+    call_extras = None if results and message.role == "tool" else source.pop("tool_calls", None)
     role = source.pop("role", message.role)
     for result in results:
         output = result.output

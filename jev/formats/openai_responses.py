@@ -18,7 +18,16 @@ from typing import Any
 
 from ..errors import FormatError, shown
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from .converters import dump_arguments, hollow, loaded, parse_arguments, refill, reproducible_arguments, source_of
+from .converters import (
+    dump_arguments,
+    hollow,
+    loaded,
+    parse_arguments,
+    part_data,
+    refill,
+    reproducible_arguments,
+    source_of,
+)
 
 NAME = "openai-responses"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
@@ -235,5 +244,4 @@ def fresh_items(message: Message) -> list[dict[str, Any]]:
 
 def _written(blocks: Sequence[Block], kind: str) -> list[Any]:
     """Content parts for blocks written afresh: text as `kind` parts, any other part as it was."""
-    return [{"type": kind, "text": b.text} if isinstance(b, TextBlock) else dict(b.data)  # type: ignore[union-attr]
-            for b in blocks]
+    return [{"type": kind, "text": b.text} if isinstance(b, TextBlock) else part_data(b, NAME) for b in blocks]
