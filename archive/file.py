@@ -111,28 +111,45 @@ class FileArchive(ArchiveBase):
 
     def _exists(self, scope: Scope, ref: str) -> bool:
         directory = self._existing(scope)
-        return directory is not None and os.path.lexists(directory / f"{ref}.json")
+        return directory is not None and _lstat(directory / f"{ref}.json") is not None
 
     def _names(self, scope: Scope) -> list[str]:
         directory = self._existing(scope)
         if directory is None:
             return []
-        return [e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False) and e.name.endswith(".json")]
+        try:
+            return [e.name for e in os.scandir(directory)
+                    if e.is_file(follow_symlinks=False) and e.name.endswith(".json")]
+        except OSError as exc:
+            raise ArchiveError(f"archive scope folder {directory} cannot be listed ({_why(exc)})") from None
 
     def _remove(self, scope: Scope, ref: str) -> bool:
         directory = self._existing(scope)
         if directory is None:
             return False
         target = directory / f"{ref}.json"
-        try:
-            st = os.lstat(target)
-        except FileNotFoundError:
+        st = _lstat(target)
+        if st is None:
             return False
         if not stat.S_ISREG(st.st_mode):  # a symlink in its place is refused, not followed
             raise ArchiveError(f"archive snapshot is a symlink or not a regular file (refused): {target}")
-        os.unlink(target)
+        try:
+            os.unlink(target)
+        except OSError as exc:
+            raise ArchiveError(f"archive snapshot {target} cannot be deleted ({_why(exc)})") from None
         _fsync_dir(directory)
         return True
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    """`path`'s own status, or None when there is nothing there; any other failure (a folder it may not
+    read) is an `ArchiveError` naming it, never taken for "no such snapshot"."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ArchiveError(f"archive snapshot {path} cannot be read ({_why(exc)})") from None
 
 
 def _why(exc: OSError) -> str:

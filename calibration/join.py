@@ -30,14 +30,23 @@ def read_records(url: str) -> Iterator[dict[str, Any]]:
     files = fsspec.open_files(url, "rb")
     if not files:
         raise FileNotFoundError(f"no decision records match {url!r}")
+    count = 0
     for file in sorted(files, key=lambda f: f.path):
+        if file.fs.isdir(file.path):
+            raise ValueError(f"{file.path!r} is a folder: name the records file (JSON Lines), or a glob of them "
+                             f"({url.rstrip('/')}/*.jsonl)")
         with file as f:
             for number, line in enumerate(f, 1):
                 if line.strip():
                     try:
-                        yield orjson.loads(line)
+                        record = orjson.loads(line)
                     except orjson.JSONDecodeError as exc:
                         raise ValueError(f"{file.path}:{number}: not a JSON record ({exc})") from None
+                    count += 1
+                    if not isinstance(record, dict):
+                        raise ValueError(f"{file.path}:{number}: record {count} is not a decision record (a record "
+                                         f"is a JSON object, got {type(record).__name__})")
+                    yield record
 
 
 MISSING = "no transcript for its session"  # a skip reason: `LabelReport.missing` says which sessions

@@ -363,15 +363,19 @@ def estimate(before: Sequence[Message], after: Sequence[Message], horizon: int,
 _ROLE = operator.attrgetter("role")
 
 
+HORIZON_DIVISOR = 3  # the later calls a history can expect: the calls made so far, divided by this
+HORIZON_RULE = "a third of the model calls made so far, at least 1"  # in words, for help texts and docs
+
+
 def horizon_from_history(messages: Sequence[Message]) -> int:
-    """The later model calls a history can expect when its host does not say: a third of the model calls
-    made so far (its assistant messages), at least 1. Chosen on the dev sets by replay (README, "Cost"): at
+    """The later model calls a history can expect when its host does not say (`HORIZON_RULE`): a third of
+    the model calls made so far (its assistant messages), at least 1. Chosen on the dev sets by replay (README, "Cost"): at
     the points a 20 k or 50 k token trigger fires, the calls still to come are a median 0.33× (SWE-bench),
     0.54× (DeepSeek) and 0.69× (Claude Code) of those made; the gate with a third and with half kept the
     billed input at or below no compaction at both triggers and both profiles (half letting go of more
     later-needed results), the whole count did not (SWE-bench, 20 k, anthropic-5m: 1.002×). An estimate
     too high adopts plans that do not pay; too low, refuses some that do."""
-    return max(1, list(map(_ROLE, messages)).count("assistant") // 3)
+    return max(1, list(map(_ROLE, messages)).count("assistant") // HORIZON_DIVISOR)
 
 
 def check_horizon(horizon: int | None, idle_seconds: float | None) -> None:

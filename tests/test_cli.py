@@ -155,7 +155,7 @@ def test_judge_errors_exit_3(transcript: Path, tmp_path: Path) -> None:
     (lambda d: d.write_text("[{"), [], "not valid JSON"),
     (lambda d: d.write_text('[{"id": "a", "role": "user", "content": [], "x": 1}]'), [], "unknown field 'x'"),
     (lambda d: d.write_text(""), [], "is empty"),
-    (lambda d: d.write_text("[]"), ["--format", "yaml"], "unknown format 'yaml'"),
+    (lambda d: d.write_text("[]"), ["--format", "yaml"], "argument --format: invalid choice: 'yaml'"),
     (lambda d: d.write_text("[]"), ["--keep-threshold", "0.1"], "keep_threshold must be > discard_threshold"),
     (lambda d: d.write_text("[]"), ["--judge", "openai"], "OPENAI_API_KEY"),
     (lambda d: d.write_text("[]"), ["--judge", "oracle"], "--judge must be"),

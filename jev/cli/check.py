@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..formats import FORMATS
 from ..providers import DEFAULT_THINKING_POLICY, ThinkingPolicy, check
-from .common import check_file_target, console, read_transcript, write_json
+from .common import add_format_argument, check_file_target, console, read_transcript, write_json
 
 EXIT_REFUSED = 1
 
@@ -20,7 +19,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("sent", metavar="SENT", help="the history as last sent (JSON or JSON Lines; - for stdin)")
     p.add_argument("proposed", metavar="PROPOSED", help="the history to send next, in the same form")
-    p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
+    add_format_argument(p)
     p.add_argument("--model", help="the model it is sent to (default: the model SENT names, else every rule at "
                                    "its strictest)")
     p.add_argument("--thinking-policy", choices=[p.value for p in ThinkingPolicy], default=DEFAULT_THINKING_POLICY.value,

@@ -162,6 +162,40 @@ def write_json(value: Any, out: str | None) -> None:
         f.write(data)
 
 
+def table_of(title: str, columns: list[str], rows: list[list[str]], text: set[str], width: int) -> Any:
+    """Tables a reader can read at `width` columns (80 and up): a number is never cut (each numeric column at
+    least as wide as its widest cell, its header a word a line), the `text` columns fold, and columns that do
+    not fit go on into a further table led by the first column again."""
+    from rich.console import Group
+    from rich.table import Table
+
+    def least(k: int) -> int:
+        widest = max((len(row[k]) for row in rows), default=0)
+        return min(widest, 10) if columns[k] in text else max(widest, *map(len, columns[k].split()))
+
+    parts: list[list[int]] = [[0]]
+    used = least(0) + 4
+    for k in range(1, len(columns)):
+        if used + least(k) + 3 > width and len(parts[-1]) > 1:
+            parts.append([0])
+            used = least(0) + 4
+        parts[-1].append(k)
+        used += least(k) + 3
+    tables = []
+    for n, part in enumerate(parts):
+        table = Table(title=title + (f" ({n + 1} of {len(parts)})" if len(parts) > 1 else ""), pad_edge=False)
+        for k in part:
+            header = columns[k].replace(" ", "\n")  # a narrow column keeps its header whole
+            if columns[k] in text:
+                table.add_column(header, justify="left", overflow="fold", min_width=least(k))
+            else:
+                table.add_column(header, justify="right", no_wrap=True, min_width=least(k))
+        for row in rows:
+            table.add_row(*(row[k] for k in part))
+        tables.append(table)
+    return Group(*tables)
+
+
 def console(quiet: bool) -> Console:
     """The human summary goes to stderr; `-q` silences it. Off a terminal (a log, a pipe, CI) rich would
     wrap tables at 80 columns; there the width is the `COLUMNS` environment variable, else 160."""
@@ -184,6 +218,33 @@ def scope_from_args(args: Any) -> Scope | None:
         return Scope(args.user or "", args.agent or "", args.session or "")
     except ConfigError as exc:
         raise UsageError(f"--user, --agent and --session: {exc}") from None
+
+
+NEXT_STEPS = {  # what to try after a plan that adopted nothing, by its reason
+    "NO_CANDIDATES": "name the tools whose history may be judged (--eligible-tools; `jev inspect` lists them), or "
+                     "keep fewer recent messages (--preserve-recent)",
+    "INSUFFICIENT_REDUCTION": "too little to let go: name more eligible tools (`jev inspect` lists them), keep fewer "
+                              "recent messages (--preserve-recent), or let go of a set share (--target-reduction)",
+    "UNPROFITABLE": "re-writing the cache would cost more than it saves: plan when more calls lie ahead (give "
+                    "--horizon if you know them), or bring the history under a token budget (--target-reduction)",
+    "PROVIDER_REFUSES": "the model's provider would refuse the history it leaves: check --model, or try "
+                        "--thinking-policy strip (`jev check` names each block)",
+    "TRANSCRIPT_CHANGED": "the history changed while it was judged: plan it again",
+    "TIMEOUT": "give the plan more time (--budget)",
+}
+
+
+def next_step(reason: str) -> str | None:
+    """What to try next after a plan that ended for `reason` (a `jev.Reason` value), or None."""
+    return NEXT_STEPS.get(reason)
+
+
+def add_format_argument(parser: Any, default: str = "auto", help: str = "the transcript's form") -> None:
+    """--format, its value checked against the forms there are before any work (a typo is a usage error)."""
+    from ..formats import FORMATS
+    choices = (*(("auto",) if default == "auto" else ()), *FORMATS)
+    parser.add_argument("--format", default=default, choices=choices, metavar="FORMAT",
+                        help=f"{help}: {', '.join(choices)}")
 
 
 def add_scope_arguments(parser: Any, required: bool = False, session_help: str = "") -> None:
@@ -213,6 +274,20 @@ def must_exist(location: str) -> None:
         path = Path(parts.path if parts.scheme == "file" else location)
         if not path.is_dir():
             raise UsageError(f"--archive {location!r}: no such archive folder")
+
+
+def check_archive_writable(location: str) -> None:
+    """A local --archive takes new snapshots (its nearest existing folder is writable), checked before any
+    judging: a plan found unarchivable only after the judge answered wasted the judge and read like its failure.
+    An object store's URL is the store's to refuse."""
+    if "://" in location and not location.startswith("file://"):
+        return
+    folder = Path(location.removeprefix("file://")).resolve()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UsageError(f"--archive {location!r}: {str(folder)!r} is not a folder")
+    check_writable(folder, "--archive", location)
 
 
 def archive_from_args(args: Any) -> Any:

@@ -10,9 +10,10 @@ from contextlib import nullcontext
 from typing import Any
 
 from ..compactor import Compactor
+from ..cost import DEFAULT_PROFILE, HORIZON_RULE, PROFILES
 from ..decision import DEFAULT_BUDGET, Decision, ExecutionOptions, Mode, PairRows, Plan, Status
 from ..errors import ConfigError, FormatError
-from ..formats import FORMATS, dump, session_id, writable
+from ..formats import dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
 from ..policy import CompactionConfig
 from ..providers import DEFAULT_THINKING_POLICY, ThinkingPolicy, resolve, with_drop_block
@@ -23,15 +24,19 @@ from .common import (
     EXIT_ERROR,
     UsageError,
     add_archive_arguments,
+    add_format_argument,
     add_scope_arguments,
     archive_from_args,
+    check_archive_writable,
     check_file_target,
     console,
     exit_code,
     flag,
+    next_step,
     read_json,
     read_transcript,
     scope_from_args,
+    table_of,
     write_json,
 )
 
@@ -39,7 +44,7 @@ from .common import (
 def configure(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("input", metavar="INPUT|-", help="transcript JSON file, or - for stdin")
-    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
+    add_format_argument(p)
     p.add_argument("--mode", default="shadow", type=str.lower, choices=["off", "shadow", "enforce"],
                    help="off: pass through; shadow: decide and record, change nothing; enforce: adopt only after "
                         "the full history is archived")
@@ -47,7 +52,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p)
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the whole plan")
     p.add_argument("--horizon", type=int, help="model calls the host expects after this one, for the cost gate "
-                                               "(default: half the calls the history has made)")
+                                               f"(default: {HORIZON_RULE})")
     add_archive_arguments(p)
     add_scope_arguments(p)
     p.add_argument("--records", help="append decision records (JSON Lines) to this path or fsspec URL")
@@ -71,15 +76,18 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
                                     "from jev calibrate is one)")
     p.add_argument("--eligible-tools", help="comma-separated tools whose history may be judged (default: none; "
                                             "`jev inspect FILE` lists the tools a history holds)")
-    p.add_argument("--keep-threshold", type=float, help="KEEP a result scored at or above this (default 0.8)")
-    p.add_argument("--discard-threshold", type=float,
-                   help="let go of a result whose (size-scaled) score is at or below this (default 0.2)")
-    p.add_argument("--preserve-recent", type=int, help="newest messages never judged (default 6)")
+    defaults = CompactionConfig()
+    p.add_argument("--keep-threshold", type=float,
+                   help=f"KEEP a result scored at or above this (default {defaults.keep_threshold})")
+    p.add_argument("--discard-threshold", type=float, help="let go of a result whose (size-scaled) score is at or "
+                                                           f"below this (default {defaults.discard_threshold})")
+    p.add_argument("--preserve-recent", type=int,
+                   help=f"newest messages never judged (default {defaults.preserve_recent_messages})")
     p.add_argument("--target-reduction", type=float,
                    help="budget mode: let go of the lowest-value results until this share (0..1) of the candidate "
                         "result characters is removed (the thresholds still cap it)")
-    p.add_argument("--pricing", help="prompt-cache pricing the cost gate bills under: anthropic-5m (default), "
-                                     "anthropic-1h, openai or no-cache")
+    p.add_argument("--pricing", help="prompt-cache pricing the cost gate bills under: "
+                                     f"{', '.join(PROFILES)} (default: {DEFAULT_PROFILE})")
     p.add_argument("--no-cost-gate", dest="cost_gate", action="store_false", default=None,
                    help="adopt a plan even when it would raise the bill under prompt caching")
     p.add_argument("--model", help="the model the history is sent to next: its provider's rules decide what a plan "
@@ -159,18 +167,13 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str, d
 
 def show_table(out: Any, plan: Plan) -> None:
     """The plan's pairs as a table for a reader."""
-    from rich.table import Table
-    table = Table(title="pairs", show_lines=False)
-    numbers = ("result chars", "keep_call", "keep_result", "scaled")
-    for column in ("key", "tool", "input", *numbers, "action", "reason"):
-        table.add_column(column, justify="right" if column in numbers else "left",
-                         no_wrap=True, overflow="ellipsis", max_width=36 if column == "input" else None)
-    for v in plan.pairs_table():
-        score = lambda p: "—" if p is None else f"{p:.3f}"  # noqa: E731
-        table.add_row(v.key, v.tool, v.input_head, f"{v.result_chars:,}", score(v.keep_call) if not v.pinned else "",
-                      score(v.keep_result) if not v.pinned else "", score(v.scaled_result) if not v.pinned else "",
-                      v.action.value, f"PINNED: {v.pinned}" if v.pinned else v.reason)
-    out.print(table)
+    def score(p: float | None) -> str:
+        return "—" if p is None else f"{p:.3f}"
+    rows = [[v.key, v.tool, v.input_head, f"{v.result_chars:,}", score(v.keep_call) if not v.pinned else "",
+             score(v.keep_result) if not v.pinned else "", score(v.scaled_result) if not v.pinned else "",
+             v.action.value, f"PINNED: {v.pinned}" if v.pinned else v.reason] for v in plan.pairs_table()]
+    columns = ["key", "tool", "input", "result chars", "keep_call", "keep_result", "scaled", "action", "reason"]
+    out.print(table_of("pairs", columns, rows, {"tool", "input", "reason"}, out.width))
     out.print("scaled: keep_result per 1000 result characters (size-aware), the score the thresholds compare; a "
               "raw keep_result at or above keep_threshold keeps the result whatever its size")
 
@@ -229,6 +232,7 @@ def _compactor(args: argparse.Namespace, config: CompactionConfig, mode: Mode, s
     if mode is Mode.ENFORCE:
         if not args.archive or scope is None:
             raise UsageError("--mode enforce needs --archive and --user, --agent, --session")
+        check_archive_writable(args.archive)
         archive = archive_from_args(args)
     judge = judge_from(args.judge, args.judge_url, args.judge_model) if mode is not Mode.OFF else LocalJudge()
     try:
@@ -287,4 +291,7 @@ def _summary(out: Any, result: dict[str, Any], source: str) -> None:
         line += f"; archived as {result['archive_reference']} (jev restore takes it whole)"
     if result.get("detail"):
         line += f" — {result['detail']}"
+    step = next_step(result["reason"]) if result["status"] != "DECIDED" else None
+    if step:
+        line += f"; next: {step}"
     out.print(line)

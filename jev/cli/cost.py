@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.progress import Progress
-from rich.table import Table
 
 from ..analysis import analyze
 from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
@@ -31,10 +30,20 @@ from ..compactor import Compactor
 from ..cost import PricingProfile
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
-from ..formats import FORMATS, conversations, parse
+from ..formats import conversations, parse
 from ..usage import Billed, calls_billed, check, prefix_of, usage_points
 from ..validate import require_integer
-from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, write_json
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    UsageError,
+    add_format_argument,
+    check_file_target,
+    console,
+    flag,
+    table_of,
+    write_json,
+)
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
 from .replay import sources
 
@@ -42,7 +51,7 @@ from .replay import sources
 def configure(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("source", metavar="SOURCE", help="folder, glob or fsspec URL of transcripts (.json, .jsonl)")
-    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
+    add_format_argument(p)
     p.add_argument("--trigger-tokens", type=int, default=50_000,
                    help="a compaction (or a clearing) each time the history passes another multiple of N tokens")
     p.add_argument("--target-tokens", type=int, help="budget mode: bring the history under N tokens at each trigger "
@@ -56,8 +65,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "host's system prompt and tool definitions: ~28 000 for Claude Code), billed alike under "
                         "every policy (default 0); auto: fitted from the billed usage the transcripts record "
                         "(Claude Code, mini-swe-agent), and the replay checked against that bill")
-    p.add_argument("--no-labels", dest="labels", action="store_false",
-                   help="skip counting the later-needed results each policy let go of")
+    p.add_argument("--no-labels", dest="labels", action="store_false", default=argparse.SUPPRESS,
+                   help="skip counting the later-needed results each policy let go of (default: they are counted)")
+    p.set_defaults(labels=True)
     p.add_argument("--plot", help="write a PNG of billed input against needed results let go, per policy "
                                   "(needs matplotlib: pip install 'jev-compaction[calibrate]')")
     add_judge_arguments(p)
@@ -200,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
                       "bills a write at 2x: --pricing anthropic-1h prices these sessions as they were billed")
     write_json(report, args.out)
     _table(out, report)
+    if totals[jev_name].events == 0:
+        out.print(f"no session reached the trigger of {trigger:,} tokens, so nothing was planned (the largest request "
+                  f"carried {totals['no compaction'].largest:,}): lower --trigger-tokens")
     if args.plot:
         _plot(report, args.plot, out)
     return EXIT_OK if len(done.skipped) < len(found) else EXIT_ERROR
@@ -238,15 +251,13 @@ def _report(totals: dict[str, Bill], done: _Replays, args: argparse.Namespace, p
 
 def _table(out: Any, report: dict[str, Any]) -> None:
     prefix = f", {report['prefix_tokens']:,} prefix tokens a request" if report["prefix_tokens"] else ""
-    table = Table(title=f"{report['sessions']} sessions, trigger {report['trigger_tokens']:,} tokens, "
-                        f"{report['profile']} pricing{prefix}")
+    title = f"{report['sessions']} sessions, trigger {report['trigger_tokens']:,} tokens, {report['profile']} pricing{prefix}"
     columns = ["policy", "tokens sent", "sent ×", "billed ×", "cache read", "adopted", "refused", "largest"]
     if report["window"] is not None:
         columns.append(f"over {report['window']:,}")
     if report["needed_results"] is not None:
         columns += ["needed let go (v1)", "needed let go (v2)"]
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("policy", "refused") else "right")
+    rows = []
     for name, row in report["policies"].items():
         refused = ", ".join(f"{why} {n}" for why, n in sorted(row["compactions_refused"].items())) or "—"
         cells = [name, f"{row['tokens_sent']:,}", _ratio(row["sent_ratio"]), _ratio(row["billed_ratio"]),
@@ -256,8 +267,8 @@ def _table(out: Any, report: dict[str, Any]) -> None:
         if report["needed_results"] is not None:
             lost = row["needed_results_let_go"]
             cells += [_share(lost["labels-v1_share"]), _share(lost["labels-v2-reuse_share"])]
-        table.add_row(*cells)
-    out.print(table)
+        rows.append(cells)
+    out.print(table_of(title, columns, rows, {"policy", "refused"}, out.width))
     for name, row in report["policies"].items():
         if "target_events" in row:
             out.print(_over_target(name, row["target_events"], report["target_tokens"]))

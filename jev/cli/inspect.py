@@ -15,16 +15,15 @@ from typing import Any
 
 from ..analysis import analyze
 from ..errors import JevError
-from ..formats import FORMATS
 from ..history import size
 from ..policy import CompactionConfig, candidates
-from .common import UsageError, check_file_target, console, read_transcript, write_json
+from .common import UsageError, add_format_argument, check_file_target, console, read_transcript, write_json
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("input", metavar="INPUT", help="a transcript file (JSON or JSON Lines) or - for stdin")
-    p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
+    add_format_argument(p)
     p.add_argument("--out", help="write the JSON here instead of stdout")
     p.set_defaults(run=run)
 

@@ -10,14 +10,14 @@ import orjson
 from rich.progress import Progress
 
 from ..errors import FormatError, TranscriptError
-from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, staged
+from .common import EXIT_ERROR, EXIT_OK, UsageError, add_format_argument, check_file_target, console, staged
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the subparser `jev.cli.main` made for it."""
     p.add_argument("records", metavar="RECORDS", help="decision records, JSON Lines (path or fsspec URL)")
     p.add_argument("--transcripts", required=True, help="directory (or fsspec URL) of <session_id>.json files")
-    p.add_argument("--format", default="auto", help="transcript format")
+    add_format_argument(p, help="the transcripts' form")
     p.add_argument("--out", help="write the labelled JSON Lines here instead of stdout")
     p.set_defaults(run=run)
 
@@ -31,6 +31,10 @@ def _check_records(url: str) -> None:
     missing = [f.path for f in files if not f.fs.exists(f.path)]
     if missing:
         raise UsageError(f"cannot read {missing[0]!r}: no such file")
+    folders = [f.path for f in files if f.fs.isdir(f.path)]
+    if folders:
+        raise UsageError(f"RECORDS {folders[0]!r} is a folder: name the records file (JSON Lines), or a glob of "
+                         f"them ({url.rstrip('/')}/*.jsonl)")
 
 
 def _check_transcripts(url: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import glob as globbing
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,6 @@ from ..compactor import Compactor
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import (
-    FORMATS,
     TRANSCRIPT_SUFFIXES,
     claude_code,
     conversation_id,
@@ -37,7 +37,18 @@ from ..policy import Action
 from ..state import estimate_tokens
 from ..transcript import Message, message_to_dict
 from ..validate import require_integer
-from .common import EXIT_ERROR, EXIT_OK, UsageError, check_file_target, console, flag, staged, write_json
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    UsageError,
+    add_format_argument,
+    check_file_target,
+    console,
+    flag,
+    next_step,
+    staged,
+    write_json,
+)
 from .compact import add_config_arguments, add_judge_arguments, config_from_args, judge_from
 
 
@@ -46,7 +57,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="SOURCE", help="folder, glob or fsspec URL of transcripts (.json, .jsonl)")
     p.add_argument("--records", required=True, help="JSON Lines file to write the decision records to (must not "
                                                      "exist: a replay never mixes with older records)")
-    p.add_argument("--format", default="auto", help=f"auto, {', '.join(FORMATS)}")
+    add_format_argument(p)
     points = p.add_mutually_exclusive_group()
     points.add_argument("--every", type=int, default=8, help="a decision point after every N pairs")
     points.add_argument("--trigger-tokens", type=int,
@@ -126,6 +137,8 @@ class Summary:
     skipped: Counter[str] = field(default_factory=Counter)
     unreadable: dict[str, str] = field(default_factory=dict)  # path -> why it could not be read
     outcomes: Counter[str] = field(default_factory=Counter)  # "STATUS / REASON: detail" of plans that proposed nothing
+    reasons: Counter[str] = field(default_factory=Counter)  # the same, "STATUS / REASON" alone
+    examples: dict[str, str] = field(default_factory=dict)  # the first detail of each
     conversations: int = 0  # one per session, but one per stretch of a session Claude Code compacted itself
     stretched: int = 0  # sessions replayed as several conversations (`jev.formats.conversations`)
     rewound_lines: int = 0  # message lines of Claude Code branches the user rewound away from, left out
@@ -138,7 +151,8 @@ class Summary:
                                        "dropped": self.let_go[(t, "DROP_PAIR")],
                                        "result_chars": self.let_go_chars[t]} for t in tools},
                 "skipped": dict(self.skipped), "unreadable": self.unreadable,
-                "not_decided": dict(self.outcomes), "conversations": self.conversations,
+                "not_decided": dict(self.outcomes), "not_decided_by_reason": dict(self.reasons),
+                "conversations": self.conversations,
                 "sessions_in_stretches": self.stretched, "rewound_message_lines_left_out": self.rewound_lines}
 
 
@@ -159,17 +173,27 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     summary = Summary()
-    # an interrupted replay keeps what it recorded: whole sessions
-    with staged(args.records, "--records", keep_partial=True) as sink, \
-            Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
-        task = progress.add_task("replaying sessions", total=len(found))
-        for session, (fs, path) in found:
-            progress.update(task, description=f"replaying {session}")
-            _replay(compactor, session, fs, path, args, summary, batch)
-            sink.write(b"".join(batch))  # whole sessions only
-            sink.flush()
-            batch.clear()
-            progress.advance(task)
+    done = written = 0
+    # an interrupted replay keeps what it recorded: whole sessions, and says so
+    try:
+        with staged(args.records, "--records", keep_partial=True) as sink, \
+                Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
+            task = progress.add_task("replaying sessions", total=len(found))
+            for session, (fs, path) in found:
+                progress.update(task, description=f"replaying {session}")
+                _replay(compactor, session, fs, path, args, summary, batch)
+                sink.write(b"".join(batch))  # whole sessions only
+                sink.flush()
+                written += len(batch)
+                batch.clear()
+                done += 1
+                progress.advance(task)
+    except KeyboardInterrupt:
+        print(f"jev: interrupted after {done} of {len(found)} sessions: --records {args.records!r} holds their "
+              f"{written} records (whole sessions); to run again, move it aside or name another file", file=sys.stderr)
+        raise
+    if not written:  # nothing recorded: no empty file left to block the next run
+        Path(args.records.removeprefix("file://")).unlink(missing_ok=True)
     result = summary.as_dict()
     write_json(result, None)
     _print(out, summary, result, args.records)
@@ -186,8 +210,11 @@ def _print(out: Any, summary: Summary, result: dict[str, Any], records: str) -> 
     for tool, facts in result["let_go_by_tool"].items():
         out.print(f"  {tool}: would truncate {facts['truncated']}, drop {facts['dropped']} "
                   f"({facts['result_chars']:,} result characters)")
-    for what, count in summary.outcomes.most_common(5):
-        out.print(f"  {count} plan(s) {what}")
+    for reason, count in summary.reasons.most_common():  # counted by reason: details differ plan to plan
+        example = summary.examples.get(reason)
+        step = next_step(reason.rsplit(" / ", 1)[-1])
+        out.print(f"  {count} plan(s) {reason}" + (f" (e.g. {example})" if example else "")
+                  + (f" — next: {step}" if step else ""))
     if summary.stretched:
         out.print(f"  {summary.stretched} Claude Code session(s) that Claude Code compacted itself replayed as one "
                   f"conversation per stretch between its compactions ({summary.conversations} conversations in all; "
@@ -235,8 +262,11 @@ def _replay_one(compactor: Compactor, conversation: str, messages: list[Message]
         summary.statuses[decision.status.value] += 1
         plan = decision.plan
         if decision.status is not Status.DECIDED:
-            summary.outcomes[f"{decision.status.value} / {decision.reason.value}"
-                             + (f": {decision.detail}" if decision.detail else "")] += 1
+            reason = f"{decision.status.value} / {decision.reason.value}"
+            summary.outcomes[reason + (f": {decision.detail}" if decision.detail else "")] += 1
+            summary.reasons[reason] += 1
+            if decision.detail:
+                summary.examples.setdefault(reason, decision.detail)
         if plan is None or decision.status is not Status.DECIDED:
             continue
         summary.reductions.append(plan.reduction)

@@ -13,6 +13,7 @@ from .common import (
     EXIT_OK,
     UsageError,
     add_archive_arguments,
+    add_format_argument,
     add_scope_arguments,
     archive_from_args,
     check_file_target,
@@ -31,7 +32,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--call-id", help="restore only this call and its result (the latest pair with this id)")
     p.add_argument("--occurrence", type=int, help="with --call-id: which pair with this id, 1 = the first "
                    "(a call id may be reused once its pair is complete)")
-    p.add_argument("--format", default="jev", help="output format")
+    add_format_argument(p, default="jev", help="the form to write")
     p.add_argument("--out", help="write the JSON result here instead of stdout")
     p.set_defaults(run=run)
 
