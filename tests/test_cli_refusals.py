@@ -161,3 +161,13 @@ def test_cost_says_when_no_session_reached_the_trigger_and_its_table_fits_80_col
     for row in report["policies"].values():  # every figure shown whole
         assert f"{row['tokens_sent']:,}" in ran.stderr and f"{row['largest_request']:,}" in ran.stderr
     assert not any("…" in line for line in lines)
+
+
+def test_compact_show_keeps_every_score_whole_at_80_columns() -> None:
+    ran = cli(["compact", str(TRAJ), "--eligible-tools", "bash", "--show"], text=True, env={**os.environ, "COLUMNS": "80"})
+    table = json.loads(ran.stdout)["table"]
+    lines = ran.stderr.splitlines()
+    assert max(map(len, lines)) <= 80 and not any("0.…" in line for line in lines)
+    for row in table:
+        if row["keep_result"] is not None and not row["pinned"]:
+            assert f"{row['keep_result']:.3f}" in ran.stderr
