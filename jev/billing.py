@@ -316,15 +316,21 @@ class Replayed:
     read: array[int]
     fresh: bytes  # 1 where the call wrote the cache afresh
 
-    def priced(self, prefix: int = 0, window: int | None = None) -> Bill:
+    def priced(self, prefix: int = 0, window: int | None = None, warm: int = 0) -> Bill:
         """The bill with every call priced under the profile, each request carrying `prefix` tokens before
-        its history (written on a fresh call, read on every other), and those over `window` counted."""
+        its history (written on a fresh call, read on every other), and those over `window` counted. `warm`:
+        the tokens the session's first request found in the cache already — the system prompt and tools an
+        earlier session wrote, a resumed session's history (`jev.usage.warm_tokens` reads it from the usage)."""
         require_integer("prefix", prefix, 0)
+        require_integer("warm", warm, 0)
         price, kept = self.profile, self.bill
         bill = replace(kept, refused=dict(kept.refused), let_go=list(kept.let_go))
-        for history, history_read, fresh in zip(self.sent, self.read, self.fresh, strict=True):
+        for k, (history, history_read, fresh) in enumerate(zip(self.sent, self.read, self.fresh, strict=True)):
             prefix_read = 0 if fresh else prefix
             size, read = history + prefix, history_read + prefix_read
+            if k == 0 and warm:  # found, not written: the same for every policy (nothing is compacted yet)
+                read = min(size, warm)
+                prefix_read = min(prefix, read)
             bill.calls += 1
             bill.sent += size
             bill.read += read

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .billing import Bill, calls_of
-from .cost import PricingProfile, pricing, tokens_each
+from .cost import PROFILES, PricingProfile, pricing, tokens_each
 from .transcript import Message
 
 
@@ -39,6 +39,14 @@ class Billed:
         """At the base input price under `profile`: reads and writes at its multipliers, the rest at 1."""
         price = pricing(profile)
         return self.read * price.cache_read + self.written * price.cache_write + self.uncached
+
+    @property
+    def as_billed(self) -> float:
+        """At the base input price as the provider billed it: each write at its own lifetime's multiplier
+        (Anthropic's 5-minute and 1-hour writes), reads at the read price, the rest at 1."""
+        hour, minutes = PROFILES["anthropic-1h"], PROFILES["anthropic-5m"]
+        return (self.read * minutes.cache_read + (self.written - self.written_for_an_hour) * minutes.cache_write
+                + self.written_for_an_hour * hour.cache_write + self.uncached)
 
 
 def billed(usage: Any) -> Billed | None:
@@ -145,6 +153,65 @@ def prefix_of(points: Sequence[tuple[int, int]]) -> Prefix | None:
     return Prefix(max(0, round(intercept / scale)), float(intercept), float(scale), len(points))
 
 
+def session_prefix(points: Sequence[tuple[int, int]], pooled: Prefix) -> Prefix:
+    """The `Prefix` of one conversation, fitted from its own calls' `usage_points` (sessions differ: their
+    system prompts, tools and memory files), or `pooled` where they cannot fit one: fewer than two distinct
+    points, a negative intercept, or a slope more than twice or less than half the pooled one (a tokenizer
+    does not change between sessions; such a slope fits noise, not a prefix)."""
+    own = prefix_of(points)
+    plausible = own is not None and own.intercept >= 0 and 0.5 * pooled.scale <= own.scale <= 2 * pooled.scale
+    return own if plausible and own is not None else pooled
+
+
+def warm_tokens(calls: Sequence[Billed], prefix: Prefix) -> int:
+    """What the conversation's first request found in the cache already, in the estimate's tokens: its
+    billed cache read (the system prompt and tools an earlier session wrote, a resumed session's history)."""
+    return round(calls[0].read / prefix.scale) if calls and prefix.scale > 0 else 0
+
+
+def recorded_profile(calls: Sequence[Billed], base: str | PricingProfile) -> PricingProfile:
+    """The pricing a conversation's usage records: Anthropic's writes at their own lifetimes' mix (a write
+    price between the 5-minute and the 1-hour one, a cache that lives an hour when most writes did), else
+    `base` (usage with no writes: OpenAI's and DeepSeek's shape)."""
+    base = pricing(base)
+    written = sum(c.written for c in calls)
+    if not written:
+        return base
+    hour_share = sum(c.written_for_an_hour for c in calls) / written
+    hour, minutes = PROFILES["anthropic-1h"], PROFILES["anthropic-5m"]
+    return PricingProfile(f"recorded ({hour_share:.0%} hour-long writes)", minutes.cache_read,
+                          minutes.cache_write + hour_share * (hour.cache_write - minutes.cache_write),
+                          hour.lifetime if hour_share > 0.5 else minutes.lifetime)
+
+
+@dataclass(frozen=True, slots=True)
+class Sessions:
+    """The no-compaction replay against the provider's bill, conversation by conversation: how many, the
+    share within ±10 % of what was billed, and those outside, with their replay-over-billed ratios (what
+    the replay does not explain, session by session)."""
+
+    count: int
+    within: float
+    outside: tuple[tuple[str, float], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"conversations": self.count, "within_10_percent": round(self.within, 4),
+                "outside": {name: round(r, 4) for name, r in self.outside}}
+
+
+def sessions_check(rows: Iterable[tuple[str, Sequence[Billed], Bill, float]],
+                   profile: str | PricingProfile | None = None) -> Sessions:
+    """`Sessions` of conversations each given as its name, what its provider billed, its no-compaction
+    `Bill` (priced with its own prefix and warm first request) and its prefix's scale; the provider's bill
+    priced under `profile`, or as billed (None: each write at its own lifetime, `Billed.as_billed`)."""
+    def provider_cost(call: Billed) -> float:
+        return call.as_billed if profile is None else call.cost(profile)
+    ratios = [(name, bill.billed * scale / provider) for name, calls, bill, scale in rows
+              if (provider := sum(map(provider_cost, calls))) > 0]
+    outside = tuple(sorted(((n, r) for n, r in ratios if abs(r - 1) > 0.1), key=lambda item: -abs(item[1] - 1)))
+    return Sessions(len(ratios), 1 - len(outside) / len(ratios) if ratios else 0.0, outside)
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     """The no-compaction replay against what the provider billed, summed over conversations, under one
@@ -170,14 +237,16 @@ class Check:
                 "hour_long_cache_writes": round(self.hour_long_writes, 4)}
 
 
-def check(replayed: Iterable[tuple[Sequence[Billed], Bill]], prefix: Prefix, profile: str | PricingProfile) -> Check:
+def check(replayed: Iterable[tuple[Sequence[Billed], Bill]], prefix: Prefix, profile: str | PricingProfile,
+          as_billed: bool = False) -> Check:
     """`Check` under `profile` of conversations each given as what the provider billed for its calls and
-    the no-compaction `Bill` its replay with `prefix.tokens` gave (under the same profile)."""
+    the no-compaction `Bill` its replay with `prefix.tokens` gave (under the same profile); `as_billed`: the
+    provider's bill with each write at its own lifetime's price (for replays priced as recorded)."""
     price = pricing(profile)
     billed_cost = read = tokens = written = hour = 0.0
     whole = history = replay_read = sent = 0.0
     for calls, bill in replayed:
-        billed_cost += sum(call.cost(price) for call in calls)
+        billed_cost += sum(call.as_billed if as_billed else call.cost(price) for call in calls)
         read += sum(call.read for call in calls)
         tokens += sum(call.tokens for call in calls)
         written += sum(call.written for call in calls)

@@ -201,3 +201,62 @@ def test_a_document_of_any_shape_gives_every_calls_usage_or_none(slots, as_lines
         return
     usage = [billed(value) if kind == "usage" else None for kind, value in (slots[k] for k in (1, 3, 5))]
     assert found == (None if None in usage else usage)
+
+
+def test_a_write_is_priced_at_its_own_lifetime_and_a_session_at_its_recorded_mix() -> None:
+    """Issue 63: 44 % of the real cache writes were hour-long; priced with each write's own lifetime."""
+    from jev.cost import PROFILES
+    from jev.usage import recorded_profile
+    call_ = Billed(read=1000, written=400, uncached=10, written_for_an_hour=100)
+    assert call_.as_billed == pytest.approx(1000 * 0.1 + 300 * 1.25 + 100 * 2.0 + 10)
+    mostly_hour = [Billed(0, 100, 0, 80), Billed(50, 100, 0, 80)]
+    profile = recorded_profile(mostly_hour, "anthropic-5m")
+    assert profile.cache_write == pytest.approx(1.25 + 0.8 * 0.75) and profile.lifetime == 3600.0
+    assert recorded_profile([Billed(0, 100, 0, 10)], "anthropic-5m").lifetime == 300.0
+    assert recorded_profile([Billed(90, 0, 10)], "openai") is PROFILES["openai"]  # no writes recorded: the base
+
+
+def test_the_first_request_reads_what_it_found_cached_and_a_session_fits_its_own_prefix() -> None:
+    from jev.billing import replayed
+    from jev.usage import Prefix, session_prefix, usage_points, warm_tokens
+    messages = history(6)
+    run = replayed(messages, [NoCompaction()], "anthropic-5m")["no compaction"]
+    cold, warm = run.priced(3000), run.priced(3000, warm=3000)
+    assert warm.read - cold.read == 3000 and warm.billed < cold.billed  # the prefix found, not written
+    assert run.priced(3000, warm=10**9).read - cold.read == run.sent[0] + 3000  # never more than it sent
+    pooled = Prefix(5000, 5000.0, 1.0, 99)
+    calls = [Billed(read=4000, written=100, uncached=0)] + [Billed(4000, 100, 0)] * (len(run.sent) - 1)
+    assert warm_tokens(calls, Prefix(1, 1.0, 2.0, 2)) == 2000
+    assert session_prefix(usage_points(messages, calls), pooled) is pooled  # one estimate for many bills: no fit
+    grown = [Billed(0, 1000 + round(1.5 * x), 0) for x, _y in usage_points(messages, calls)]
+    own = session_prefix(usage_points(messages, grown), pooled)
+    assert own is not pooled and own.scale == pytest.approx(1.5, rel=1e-3) and own.tokens == 667
+    steep = [Billed(0, 1000 + 3 * x, 0) for x, _y in usage_points(messages, calls)]
+    assert session_prefix(usage_points(messages, steep), pooled) is pooled  # 3x the pooled slope: noise
+
+
+def test_sessions_are_checked_one_by_one_and_those_outside_named() -> None:
+    from jev.billing import Bill
+    from jev.usage import sessions_check
+    def bill(cost: float) -> Bill:
+        return Bill(billed=cost)
+    rows = [("near", [Billed(0, 0, 100)], bill(105.0), 1.0), ("far", [Billed(0, 0, 100)], bill(150.0), 1.0),
+            ("scaled", [Billed(0, 0, 100)], bill(50.0), 2.0), ("nothing", [Billed(0, 0, 0)], bill(5.0), 1.0)]
+    checked = sessions_check(rows)
+    assert checked.count == 3 and checked.within == pytest.approx(2 / 3) and checked.outside == (("far", 1.5),)
+    assert checked.as_dict()["outside"] == {"far": 1.5}
+
+
+def test_jev_cost_prices_sessions_as_recorded_and_checks_each_against_its_bill(tmp_path) -> None:
+    import shutil
+
+    from conftest import cli
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.traj.json")
+    proc = cli(["cost", str(folder), "--eligible-tools", "bash", "--prefix-tokens", "auto", "--no-labels",
+                "--price-as-recorded", "-q"], text=True)
+    assert proc.returncode == 0, proc.stderr
+    said = json.loads(proc.stdout)["checked_against_billed"]
+    assert said["priced_as_recorded"] is True and said["sessions"]["conversations"] == 1
+    assert set(said["sessions"]["outside"]) <= {"a"} and 0 <= said["sessions"]["within_10_percent"] <= 1

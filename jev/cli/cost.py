@@ -30,8 +30,18 @@ from ..compactor import Compactor
 from ..cost import PricingProfile
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
-from ..formats import conversations, parse
-from ..usage import Billed, calls_billed, check, prefix_of, usage_points
+from ..formats import conversation_id, conversations, parse
+from ..usage import (
+    Billed,
+    calls_billed,
+    check,
+    prefix_of,
+    recorded_profile,
+    session_prefix,
+    sessions_check,
+    usage_points,
+    warm_tokens,
+)
 from ..validate import require_integer
 from .common import (
     EXIT_ERROR,
@@ -65,6 +75,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "host's system prompt and tool definitions: ~28 000 for Claude Code), billed alike under "
                         "every policy (default 0); auto: fitted from the billed usage the transcripts record "
                         "(Claude Code, mini-swe-agent), and the replay checked against that bill")
+    p.add_argument("--price-as-recorded", action="store_true",
+                   help="price each session's cache writes with the lifetimes its usage records (Anthropic's "
+                        "5-minute and 1-hour writes), not --pricing's; the cost gate keeps --pricing")
     p.add_argument("--no-labels", dest="labels", action="store_false", default=argparse.SUPPRESS,
                    help="skip counting the later-needed results each policy let go of (default: they are counted)")
     p.set_defaults(labels=True)
@@ -100,6 +113,17 @@ def _checked(args: argparse.Namespace) -> tuple[int, int | None, int | None]:
     return trigger, target, prefix
 
 
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One conversation replayed unpriced: its name, each policy's calls, and — where its transcript records
+    the billed usage and the prefix is fitted — its billed calls and their (estimate, billed input) points."""
+
+    name: str
+    by_policy: dict[str, Replayed]
+    calls: list[Billed] | None
+    points: list[tuple[int, int]]
+
+
 @dataclass
 class _Replays:
     """What the one pass over the files gathered: each conversation's policies replayed unpriced, with the
@@ -107,7 +131,7 @@ class _Replays:
     of those calls; per policy, the later-needed results it let go under labels-v1 and labels-v2-reuse, and
     how many there were; the files that could not be read, and why."""
 
-    runs: list[tuple[dict[str, Replayed], list[Billed] | None]] = field(default_factory=list)
+    runs: list[_Run] = field(default_factory=list)
     points: list[tuple[int, int]] = field(default_factory=list)
     lost: dict[str, list[int]] = field(default_factory=dict)
     needed: list[int] = field(default_factory=lambda: [0, 0])
@@ -115,10 +139,11 @@ class _Replays:
 
 
 def _replay_all(found: list[tuple[str, Any]], form: str, policies: Callable[[], list[Any]], profile: PricingProfile,
-                fitting: bool, labels: bool, out: Any) -> _Replays:
+                fitting: bool, labels: bool, out: Any, as_recorded: bool = False) -> _Replays:
     """Every conversation of every file replayed under fresh `policies()`, unpriced; its billed calls kept
-    when `fitting` the prefix; the needed results each policy let go counted when `labels`. A file that
-    cannot be read is skipped, with why."""
+    when `fitting` the prefix; the needed results each policy let go counted when `labels`. `as_recorded`:
+    a conversation whose usage records its cache writes is replayed under its own pricing
+    (`jev.usage.recorded_profile`). A file that cannot be read is skipped, with why."""
     from calibration.labels import needed_later
 
     done = _Replays()
@@ -129,16 +154,20 @@ def _replay_all(found: list[tuple[str, Any]], form: str, policies: Callable[[], 
             try:  # each conversation the file holds (one per stretch of a session Claude Code compacted itself)
                 document = parse(fs.cat_file(path))
                 every = conversations(document, form)
-                runs_of = [replayed(messages, policies(), profile) for messages in every]
+                billed_calls = [calls_billed(document, messages) if fitting or as_recorded else None
+                                for messages in every]
+                runs_of = [replayed(messages, policies(), recorded_profile(calls, profile)
+                                    if as_recorded and calls is not None else profile)
+                           for messages, calls in zip(every, billed_calls, strict=True)]
             except (FormatError, OSError, JevError) as exc:
                 done.skipped[path] = str(exc) or type(exc).__name__
                 progress.advance(task)
                 continue
-            for messages, run in zip(every, runs_of, strict=True):
-                calls = calls_billed(document, messages) if fitting else None
-                if calls is not None:
-                    done.points.extend(usage_points(messages, calls))
-                done.runs.append((run, calls))
+            for k, (messages, run, calls) in enumerate(zip(every, runs_of, billed_calls, strict=True), 1):
+                points = usage_points(messages, calls) if fitting and calls is not None else []
+                done.points.extend(points)
+                done.runs.append(_Run(conversation_id(session, k, len(every)), run, calls if fitting else None,
+                                      points))
                 if labels:
                     needed = needed_later(analyze(messages))
                     done.needed[0] += needed.total_v1
@@ -177,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
                 JevCompaction(compactor, trigger, target, name=jev_name)]
 
     # one pass over the files, every conversation replayed unpriced; priced once the prefix is known
-    done = _replay_all(found, args.format, policies, profile, prefix is None, args.labels, out)
+    done = _replay_all(found, args.format, policies, profile, prefix is None, args.labels, out, args.price_as_recorded)
     if not done.runs:
         raise UsageError(f"SOURCE {args.source!r}: no session could be read ({len(done.skipped)} unreadable)")
     fit = None
@@ -189,16 +218,25 @@ def run(args: argparse.Namespace) -> int:
         prefix = fit.tokens
     totals: dict[str, Bill] = {}
     checked: list[tuple[list[Billed], Bill]] = []  # with a fitted prefix: each conversation's billed calls, its base bill
-    for run_of, calls in done.runs:
-        bills = {name: replay_of.priced(prefix, args.window) for name, replay_of in run_of.items()}
+    each: list[tuple[str, list[Billed], Bill, float]] = []  # the same by name, with its own prefix's scale
+    for run in done.runs:
+        # with usage, each conversation's own prefix (else the pooled fit), and what its first request found cached
+        own = session_prefix(run.points, fit) if fit is not None and run.calls is not None else None
+        tokens, warm = (own.tokens, warm_tokens(run.calls, own)) if own is not None and run.calls else (prefix, 0)
+        bills = {name: replay_of.priced(tokens, args.window, warm) for name, replay_of in run.by_policy.items()}
         for name, bill in bills.items():
             totals.setdefault(name, Bill()).add(bill)
-        if calls is not None:
-            checked.append((calls, bills["no compaction"]))
+        if run.calls is not None and own is not None:
+            checked.append((run.calls, bills["no compaction"]))
+            each.append((run.name, run.calls, bills["no compaction"], own.scale))
     report = _report(totals, done, args, profile.name, jev_name, prefix, len(found) - len(done.skipped))
     if fit is not None:
         report["prefix_fit"] = fit.as_dict()
-        report["checked_against_billed"] = check(checked, fit, profile).as_dict() if checked else None
+        recorded = args.price_as_recorded
+        report["checked_against_billed"] = check(checked, fit, profile, recorded).as_dict() if checked else None
+        if checked:
+            report["checked_against_billed"]["priced_as_recorded"] = recorded
+            report["checked_against_billed"]["sessions"] = sessions_check(each, None if recorded else profile).as_dict()
     said = report.get("checked_against_billed")
     if fit is not None and said is not None and said["replay_over_billed"] is not None:
         out.print(f"prefix fitted from {fit.calls:,} calls' billed usage: input tokens = {fit.intercept:,.0f} + "
