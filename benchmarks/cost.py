@@ -6,7 +6,9 @@ pricing profile under: no compaction; clearing all but the last 3 results on eve
 event, down to half the trigger (clear at least a tenth of it); jev at its defaults (the local judge, the
 threshold table, the cost gate with the horizon estimated from the history) on the same trigger events;
 jev in budget mode to half the trigger; and, as a diagnostic only, jev's gate given each session's true
-number of later calls (`calls_after`), which no live host knows. Needed results let go are counted under
+number of later calls (`calls_after`), which no live host knows. jev plans at a cold cache too (idle past the
+profile's lifetime, where the transcript's timestamps show it: Claude Code) from a fifth of the trigger on,
+as hosts do; "warm triggers only" is the same without it. Needed results let go are counted under
 labels-v1 and labels-v2-reuse, computed from each session's full history. A Claude Code session that Claude
 Code compacted itself is replayed as one conversation per stretch between its compactions (3 of the 110
 dev sessions, once each: 113 conversations).
@@ -87,6 +89,7 @@ def policies(tools: frozenset[str], trigger: int, profile: str, judge: Any) -> l
     at_default = [JevCompaction(compactor(DEFAULT_PROFILE), trigger, name=f"jev (defaults, gate at {DEFAULT_PROFILE})")]
     return [NoCompaction(), ClearEachCall(trigger), ClearBatched(trigger, half, clear_at_least=trigger // 10),
             JevCompaction(compactor(), trigger, name="jev (defaults)"),
+            JevCompaction(compactor(), trigger, name="jev (defaults), warm triggers only", cold=False),
             *(at_default if profile == "anthropic-1h" else []),
             JevCompaction(compactor(), trigger, half, name=f"jev budget (to {half:,})"),
             JevCompaction(compactor(), trigger, name="jev, true horizon (diagnostic)", horizon=calls_after)]

@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from .analysis import Transcript, analyze
-from .cost import DEFAULT_PROFILE, PricingProfile, message_tokens, pricing, tokens_of_text
+from .cost import DEFAULT_PROFILE, PricingProfile, cold_trigger, message_tokens, pricing, tokens_of_text
 from .decision import Mode, Status
 from .transcript import Message, ToolResultBlock
 from .validate import require_integer
@@ -212,16 +212,20 @@ class JevCompaction(Policy):
     """The compactor in the loop (ENFORCE with an archive), on the integrations' trigger rule — the trigger
     in `unit`s: tokens (the mini-swe-agent hook's and LangChain's token trigger), messages (LangChain's
     and the Agents SDK's item count) or tool results (AgentScope's) — and budget mode toward `target`
-    tokens when given."""
+    tokens when given; `cold` (as hosts do): at a cold cache, from a fifth of the trigger on."""
 
     def __init__(self, compactor: Any, trigger: int, target: int | None = None, name: str = "jev",
-                 horizon: Callable[[Transcript, int], int | None] | None = None, unit: str = "tokens") -> None:
+                 horizon: Callable[[Transcript, int], int | None] | None = None, unit: str = "tokens",
+                 cold: bool = True) -> None:
         if compactor.options.mode is not Mode.ENFORCE:
             raise ValueError("the replay runs the compactor in ENFORCE (with an archive)")
         if unit not in TRIGGER_UNITS:
             raise ValueError(f"unit must be one of {', '.join(TRIGGER_UNITS)} (got {unit!r})")
         self.compactor, self.trigger, self.target, self.name, self.unit = compactor, trigger, target, name, unit
         self.horizon = horizon  # (full transcript, decision point) -> later calls; None: the library's estimate
+        # at a cold cache (idle past the gate's pricing lifetime) the next call re-writes the history anyway:
+        # plan from a fifth of the trigger on, as hosts do (`jev.integrations.core.HostCompaction.due`)
+        self.cold_trigger = cold_trigger(trigger) if cold else None
 
     def _count(self, live: list[Message], tokens: int) -> int:
         if self.unit == "tokens":
@@ -240,7 +244,9 @@ class JevCompaction(Policy):
 
     def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         total = self.tokens.total(live)
-        if self._count(live, total) < self.next_at:
+        count = self._count(live, total)
+        cold = idle is not None and idle > self.compactor.config.pricing.lifetime
+        if count < self.next_at and not (cold and self.cold_trigger is not None and count >= self.cold_trigger):
             return live, live
         compactor = self.compactor.for_tokens(live, total, self.target, self.tokens.total) if self.target \
             else self.compactor

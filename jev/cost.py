@@ -363,6 +363,18 @@ def estimate(before: Sequence[Message], after: Sequence[Message], horizon: int,
 _ROLE = operator.attrgetter("role")
 
 
+COLD_TRIGGER_DIVISOR = 5  # at a cold cache, plan from a fifth of the trigger on (chosen by replay: README, "Cost")
+
+
+def cold_trigger(trigger: int) -> int:
+    """The count (in the trigger's unit) from which a host plans when its cache has gone cold anyway (idle past
+    the pricing's lifetime): the next call re-writes the whole history whatever happens, so a compaction then
+    costs no extra write. A fifth of the trigger, at least 1: on the dev Claude Code sessions (the ones whose
+    timestamps show the gaps) it lowered the defaults' bill at every trigger and profile replayed, a fifth and
+    two fifths alike, three fifths a little less."""
+    return max(1, trigger // COLD_TRIGGER_DIVISOR)
+
+
 HORIZON_DIVISOR = 3  # the later calls a history can expect: the calls made so far, divided by this
 HORIZON_RULE = "a third of the model calls made so far, at least 1"  # in words, for help texts and docs
 

@@ -316,7 +316,7 @@ def test_jev_cost_replays_every_form_and_reports_each_policy(tmp_path) -> None:
     assert report["sessions"] == 3 and report["profile"] == "anthropic-5m" and not report["unreadable"]
     rows = report["policies"]
     assert list(rows) == ["no compaction", "clear each call (keep 3)", "clear batched (to 1,500, keep 3)",
-                          "jev (budget to 1,500)"]
+                          "jev (budget to 1,500)", "jev (budget to 1,500), warm triggers only"]
     base = rows["no compaction"]
     assert base["billed_ratio"] == 1.0 and base["needed_results_let_go"]["labels-v1"] == 0
     for _name, row in rows.items():
@@ -474,3 +474,44 @@ def test_jev_cost_replays_each_stretch_of_a_session_claude_code_compacted_as_its
 
     assert billed(whole) == billed(apart)
     assert billed(whole)["no compaction"][0] == sum(m.role == "assistant" for s in every for m in s)
+
+
+def test_a_cold_cache_plans_from_a_fifth_of_the_trigger_and_the_replay_shows_what_it_saves() -> None:
+    """Issue 63 item 3: past the cache's lifetime the next call re-writes the history anyway, so a host plans
+    from a fifth of its trigger on; the replay bills it (timestamps give the gaps), and "warm triggers only"
+    is the same policy without it."""
+    from archive import MemoryStore, StoreArchive
+    from conftest import long_history
+    from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
+    from jev.billing import JevCompaction, NoCompaction, replay
+    from jev.cost import cold_trigger
+    from jev.judges import ReplayJudge
+    assert cold_trigger(50_000) == 10_000 and cold_trigger(3) == 1
+    messages = long_history(30)
+    stamped = [m.replace(timestamp=f"2026-12-01T{10 + (k >= 40):02d}:{k % 60:02d}:00Z") for k, m in enumerate(messages)]
+
+    def policies() -> list:
+        def compactor() -> Compactor:
+            return Compactor(ReplayJudge({}, default=0.01), CompactionConfig(eligible_tools=frozenset({"read"}),
+                             minimum_reduction=0.01), ExecutionOptions(Mode.ENFORCE, 5.0), StoreArchive(MemoryStore()))
+        return [NoCompaction(), JevCompaction(compactor(), trigger, name="cold"),  # a trigger never reached
+                JevCompaction(compactor(), trigger, name="warm", cold=False)]
+    from jev.cost import tokens_each
+    trigger = 5 * sum(tokens_each(messages[:38]))  # a fifth of it reached before the gap, the whole never
+    bills = replay(stamped, policies(), "anthropic-5m")  # an hour's gap at message 40: a cold cache
+    assert bills["cold"].adopted >= 1 and bills["cold"].billed < bills["warm"].billed == bills["no compaction"].billed
+    assert replay(messages, policies(), "anthropic-5m")["cold"].adopted == 0  # no timestamps: no gap known
+
+
+def test_a_host_plans_at_a_cold_cache_from_a_fifth_of_its_trigger(monkeypatch) -> None:
+    import jev.integrations.core as core
+    from jev import CompactionConfig, Compactor
+    from jev.judges import ReplayJudge
+    host = core.HostCompaction(Compactor(ReplayJudge({}), CompactionConfig()), trigger=50)
+    now = [1000.0]
+    monkeypatch.setattr(core.time, "monotonic", lambda: now[0])
+    assert host.tick() is None and not host.due(20)  # the first call: no gap known
+    now[0] += 60
+    assert host.tick() == 60 and not host.due(20) and host.due(50)  # warm: the trigger
+    now[0] += 301  # past anthropic-5m's lifetime
+    assert host.tick() == 301 and host.due(10) and not host.due(9)

@@ -203,7 +203,9 @@ def run(args: argparse.Namespace) -> int:
         return [NoCompaction(), ClearEachCall(trigger),
                 ClearBatched(trigger, cleared_to, clear_at_least=trigger // 10 if args.clear_at_least is None
                              else args.clear_at_least),
-                JevCompaction(compactor, trigger, target, name=jev_name)]
+                JevCompaction(compactor, trigger, target, name=jev_name),
+                JevCompaction(Compactor(judge, config, options, StoreArchive(MemoryStore())), trigger, target,
+                              name=f"{jev_name}, warm triggers only", cold=False)]  # the saving a cold cache brings
 
     # one pass over the files, every conversation replayed unpriced; priced once the prefix is known
     done = _replay_all(found, args.format, policies, profile, prefix is None, args.labels, out, args.price_as_recorded)

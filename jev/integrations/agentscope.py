@@ -90,6 +90,7 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
     async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
         mode = self.compactor.options.mode
         context = agent.state.context
+        self.host.tick()
         count = await self._count(agent, context) if mode is not Mode.OFF else None
         if count is None or not self.host.due(count):
             await next_handler()
@@ -111,7 +112,8 @@ class JevContextMiddleware(Adapter, MiddlewareBase):
             return
         decision = self.host.keep(await compactor.plan(messages, scope=scope,
                                                        context={"session_id": agent.state.session_id},
-                                                       horizon=self.host.horizon_for(agent)))
+                                                       horizon=self.host.horizon_for(agent),
+                                                       idle_seconds=self.host.idle))
         adopted = self.host.commit(decision, scope, lambda: _dicts(agent.state.context) == judged)
         if adopted is not None:
             agent.state.context[:] = [Msg.model_validate(d) for d in formats.dump(list(adopted), FORMAT)]

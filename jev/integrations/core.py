@@ -19,6 +19,7 @@ the history (`jev.cost.horizon_from_history`).
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 from .. import formats
 from ..archived_pair import restore_latest
 from ..compactor import Compactor
+from ..cost import cold_trigger
 from ..decision import Decision, Mode, Reason, Status
 from ..errors import ConfigError, JevError
 from ..scope import Scope
@@ -73,13 +75,29 @@ class HostCompaction:
         self.references: list[tuple[Scope, str]] = []
         self.trigger = check_count("trigger", trigger)
         self.next_at = self.trigger  # the count the history must reach for the next plan
+        self.idle: float | None = None  # seconds between the host's last two model calls (`tick`); None before
+        self._last: float | None = None
         if horizon is not None and not callable(horizon):
             require_integer("horizon", horizon, 1)
         self.horizon = horizon
 
+    def tick(self) -> float | None:
+        """Once per host model call, before it: the seconds since the previous one (`idle`, what the cost gate
+        and `due` read; None the first time). The host's clock: past the pricing's cache lifetime the cache is
+        cold, and a compaction re-bills nothing."""
+        now = time.monotonic()
+        self.idle = None if self._last is None else now - self._last
+        self._last = now
+        return self.idle
+
     def due(self, count: int) -> bool:
-        """Whether a history whose count (in the trigger's unit) is `count` should be planned now."""
-        return count >= self.next_at
+        """Whether a history whose count (in the trigger's unit) is `count` should be planned now: at the
+        trigger, or — when the cache has gone cold since the last model call — from a fifth of it on
+        (`jev.cost.cold_trigger`)."""
+        if count >= self.next_at:
+            return True
+        cold = self.idle is not None and self.idle > self.compactor.config.pricing.lifetime
+        return cold and count >= cold_trigger(self.trigger)
 
     def planned(self, count_now: int | None) -> None:
         """After a plan: the next waits for the next multiple of the trigger above `count_now`, what the

@@ -52,6 +52,9 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         return len(messages) if kind == "messages" else self.host.count(self.token_counter, messages)
 
     def _fires(self, messages: list[Any]) -> bool:
+        """Whether to plan before this model call (the one place each mode's hook asks, once a call: the clock
+        ticks here)."""
+        self.host.tick()
         count = self._count(messages)
         return count is not None and self.host.due(count)
 
@@ -69,7 +72,8 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
             compactor = self._sized(request.messages, judged) if judged is not None else None
             if compactor is not None and judged is not None:
                 self.host.keep(compactor.plan_sync(
-                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
+                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime),
+                    idle_seconds=self.host.idle))
             self.host.planned(self._count(request.messages))
         return handler(request)
 
@@ -80,7 +84,8 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
             compactor = self._sized(request.messages, judged) if judged is not None else None
             if compactor is not None and judged is not None:
                 self.host.keep(await compactor.plan(
-                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime)))
+                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime),
+                    idle_seconds=self.host.idle))
             self.host.planned(self._count(request.messages))
         return await handler(request)
 
@@ -112,7 +117,8 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         if job is None:
             return None
         compactor, live, judged, scope = job
-        return self._commit(compactor.plan_sync(judged, scope=scope, horizon=self.host.horizon_for(runtime)),
+        return self._commit(compactor.plan_sync(judged, scope=scope, horizon=self.host.horizon_for(runtime),
+                                                idle_seconds=self.host.idle),
                             live, fingerprint(judged), scope)
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -120,7 +126,8 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
         if job is None:
             return None
         compactor, live, judged, scope = job
-        return self._commit(await compactor.plan(judged, scope=scope, horizon=self.host.horizon_for(runtime)),
+        return self._commit(await compactor.plan(judged, scope=scope, horizon=self.host.horizon_for(runtime),
+                                                 idle_seconds=self.host.idle),
                             live, fingerprint(judged), scope)
 
     def _enforcing(self, state: Any, runtime: Any) -> tuple[Compactor, list[Any], list[Message], Scope | None] | None:

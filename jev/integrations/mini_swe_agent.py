@@ -46,6 +46,7 @@ class JevQueryHook(Adapter):
         """Plan over `agent.messages` when the trigger is reached, and adopt what ENFORCE may adopt."""
         if self.compactor.options.mode is Mode.OFF:
             return
+        self.host.tick()  # once a step, before its model call
         judged = list(agent.messages)
         if self.trigger[0] == "messages" and not self.host.due(len(judged)):
             return  # counted without reading the messages
@@ -61,7 +62,8 @@ class JevQueryHook(Adapter):
                                     tokens_of)  # the hook counts with the library's estimate
         if compactor is None:  # never, with the library's own estimate: an ERROR decision kept
             return
-        decision = self.host.keep(compactor.plan_sync(messages, scope=scope, horizon=self.host.horizon_for(agent)))
+        decision = self.host.keep(compactor.plan_sync(messages, scope=scope, horizon=self.host.horizon_for(agent),
+                                                      idle_seconds=self.host.idle))
         adopted = self.host.commit(decision, scope, lambda: _same(agent.messages, judged))
         if adopted is not None:
             agent.messages[:] = formats.dump(list(adopted), FORMAT)

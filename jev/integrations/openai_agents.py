@@ -75,6 +75,7 @@ class JevSession(Adapter, SessionABC):
 
     async def _maybe_compact(self) -> None:
         items = await self.underlying.get_items()
+        self.host.tick()
         if not self.host.due(len(items)) or self.compactor.options.mode is Mode.OFF:
             return
         judged = self.host.read(lambda: formats.load(items, FORMAT))
@@ -86,7 +87,7 @@ class JevSession(Adapter, SessionABC):
             self.host.planned(len(items))
             return
         decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
-                                                       horizon=self.host.horizon_for(self)))
+                                                       horizon=self.host.horizon_for(self), idle_seconds=self.host.idle))
         async def unchanged() -> bool:
             return await self.underlying.get_items() == items
 
@@ -121,13 +122,14 @@ def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions:
 
     async def compact_input(data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
+        host.tick()  # each model call's own input: the clock the cost gate reads
         judged = host.read(lambda: formats.load(items, FORMAT))
         if judged is None:  # left as it is
             return ModelInputData(input=items, instructions=data.model_data.instructions)
         compactor = host.sized(judged, lambda: token_counter(items), counted_as(token_counter, FORMAT))
         if compactor is None:  # the host's counter failed: an ERROR decision kept, the input as it is
             return ModelInputData(input=items, instructions=data.model_data.instructions)
-        decision = await compactor.plan(judged, scope=scope)
+        decision = await compactor.plan(judged, scope=scope, idle_seconds=host.idle)
         if decisions is not None:  # the caller's list, bounded as every adapter's: the last keep_decisions
             decisions.append(decision)
             del decisions[:-keep_decisions]
