@@ -480,8 +480,9 @@ def test_a_cold_cache_plans_from_a_fifth_of_the_trigger_and_the_replay_shows_wha
     """Issue 63 item 3: past the cache's lifetime the next call re-writes the history anyway, so a host plans
     from a fifth of its trigger on; the replay bills it (timestamps give the gaps), and "warm triggers only"
     is the same policy without it."""
-    from archive import MemoryStore, StoreArchive
     from conftest import long_history
+
+    from archive import MemoryStore, StoreArchive
     from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
     from jev.billing import JevCompaction, NoCompaction, replay
     from jev.cost import cold_trigger
