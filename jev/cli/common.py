@@ -66,6 +66,11 @@ def _left_out(data: Any, form: str) -> str | None:
     """What reading left out of a session: a last line cut short (`jev.formats.Lines`); for Claude Code, what
     came before its last compaction of the session, and branches the user rewound away from."""
     said = [data.left_out] if isinstance(data, Lines) and data.left_out else []
+    if form == "codex":
+        from ..formats.codex import compactions as codex_compactions
+        if lines := codex_compactions(data):
+            said.append(f"Codex compacted this session {len(lines)} time(s): read from its last compaction (line "
+                        f"{lines[-1]}) on, what the model holds now; jev.formats.codex.stretches reads each stretch")
     if form != "claude-code":
         return "; ".join(said) or None
     from ..formats.claude_code import compactions, rewound

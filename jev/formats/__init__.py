@@ -22,7 +22,8 @@ from . import request
 # each form's converter module, imported when the form is first read or written (not by `import jev`)
 _MODULES = {"jev": "jev_json", "openai-chat": "openai_chat", "mini-swe-agent": "mini_swe_agent",
             "openai-responses": "openai_responses", "anthropic": "anthropic", "langchain": "langchain",
-            "agentscope": "agentscope", "claude-code": "claude_code"}  # claude-code is read-only: dump refuses
+            "agentscope": "agentscope", "claude-code": "claude_code",
+            "codex": "codex"}  # claude-code and codex are read-only: dump refuses
 FORMATS = (*_MODULES, *request.FORMS)
 
 
@@ -38,6 +39,8 @@ def detect(data: Any) -> str:
         return "langchain"
     if _module("claude_code").is_transcript(data):
         return "claude-code"
+    if _module("codex").is_rollout(data):
+        return "codex"
     if isinstance(data, dict) and (form := request.detect(data, detect)) is not None:
         return form
     if not isinstance(data, list):
@@ -174,7 +177,8 @@ def parse_conversation_id(conversation: str) -> tuple[str, int | None]:
     return conversation, None
 
 
-WRITTEN_AS = {"claude-code": "anthropic"}  # read-only forms, and the form their messages are written in
+WRITTEN_AS = {"claude-code": "anthropic", "codex": "openai-responses"}  # read-only forms, and the form their
+# messages are written in
 
 
 def writable(format: str) -> str:
@@ -201,13 +205,17 @@ def load(data: Any, format: str = "auto") -> list[Message]:
 
 def conversations(data: Any, format: str = "auto") -> list[list[Message]]:
     """Each conversation a document holds, as the model held it: `[load(data, format)]`, but for a Claude Code
-    session that Claude Code compacted itself one per stretch between its compactions, oldest first (the
-    model went on from each summary alone; `claude_code.stretches`), empty ones left out — what a replay of
+    session or a Codex rollout that its host compacted itself one per stretch between its compactions, oldest
+    first (the model went on from each summary alone; `claude_code.stretches`, `codex.stretches`), empty ones
+    left out — what a replay of
     every model call reads."""
     form = _read(lambda document: _form(document, format), data)
-    if form != "claude-code":
+    if form not in _STRETCHED:
         return [load(data, form)]
-    return [messages for messages in _read(_module("claude_code").stretches, data) if messages]
+    return [messages for messages in _read(_module(_STRETCHED[form]).stretches, data) if messages]
+
+
+_STRETCHED = {"claude-code": "claude_code", "codex": "codex"}  # forms whose host compacts: a conversation a stretch
 
 
 def _form(data: Any, format: str) -> str:
