@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from .analysis import Transcript, analyze
-from .cost import DEFAULT_PROFILE, PricingProfile, cold_trigger, message_tokens, pricing, tokens_of_text
+from .cost import DEFAULT_PROFILE, PricingProfile, cold_trigger, message_tokens, plans_cold, pricing, tokens_of_text
 from .decision import Mode, Status
 from .transcript import Message, ToolResultBlock
 from .validate import require_integer
@@ -245,7 +245,7 @@ class JevCompaction(Policy):
     def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         total = self.tokens.total(live)
         count = self._count(live, total)
-        cold = idle is not None and idle > self.compactor.config.pricing.lifetime
+        cold = plans_cold(idle, self.compactor.config.pricing)
         if count < self.next_at and not (cold and self.cold_trigger is not None and count >= self.cold_trigger):
             return live, live
         compactor = self.compactor.for_tokens(live, total, self.target, self.tokens.total) if self.target \

@@ -375,6 +375,13 @@ def cold_trigger(trigger: int) -> int:
     return max(1, trigger // COLD_TRIGGER_DIVISOR)
 
 
+def plans_cold(idle: float | None, profile: PricingProfile) -> bool:
+    """Whether a host plans at a cold cache now (from `cold_trigger` on): the cache outlived its lifetime since
+    the last call. Never under a profile with no cache lifetime (`no-cache`): there every call is "cold", and
+    planning at each would ask the judge at every call for nothing a trigger would not give."""
+    return idle is not None and profile.lifetime > 0 and idle > profile.lifetime
+
+
 HORIZON_DIVISOR = 3  # the later calls a history can expect: the calls made so far, divided by this
 HORIZON_RULE = "a third of the model calls made so far, at least 1"  # in words, for help texts and docs
 

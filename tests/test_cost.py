@@ -516,3 +516,7 @@ def test_a_host_plans_at_a_cold_cache_from_a_fifth_of_its_trigger(monkeypatch) -
     assert host.tick() == 60 and not host.due(20) and host.due(50)  # warm: the trigger
     now[0] += 301  # past anthropic-5m's lifetime
     assert host.tick() == 301 and host.due(10) and not host.due(9)
+    uncached = core.HostCompaction(Compactor(ReplayJudge({}), CompactionConfig(pricing="no-cache")), trigger=50)
+    uncached.tick()
+    now[0] += 3600
+    assert uncached.tick() == 3600 and not uncached.due(10)  # no cache to go cold: the trigger alone

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from .. import formats
 from ..archived_pair import restore_latest
 from ..compactor import Compactor
-from ..cost import cold_trigger
+from ..cost import cold_trigger, plans_cold
 from ..decision import Decision, Mode, Reason, Status
 from ..errors import ConfigError, JevError
 from ..scope import Scope
@@ -96,8 +96,7 @@ class HostCompaction:
         (`jev.cost.cold_trigger`)."""
         if count >= self.next_at:
             return True
-        cold = self.idle is not None and self.idle > self.compactor.config.pricing.lifetime
-        return cold and count >= cold_trigger(self.trigger)
+        return plans_cold(self.idle, self.compactor.config.pricing) and count >= cold_trigger(self.trigger)
 
     def planned(self, count_now: int | None) -> None:
         """After a plan: the next waits for the next multiple of the trigger above `count_now`, what the
