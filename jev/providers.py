@@ -399,11 +399,18 @@ def _pair_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> li
     return out
 
 
-def _follow_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> list[Violation]:
-    """OpenAI Chat: between an assistant message's calls and its last result, only results."""
+def _follow_violations(sent: Sequence[Message], proposed: Sequence[Message], change: int) -> list[Violation]:
+    """OpenAI Chat: between an assistant message's calls and its last result, only results. What precedes the
+    first change was sent as it is: the scan starts at the call message whose run of results reaches it."""
+    start = change
+    while start > 0 and any(type(b) is ToolResultBlock for b in proposed[min(start, len(proposed)) - 1].content):
+        start -= 1
+    start = max(0, start - 1)
+
     def breaks(messages: Sequence[Message]) -> dict[str, tuple[int, str]]:
         found: dict[str, tuple[int, str]] = {}
-        for i, message in enumerate(messages):
+        for i in range(start, len(messages)):
+            message = messages[i]
             calls = {b.id for b in message.content if type(b) is ToolUseBlock}
             k = i + 1
             while calls and k < len(messages):
@@ -422,20 +429,24 @@ def _follow_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> 
 
 
 def _thinking_violations(sent: Sequence[Message], proposed: Sequence[Message], rules: Rules,
-                         policy: ThinkingPolicy) -> list[Violation]:
+                         policy: ThinkingPolicy, change: int) -> list[Violation]:
+    """Anthropic's thinking rules on what follows the first change (what precedes it was sent as it is: its
+    blocks are the first `before` of the sent ones, in order, and valid)."""
     out: list[Violation] = []
-    change = first_change(sent, proposed)
-    sent_blocks = [(m.id, b) for _i, _j, m, b in _thinking_blocks(sent)]
-    sent_index = {(mid, id(b)): k for k, (mid, b) in enumerate(sent_blocks)}
+    before = sum(1 for m in sent[:change] for b in m.content if is_thinking(b))
+    sent_blocks = [(m.id, b) for _i, _j, m, b in _thinking_blocks(sent[change:])]
+    sent_index = {(mid, id(b)): before + k for k, (mid, b) in enumerate(sent_blocks)}
     progress = in_progress(sent)
     progress_id = sent[progress].id if progress is not None else None
-    seen_progress = 0
-    expected = 0  # the next of the sent blocks, in order
-    for i, j, message, block in _thinking_blocks(proposed):
+    seen_progress = sum(1 for b in sent[progress].content if is_thinking(b)) \
+        if progress is not None and progress < change else 0
+    expected = before  # the next of the sent blocks, in order
+    for i, j, message, block in _thinking_blocks(proposed[change:]):
+        i += change
         path = f"messages[{i}].content[{j}]"
         k = sent_index.get((message.id, id(block)))
         if k is None:  # not the very block: the same one, equal, in the same message?
-            k = next((n for n in range(expected, len(sent_blocks))
+            k = next((before + n for n in range(expected - before, len(sent_blocks))
                       if sent_blocks[n][0] == message.id and sent_blocks[n][1] == block), None)
         if k is None:
             out.append(Violation("thinking-unmodified", path, message.id,
@@ -460,11 +471,13 @@ def _thinking_violations(sent: Sequence[Message], proposed: Sequence[Message], r
     return out
 
 
-def _reasoning_violations(sent: Sequence[Message], proposed: Sequence[Message]) -> list[Violation]:
-    """Responses: a reasoning item followed by what followed it when sent, or another output item."""
-    follower = {sent[i].id: sent[i + 1].id for i in range(len(sent) - 1) if _reasoning_item(sent[i])}
+def _reasoning_violations(sent: Sequence[Message], proposed: Sequence[Message], change: int) -> list[Violation]:
+    """Responses: a reasoning item followed by what followed it when sent, or another output item (from the
+    item before the first change on: what precedes it was sent as it is)."""
+    start = max(0, change - 1)
+    follower = {sent[i].id: sent[i + 1].id for i in range(start, len(sent) - 1) if _reasoning_item(sent[i])}
     out = []
-    for i, message in enumerate(proposed):
+    for i, message in enumerate(proposed[start:], start):
         if not _reasoning_item(message) or (i + 1 == len(proposed) and message.id not in follower):
             continue
         nxt = proposed[i + 1] if i + 1 < len(proposed) else None
@@ -496,13 +509,14 @@ def check(sent: Sequence[Message], proposed: Sequence[Message], model: str | Non
     was broken there already is not the proposal's doing. Public, so a host can check its own edits."""
     policy = thinking_policy(policy)
     name, rules = resolve(sent, model)
+    change = first_change(sent, proposed)
     violations = _pair_violations(sent, proposed)
     if rules.results_follow_calls:
-        violations += _follow_violations(sent, proposed)
+        violations += _follow_violations(sent, proposed, change)
     if rules.thinking_in_progress or rules.preserved_thinking:
-        violations += _thinking_violations(sent, proposed, rules, policy)
+        violations += _thinking_violations(sent, proposed, rules, policy, change)
     if rules.reasoning_follows:
-        violations += _reasoning_violations(sent, proposed)
+        violations += _reasoning_violations(sent, proposed, change)
     if rules.signatures_stay:
         violations += _signature_violations(sent, proposed)
     return Check(name, rules, policy, tuple(violations))
