@@ -314,6 +314,10 @@ class _Scan:
                         places[place(False, call[0], block.id)] = pair
                 elif block.type not in VERBATIM_KINDS:  # an unknown part: sent as it is, never changed by a plan
                     opaque.add(i)
+                    if block.type == "redacted_thinking":  # kept whole: thinking all the same (jev.providers)
+                        thinking.add(i)
+                elif block.type == "thinking":  # a thinking block kept whole (its signature): thinking too
+                    thinking.add(i)
                 total += block_chars(block, parts, i, j, json)
             size_of(total)
         self.called = called

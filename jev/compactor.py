@@ -392,7 +392,8 @@ class Compactor:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
                              detail=unprofitable(cost)), rows, transcript.messages)
-        verdict = check(transcript.messages, compacted, config.model, config.thinking_policy)
+        verdict = check(transcript.messages, compacted, config.model, config.thinking_policy,
+                        thinking=bool(transcript.thinking))
         if not verdict.passes:  # never adopted, in any mode: SHADOW records what ENFORCE would do
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.PROVIDER_REFUSES, plan, recommendation(plan, False),
@@ -430,7 +431,8 @@ class Compactor:
             reasons = [chosen[key] for key in keys]
             actions = [action_of(reason) for reason in reasons]
             compacted = self._applier(transcript, dict(zip(keys, actions, strict=True)), config)
-            compacted, stripped = self._stripped(transcript.messages, compacted)
+            compacted, stripped = self._stripped(transcript.messages, compacted) if transcript.thinking \
+                else (compacted, 0)
             results_removed = sum(t if a is Action.TRUNCATE_RESULT else d for a, t, d
                                   in zip(actions, judgments.truncates, judgments.drops, strict=True) if a is not Action.KEEP)
             # a token target counts the inputs of the calls it dropped because results fell short

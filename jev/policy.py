@@ -226,8 +226,8 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
     ruled = _rule_pinned(transcript, config)
     thinking = transcript.thinking
     model, rules = resolve(transcript.messages, config.model)
-    held = frozen_until(transcript.messages, rules, config.thinking_policy)
-    staying = calls_that_stay(transcript.messages, rules)
+    held = frozen_until(transcript.messages, rules, config.thinking_policy) if thinking else -1
+    staying = calls_that_stay(transcript.messages, rules, bool(thinking))
     why: dict[str, str] = {}
     truncate_only: set[str] = set()
     for pair in transcript.pairs:

@@ -156,18 +156,19 @@ def model_of(messages: Sequence[Message]) -> str | None:
     for message in reversed(messages):
         if message.role != "assistant" or not message.metadata:
             continue
+        # the newest assistant message a form loaded speaks for the history: one that names no model means
+        # its form records none (a plan runs this every time: no walk through every message's bookkeeping)
         named = message.metadata.get(MODEL_KEY)
         if isinstance(named, str) and named.strip():
             return named
-        named = _named(message.metadata.get(SOURCE_KEY))
-        if named is not None:
-            return named
+        return _named(message.metadata.get(SOURCE_KEY))
     return None
 
 
 def _named(source: Any, depth: int = 0) -> str | None:
     """The model a converter's kept message names: its `model` (Anthropic and Chat responses), or LangChain's
-    `response_metadata.model_name`, wherever the form nests the message (`item`, `data`)."""
+    `response_metadata.model_name`, wherever the form nests the message (`item`, `data`): three named keys
+    down at most, never the whole of it."""
     if not isinstance(source, dict) or depth > 3:
         return None
     for key in ("model", "model_name"):
@@ -234,43 +235,51 @@ def frozen_until(messages: Sequence[Message], rules: Rules, policy: ThinkingPoli
 
 
 def _signed(message: Message) -> set[str]:
-    """The call ids of a message whose calls carry a Gemini thought signature, wherever its form keeps it: on a
-    call object (`{"id" | "call_id": …, "thought_signature": …}`, as Gemini's OpenAI-compatible calls carry it
-    under `extra_content`) or in a map of call id -> signature (LangChain's `additional_kwargs`)."""
-    out: set[str] = set()
+    """The call ids of a message whose calls carry a Gemini thought signature, where its form keeps one: on
+    a kept call object (Gemini's OpenAI-compatible calls, under `extra_content`: openai-chat keeps each call's
+    other fields by its id) or in LangChain's `additional_kwargs` map of call id -> signature. Only there: a
+    plan runs this, and a message's bookkeeping can be large."""
     calls = {b.id for b in message.content if type(b) is ToolUseBlock}
-    if not calls or not message.metadata:
-        return out
-
-    def walk(value: Any, owner: str | None) -> None:
-        if isinstance(value, dict):
-            own = value.get("id") if isinstance(value.get("id"), str) else value.get("call_id")
-            owner = own if isinstance(own, str) and own in calls else owner
-            for key, item in value.items():
-                if key in SIGNATURE_KEYS and item and owner is not None:
-                    out.add(owner)
-                elif isinstance(key, str) and "thought_signature" in key and isinstance(item, dict):
-                    out.update(k for k in item if k in calls)
-                walk(item, owner)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item, owner)
-
-    walk(message.metadata.get(SOURCE_KEY), None)
+    source = message.metadata.get(SOURCE_KEY) if calls and message.metadata else None
+    if not isinstance(source, dict):
+        return set()
+    out: set[str] = set()
+    extras = source.get("tool_calls")
+    if isinstance(extras, dict):
+        for call_id, extra in extras.items():
+            call = extra.get("call") if isinstance(extra, dict) else None
+            if call_id in calls and isinstance(call, dict) and _has_signature(call):
+                out.add(call_id)
+    item = source.get("item")
+    holder = item.get("data", item) if isinstance(item, dict) else None
+    kwargs = holder.get("additional_kwargs") if isinstance(holder, dict) else None
+    if isinstance(kwargs, dict):
+        for key, value in kwargs.items():
+            if "thought_signature" in key and isinstance(value, dict):
+                out.update(k for k in value if k in calls)
     return out
+
+
+def _has_signature(value: Any, depth: int = 0) -> bool:
+    """A thought signature somewhere in one call's object (a few levels deep: `extra_content.google`)."""
+    if not isinstance(value, dict) or depth > 3:
+        return False
+    return any((key in SIGNATURE_KEYS and bool(item)) or _has_signature(item, depth + 1) for key, item in value.items())
 
 
 def _reasoning_item(message: Message) -> bool:
     """A Responses `reasoning` item, as the openai-responses form loads one: an assistant message of thinking only."""
-    return (message.role == "assistant" and bool(message.content) and all(is_thinking(b) for b in message.content)
-            and (message.metadata or {}).get(FORMAT_KEY) == "openai-responses")
+    return (message.role == "assistant" and message.metadata is not None
+            and message.metadata.get(FORMAT_KEY) == "openai-responses" and bool(message.content)
+            and all(is_thinking(b) for b in message.content))
 
 
-def calls_that_stay(messages: Sequence[Message], rules: Rules) -> set[str]:
+def calls_that_stay(messages: Sequence[Message], rules: Rules, thinking: bool = True) -> set[str]:
     """Call ids a plan must keep (their results may still be cut): a call right after a Responses reasoning
-    item (the item must be followed by its call), and a signed Gemini call of the current turn."""
+    item (the item must be followed by its call), and a signed Gemini call of the current turn. `thinking`
+    False: the history holds no reasoning item (its analysis says so), so none is looked for."""
     out: set[str] = set()
-    if rules.reasoning_follows:
+    if rules.reasoning_follows and thinking:
         for i in range(len(messages) - 1):
             if _reasoning_item(messages[i]):
                 out.update(b.id for b in messages[i + 1].content if type(b) is ToolUseBlock)
@@ -503,19 +512,21 @@ def _signature_violations(sent: Sequence[Message], proposed: Sequence[Message]) 
 
 
 def check(sent: Sequence[Message], proposed: Sequence[Message], model: str | None = None,
-          policy: ThinkingPolicy | str = DEFAULT_THINKING_POLICY) -> Check:
+          policy: ThinkingPolicy | str = DEFAULT_THINKING_POLICY, *, thinking: bool = True) -> Check:
     """Every block of `proposed` that the provider of `model` (else the model `sent` names, else `DEFAULT`)
     would refuse or drop, sent after `sent` — the history as last sent, which the provider accepted: what
-    was broken there already is not the proposal's doing. Public, so a host can check its own edits."""
+    was broken there already is not the proposal's doing. Public, so a host can check its own edits.
+    `thinking=False`: the caller knows `sent` holds no thinking block or reasoning item (a compactor's
+    analysis does), and a plan adds none — the rules about them are then not walked."""
     policy = thinking_policy(policy)
     name, rules = resolve(sent, model)
     change = first_change(sent, proposed)
     violations = _pair_violations(sent, proposed)
     if rules.results_follow_calls:
         violations += _follow_violations(sent, proposed, change)
-    if rules.thinking_in_progress or rules.preserved_thinking:
+    if thinking and (rules.thinking_in_progress or rules.preserved_thinking):
         violations += _thinking_violations(sent, proposed, rules, policy, change)
-    if rules.reasoning_follows:
+    if thinking and rules.reasoning_follows:
         violations += _reasoning_violations(sent, proposed, change)
     if rules.signatures_stay:
         violations += _signature_violations(sent, proposed)
