@@ -15,6 +15,7 @@ from .checks import message_problem, plain_message
 from .errors import TranscriptError
 from .quick import quick_init
 from .transcript import (
+    THINKING_TYPES,
     VERBATIM_KINDS,
     Message,
     TextBlock,
@@ -312,12 +313,11 @@ class _Scan:
                     places[place(True, i, block.id)] = pair
                     if call[0] != CARRIED_OVER:
                         places[place(False, call[0], block.id)] = pair
-                elif block.type not in VERBATIM_KINDS:  # an unknown part: sent as it is, never changed by a plan
-                    opaque.add(i)
-                    if block.type == "redacted_thinking":  # kept whole: thinking all the same (jev.providers)
+                else:
+                    if block.type not in VERBATIM_KINDS:  # an unknown part: sent as it is, never changed by a plan
+                        opaque.add(i)
+                    if block.type in THINKING_TYPES:  # thinking kept whole (a signature, redacted): thinking too
                         thinking.add(i)
-                elif block.type == "thinking":  # a thinking block kept whole (its signature): thinking too
-                    thinking.add(i)
                 total += block_chars(block, parts, i, j, json)
             size_of(total)
         self.called = called

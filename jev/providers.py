@@ -48,17 +48,15 @@ from .transcript import (
     MODEL_KEY,
     SOURCE_KEY,
     Message,
-    OtherBlock,
-    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    is_thinking,
 )
 
 PRESERVED_THINKING_MODELS = ("claude-fable-5-2", "claude-mythos-5-2", "claude-fable-5-1", "claude-mythos-5-1",
                              "claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5")
 DROP_BLOCK_BETA = "thinking-binding-controls-2026-08-01"  # the beta header `drop_block` needs
 DROP_BLOCK = {"block_binding": {"prefix_mismatch_behavior": "drop_block"}}  # merged into a request's `thinking`
-THINKING_TYPES = ("thinking", "redacted_thinking")
 SIGNATURE_KEYS = ("thought_signature", "thoughtSignature")
 
 
@@ -186,11 +184,6 @@ def resolve(messages: Sequence[Message], model: str | None) -> tuple[str | None,
     """The model a plan is made for (the host's, else the history's) and its rules."""
     name = model if model is not None else model_of(messages)
     return name, rules_for(name)
-
-
-def is_thinking(block: Any) -> bool:
-    """A thinking block of any form: jev's, or one kept whole (a signature, a redacted block)."""
-    return type(block) is ThinkingBlock or (type(block) is OtherBlock and block.type in THINKING_TYPES)
 
 
 def has_thinking(message: Message) -> bool:

@@ -223,6 +223,14 @@ def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})  # a block of either type is thinking, however kept
+
+
+def is_thinking(block: object) -> bool:
+    """A thinking block of any form: jev's, or one kept whole (a signature, a redacted block) as an `OtherBlock`."""
+    return type(block) is ThinkingBlock or (type(block) is OtherBlock and block.type in THINKING_TYPES)
+
+
 VERBATIM_KINDS = frozenset({"text", "thinking"})  # kept as OtherBlock when their fields are not the model's
 
 
