@@ -382,19 +382,26 @@ def plans_cold(idle: float | None, profile: PricingProfile) -> bool:
     return idle is not None and profile.lifetime > 0 and idle > profile.lifetime
 
 
-HORIZON_DIVISOR = 3  # the later calls a history can expect: the calls made so far, divided by this
-HORIZON_RULE = "a third of the model calls made so far, at least 1"  # in words, for help texts and docs
+HORIZON_DIVISOR = 3  # the later calls a history can expect: the calls made so far, divided by this ...
+HORIZON_CAP = 10  # ... and at most this many: a plan must repay its re-write within ten calls
+HORIZON_RULE = "a third of the model calls made so far, at least 1 and at most 10"  # for help texts and docs
 
 
-def horizon_from_history(messages: Sequence[Message]) -> int:
+def horizon_from_history(messages: Sequence[Message], calls_left: int | None = None) -> int:
     """The later model calls a history can expect when its host does not say (`HORIZON_RULE`): a third of
-    the model calls made so far (its assistant messages), at least 1. Chosen on the dev sets by replay (README, "Cost"): at
-    the points a 20 k or 50 k token trigger fires, the calls still to come are a median 0.33× (SWE-bench),
-    0.54× (DeepSeek) and 0.69× (Claude Code) of those made; the gate with a third and with half kept the
-    billed input at or below no compaction at both triggers and both profiles (half letting go of more
-    later-needed results), the whole count did not (SWE-bench, 20 k, anthropic-5m: 1.002×). An estimate
-    too high adopts plans that do not pay; too low, refuses some that do."""
-    return max(1, list(map(_ROLE, messages)).count("assistant") // HORIZON_DIVISOR)
+    the model calls made so far (its assistant messages), at least 1 and at most `HORIZON_CAP`, and no more than
+    `calls_left` (the host's own limit, such as mini-swe-agent's step limit, where it has one).
+
+    Chosen by replay on the dev sets (`benchmarks/horizon.md`): at the points where a trigger fires, the calls
+    still to come are a median 0.33× (SWE-bench), 0.54× (DeepSeek) and 0.69× (Claude Code) of those made, but a
+    long session near its end is where the estimate runs past the truth, and a plan that needs many calls to
+    repay its re-write is the one that then loses. A third alone held on dev but not on sessions outside it
+    (50 k trigger, up to 1.002×); capped at 6 to 12 calls it held in every dev cell (both mini-swe-agent
+    models, Claude Code, 20 k and 50 k, anthropic-5m and openai), at 15 and 20 it did not. An estimate too high
+    adopts plans that do not pay; too low refuses some that do (the cap gives up the small savings at a
+    50 k trigger on the mini-swe-agent sets)."""
+    estimate = min(HORIZON_CAP, max(1, list(map(_ROLE, messages)).count("assistant") // HORIZON_DIVISOR))
+    return estimate if calls_left is None else max(1, min(estimate, calls_left))
 
 
 def check_horizon(horizon: int | None, idle_seconds: float | None) -> None:

@@ -108,6 +108,9 @@ def test_first_change_and_the_cheapest_start() -> None:
 def test_the_horizon_rule() -> None:
     assert horizon_from_history(history(*([1] * 30))) == 5  # 15 assistant messages, a third
     assert horizon_from_history(history(1)) == 1
+    assert horizon_from_history(history(*([1] * 100))) == 10  # 50 made: at most ten
+    assert horizon_from_history(history(*([1] * 30)), calls_left=2) == 2  # the host's limit bounds it
+    assert horizon_from_history(history(*([1] * 30)), calls_left=0) == 1  # the coming call always counts
 
 
 def compactor(judge, mode=Mode.ENFORCE, archive=None, **config) -> Compactor:

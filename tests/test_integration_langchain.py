@@ -218,7 +218,7 @@ def test_real_deepseek_runs_replayed_through_create_agent(tmp_path) -> None:
     """Real runs (the DeepSeek dev set) replayed through a real `create_agent` loop: the model answers what
     the recorded model answered (its text and bash calls, ids included), the bash tool prints what the
     recorded command printed, and the middleware compacts in ENFORCE with the local judge at a 20 k-token
-    trigger. Every run ends as recorded, no plan fails, every tool message the model is sent follows its
+    trigger and the host's horizon. Every run ends as recorded, no plan fails, every tool message the model is sent follows its
     call, and what the model no longer sees comes back through the restore tool."""
     from jev.judges import LocalJudge
 
@@ -239,8 +239,9 @@ def test_real_deepseek_runs_replayed_through_create_agent(tmp_path) -> None:
         model = ScriptedModel(messages=iter([*turns, AIMessage("Submitted.")]))
         compactor = Compactor(LocalJudge(), CompactionConfig(eligible_tools=frozenset({"bash"})),
                               ExecutionOptions(Mode.ENFORCE, 10.0, "lc-replay"), FileArchive(tmp_path / f"a{k}"))
+        # the host knows these runs go on for 40 more calls: past the estimate's cap, so its plans pay
         middleware = JevCompactionMiddleware(compactor, trigger=("tokens", 20_000), scope=Scope("u", "lc", f"r{k}"),
-                                             keep_decisions=100)
+                                             keep_decisions=100, horizon=40)
         graph = create_agent(model, tools=[bash], middleware=[middleware])
         state = graph.invoke({"messages": [SystemMessage(run["messages"][0]["content"]),
                                            {"role": "user", "content": run["messages"][1]["content"]}]},

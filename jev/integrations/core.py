@@ -12,8 +12,8 @@ history must pass again before the next plan. After a plan the next one waits un
 passes the next multiple of the trigger above what the history holds now — the compacted history when
 the plan was adopted (with a token target, below the trigger: it fires again only after growing back
 past it), the same history when it was not (an unprofitable or inconclusive plan is not retried on every
-call). The horizon the cost gate weighs comes from the host where it knows it (`horizon=`), else from
-the history (`jev.cost.horizon_from_history`).
+call). The horizon the cost gate weighs comes from the host where it knows it (`horizon=`), else from the
+history (`jev.cost.horizon_from_history`), bounded by the host's own limit on its calls where it has one.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from .. import formats
 from ..archived_pair import restore_latest
 from ..compactor import Compactor
-from ..cost import cold_trigger, plans_cold
+from ..cost import cold_trigger, horizon_from_history, plans_cold
 from ..decision import Decision, Mode, Reason, Status
 from ..errors import ConfigError, JevError
 from ..scope import Scope
@@ -67,7 +67,8 @@ class HostCompaction:
     decisions (bounded), and the references of the snapshots its adopted compactions archived."""
 
     def __init__(self, compactor: Compactor, *, scope: Any = None, target_tokens: int | None = None,
-                 keep_decisions: int = 1, trigger: int = 1, horizon: Any = None) -> None:
+                 keep_decisions: int = 1, trigger: int = 1, horizon: Any = None,
+                 calls_left: Callable[[Any], int | None] | None = None) -> None:
         self.compactor = compactor
         self.scope = scope
         self.target_tokens = check_target_tokens(target_tokens)
@@ -80,6 +81,7 @@ class HostCompaction:
         if horizon is not None and not callable(horizon):
             require_integer("horizon", horizon, 1)
         self.horizon = horizon
+        self.calls_left = calls_left  # the host's own limit on its later model calls, where it has one
 
     def tick(self) -> float | None:
         """Once per host model call, before it: the seconds since the previous one (`idle`, what the cost gate
@@ -120,10 +122,14 @@ class HostCompaction:
         self.keep(Decision(Status.ERROR, Reason.CALL_OR_RESPONSE_ERROR, detail=f"{what}: {exc}",
                            error_kind=type(exc).__name__))
 
-    def horizon_for(self, host: Any) -> int | None:
+    def horizon_for(self, host: Any, messages: Sequence[Message] = ()) -> int | None:
         """The later model calls the host expects: the number given, or what the given callable makes of
-        the host's object; None lets the compactor estimate it from the history."""
-        return self.horizon(host) if callable(self.horizon) else self.horizon
+        the host's object. Else, where the host limits its calls (`calls_left`, such as mini-swe-agent's step
+        limit), the estimate from `messages` bounded by that limit; else None: the compactor estimates it."""
+        if self.horizon is not None:
+            return self.horizon(host) if callable(self.horizon) else self.horizon
+        left = self.calls_left(host) if self.calls_left is not None else None
+        return None if left is None else horizon_from_history(messages, left)
 
     @property
     def mode(self) -> Mode:
