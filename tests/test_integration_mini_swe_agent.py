@@ -132,6 +132,31 @@ def test_enforce_compacts_the_agent_s_history_deeply_and_rarely_and_the_run_fini
     assert formats.dump(formats.load(saved, "mini-swe-agent"), "mini-swe-agent") == saved
 
 
+def test_the_step_limit_bounds_the_horizon_the_cost_gate_weighs(tmp_path: Path) -> None:
+    # the gate (no target) plans at every step over a low trigger; each plan's horizon is the history's
+    # estimate bounded by the calls the step limit leaves, the coming one included
+    seen: list[tuple[int, int]] = []
+    compactor = _compactor(Mode.SHADOW, tmp_path)
+    plan = compactor.plan
+
+    async def recorded(messages: Any, **kwargs: Any) -> Any:
+        seen.append((sum(1 for m in messages if m.role == "assistant"), kwargs["horizon"]))
+        return await plan(messages, **kwargs)
+
+    compactor.plan = recorded  # type: ignore[method-assign]
+    hook = JevQueryHook(compactor, trigger=("messages", 1), scope=SCOPE)
+    limit = len(_text_outputs())
+    agent = JevAgent(Recording(outputs=_text_outputs()), LocalEnvironment(cwd=str(_workspace(tmp_path))), jev=hook,
+                     **{**AGENT, "step_limit": limit})
+    assert agent.run("Read every module.")["exit_status"] == "Submitted"
+    assert len(seen) == limit
+    assert seen == [(made, max(1, min(made // 3, limit - made))) for made in range(limit)]
+    assert JevQueryHook(compactor).host.horizon_for(agent, []) == 1  # no step left: the coming call still counts
+    agent.config.step_limit = 0  # no limit: the compactor's own estimate (None here)
+    assert JevQueryHook(compactor).host.horizon_for(agent, []) is None
+    assert JevQueryHook(compactor, horizon=7).host.horizon_for(agent, []) == 7  # the host's figure wins
+
+
 def test_shadow_and_off_leave_every_call_as_it_was(tmp_path: Path) -> None:
     work = _workspace(tmp_path)
     runs = {}

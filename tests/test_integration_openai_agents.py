@@ -75,7 +75,7 @@ def stored_call_ids(session: Any) -> list[str]:
 
 def test_shadow_session_records_and_changes_nothing(tmp_path) -> None:
     records: list = []
-    session = JevSession(SQLiteSession("s1"), compactor(Mode.SHADOW, tmp_path, records), trigger_items=5, scope=SCOPE,
+    session = JevSession(SQLiteSession("s1"), compactor(Mode.SHADOW, tmp_path, records), trigger=("messages", 5), scope=SCOPE,
                          keep_decisions=50)
     result = run(session, ScriptedModel())
     assert result.final_output == "done"
@@ -86,7 +86,7 @@ def test_shadow_session_records_and_changes_nothing(tmp_path) -> None:
 def test_enforce_session_compacts_stored_items_and_the_next_call_sees_it(tmp_path) -> None:
     model = ScriptedModel()
     c = compactor(Mode.ENFORCE, tmp_path)
-    session = JevSession(SQLiteSession("s2"), c, trigger_items=5, scope=SCOPE, keep_decisions=50)
+    session = JevSession(SQLiteSession("s2"), c, trigger=("messages", 5), scope=SCOPE, keep_decisions=50)
     assert run(session, model).final_output == "done"
     assert "call1" not in stored_call_ids(session)
     decided = [d for d in session.recent_decisions if d.status.value == "DECIDED"]
@@ -112,7 +112,7 @@ def test_a_concurrent_change_keeps_the_stored_history(tmp_path) -> None:
                   CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2,
                                    minimum_reduction=0.05),
                   ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
-    session = JevSession(underlying, c, trigger_items=5, scope=SCOPE, keep_decisions=50)
+    session = JevSession(underlying, c, trigger=("messages", 5), scope=SCOPE, keep_decisions=50)
     run(session, ScriptedModel())
     assert "call1" in stored_call_ids(session)  # every plan was judged, none adopted over a changed history
     assert any(d.status.value == "DECIDED" for d in session.recent_decisions)
@@ -134,7 +134,7 @@ def test_a_failed_write_of_the_compacted_items_puts_the_history_back(tmp_path) -
             await super().add_items(items)
 
     underlying = FailsOnce("s6")
-    session = JevSession(underlying, compactor(Mode.ENFORCE, tmp_path), trigger_items=5, scope=SCOPE, keep_decisions=50)
+    session = JevSession(underlying, compactor(Mode.ENFORCE, tmp_path), trigger=("messages", 5), scope=SCOPE, keep_decisions=50)
     with pytest.raises(ConnectionError, match="store went away"):  # the failure goes on to the host
         run(session, ScriptedModel())
     assert stored_call_ids(session)[:1] == ["call1"]  # the judged history is back, nothing lost
@@ -160,7 +160,7 @@ def test_input_filter_compacts_the_view_only(tmp_path) -> None:
 
 def test_restore_tool_brings_back_an_archived_pair(tmp_path) -> None:
     c = compactor(Mode.ENFORCE, tmp_path)
-    session = JevSession(SQLiteSession("s5"), c, trigger_items=5, scope=SCOPE, keep_decisions=50)
+    session = JevSession(SQLiteSession("s5"), c, trigger=("messages", 5), scope=SCOPE, keep_decisions=50)
     run(session, ScriptedModel())
     tool = session.restore_tool()
     text = asyncio.run(tool.on_invoke_tool(None, '{"call_id": "call1"}'))
@@ -172,7 +172,7 @@ def test_a_token_target_sizes_the_session_compaction(tmp_path) -> None:
     judge = ReplayJudge({}, default=0.3)  # unsure: the threshold table would keep everything
     config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2, minimum_reduction=0.05)
     c = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "agents-test"), FileArchive(tmp_path))
-    session = JevSession(SQLiteSession("s-tokens"), c, trigger_items=5, scope=SCOPE, keep_decisions=50,
+    session = JevSession(SQLiteSession("s-tokens"), c, trigger=("messages", 5), scope=SCOPE, keep_decisions=50,
                          target_tokens=1_000)
     assert run(session, ScriptedModel()).final_output == "done"
     decided = [d for d in session.recent_decisions if d.status.value == "DECIDED"]
@@ -190,7 +190,7 @@ def test_a_token_target_sizes_the_session_compaction(tmp_path) -> None:
 def test_the_session_keeps_only_its_last_decisions(tmp_path) -> None:
     """Every add_items over the trigger plans; the session keeps the last `keep_decisions` of them (1 by
     default), and `decisions` is deprecated."""
-    session = JevSession(SQLiteSession("s-bounded"), compactor(Mode.SHADOW, tmp_path), trigger_items=1)
+    session = JevSession(SQLiteSession("s-bounded"), compactor(Mode.SHADOW, tmp_path), trigger=("messages", 1))
     made = []
     for i in range(30):
         asyncio.run(session.add_items([{"role": "user", "content": f"note {i}"}]))
@@ -269,3 +269,13 @@ def test_real_deepseek_runs_replayed_through_runner_and_a_jev_session(tmp_path) 
             assert answered <= called
         adopted += len(session.references)
     assert adopted >= 1
+
+
+def test_the_session_s_old_trigger_spelling_warns_and_both_spellings_are_refused(tmp_path) -> None:
+    with pytest.warns(DeprecationWarning, match=r'trigger=\("messages", n\)'):
+        session = JevSession(SQLiteSession("s-old"), compactor(Mode.SHADOW, tmp_path), trigger_items=7)
+    assert session.trigger == ("messages", 7)
+    with pytest.raises(ConfigError, match="not both"):
+        JevSession(SQLiteSession("s-both"), compactor(Mode.SHADOW, tmp_path), trigger=("messages", 7), trigger_items=7)
+    with pytest.raises(ConfigError, match=r"trigger must be \('messages', n\) or \('tokens', n\)"):
+        JevSession(SQLiteSession("s-bad"), compactor(Mode.SHADOW, tmp_path), trigger=("tool_results", 7))

@@ -13,7 +13,7 @@ it made.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
@@ -24,69 +24,40 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from .. import formats
 from ..archived_pair import DESCRIPTION, NAME
 from ..compactor import Compactor
-from ..decision import Decision, Mode
+from ..decision import Mode
 from ..history import fingerprint
 from ..providers import DROP_BLOCK_BETA, ThinkingPolicy, rules_for, with_drop_block
 from ..scope import Scope
 from ..transcript import Message
-from .core import Adapter, HostCompaction, check_trigger, counted_as
+from .processor import HistoryProcessor
+
+FORMAT = "langchain"
 
 
-class JevCompactionMiddleware(Adapter, AgentMiddleware):
+class JevCompactionMiddleware(HistoryProcessor, AgentMiddleware):
     """Judged compaction inside a LangChain agent loop."""
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("messages", 50),
                  scope: Scope | Callable[[Any], Scope | None] | None = None, target_tokens: int | None = None,
                  token_counter: Callable[[list[Any]], int] = count_tokens_approximately,
                  keep_decisions: int = 1, horizon: int | Callable[[Any], int | None] | None = None) -> None:
-        super().__init__()
-        self.trigger = check_trigger(trigger, ("messages", "tokens"))
-        self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
-                                   keep_decisions=keep_decisions, trigger=self.trigger[1], horizon=horizon)
-        self.compactor = compactor
-        self.token_counter = token_counter
-
-    def _count(self, messages: list[Any]) -> int | None:
-        """The history in the trigger's unit; None when the host's token counter failed (an ERROR kept)."""
-        kind, _ = self.trigger
-        return len(messages) if kind == "messages" else self.host.count(self.token_counter, messages)
-
-    def _fires(self, messages: list[Any]) -> bool:
-        """Whether to plan before this model call (the one place each mode's hook asks, once a call: the clock
-        ticks here)."""
-        self.host.tick()
-        count = self._count(messages)
-        return count is not None and self.host.due(count)
-
-    def _sized(self, live: list[Any], judged: list[Any]) -> Compactor | None:
-        """The compactor for this plan: in budget mode toward `target_tokens` when one is set (None: the host's
-        counter failed; no plan)."""
-        return self.host.sized(judged, lambda: self.token_counter(live), counted_as(self.token_counter, "langchain"))
+        AgentMiddleware.__init__(self)
+        HistoryProcessor.__init__(self, compactor, FORMAT, trigger=trigger, units=("messages", "tokens"), scope=scope,
+                                  target_tokens=target_tokens, token_counter=token_counter,
+                                  keep_decisions=keep_decisions, horizon=horizon)
 
     # --- SHADOW: a per-call look, state untouched ---------------------------------------------------
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         request = self._drop_block(request)
-        if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
-            judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
-            compactor = self._sized(request.messages, judged) if judged is not None else None
-            if compactor is not None and judged is not None:
-                self.host.keep(compactor.plan_sync(
-                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime),
-                    idle_seconds=self.host.idle))
-            self.host.planned(self._count(request.messages))
+        if self.mode is Mode.SHADOW:
+            self.process_sync(request.messages, request.runtime)
         return handler(request)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         request = self._drop_block(request)
-        if self.compactor.options.mode is Mode.SHADOW and self._fires(request.messages):
-            judged = self.host.read(lambda: formats.load(request.messages, "langchain"))
-            compactor = self._sized(request.messages, judged) if judged is not None else None
-            if compactor is not None and judged is not None:
-                self.host.keep(await compactor.plan(
-                    judged, scope=self.host.scope_for(request.runtime), horizon=self.host.horizon_for(request.runtime),
-                    idle_seconds=self.host.idle))
-            self.host.planned(self._count(request.messages))
+        if self.mode is Mode.SHADOW:
+            await self.process(request.messages, request.runtime)
         return await handler(request)
 
     def _drop_block(self, request: Any) -> Any:
@@ -113,46 +84,16 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
     # --- ENFORCE: persisted through the graph state -------------------------------------------------
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        job = self._enforcing(state, runtime)
-        if job is None:
+        if self.mode is not Mode.ENFORCE:
             return None
-        compactor, live, judged, scope = job
-        return self._commit(compactor.plan_sync(judged, scope=scope, horizon=self.host.horizon_for(runtime),
-                                                idle_seconds=self.host.idle),
-                            live, fingerprint(judged), scope)
+        live = state["messages"]
+        return _replacing(live, self.process_sync(live, runtime, unchanged=_unchanged(live)))
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        job = self._enforcing(state, runtime)
-        if job is None:
+        if self.mode is not Mode.ENFORCE:
             return None
-        compactor, live, judged, scope = job
-        return self._commit(await compactor.plan(judged, scope=scope, horizon=self.host.horizon_for(runtime),
-                                                 idle_seconds=self.host.idle),
-                            live, fingerprint(judged), scope)
-
-    def _enforcing(self, state: Any, runtime: Any) -> tuple[Compactor, list[Any], list[Message], Scope | None] | None:
-        """What an ENFORCE plan of the live messages needs — the compactor sized for them, the messages, their
-        jev form, the scope — or None: not ENFORCE, below the trigger, or unreadable (an ERROR decision
-        kept, the trigger moved on)."""
         live = state["messages"]
-        if self.compactor.options.mode is not Mode.ENFORCE or not self._fires(live):
-            return None
-        judged = self.host.read(lambda: formats.load(live, "langchain"))
-        compactor = self._sized(live, judged) if judged is not None else None
-        if compactor is None or judged is None:
-            self.host.planned(self._count(live))
-            return None
-        return compactor, live, judged, self.host.scope_for(runtime)
-
-    def _commit(self, decision: Decision, live: list[Any], before: bytes, scope: Scope | None) -> dict[str, Any] | None:
-        adopted = self.host.commit(self.host.keep(decision), scope,
-                                   lambda: fingerprint(formats.load(live, "langchain")) == before)
-        if adopted is None:
-            self.host.planned(self._count(live))  # not adopted, or the live history moved on: keep it
-            return None
-        compacted = formats.dump(list(adopted), "langchain")
-        self.host.planned(self._count(compacted))
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted]}
+        return _replacing(live, await self.process(live, runtime, unchanged=_unchanged(live)))
 
     # --- restoring instead of re-running ---------------------------------------------------------------
 
@@ -162,3 +103,13 @@ class JevCompactionMiddleware(Adapter, AgentMiddleware):
 
         self.host.archive()  # a restore tool needs one
         return StructuredTool.from_function(coroutine=self.host.restore, name=NAME, description=DESCRIPTION)
+
+
+def _unchanged(live: list[Any]) -> Callable[[Sequence[Message]], bool]:
+    """The state's messages still read as the history judged (a message edited in place meanwhile is seen)."""
+    return lambda judged: fingerprint(formats.load(live, FORMAT)) == fingerprint(judged)
+
+
+def _replacing(live: list[Any], out: list[Any]) -> dict[str, Any] | None:
+    """The state update that replaces the messages with an adopted plan's (`out`), or None: keep them."""
+    return None if out is live else {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *out]}

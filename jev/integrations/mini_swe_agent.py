@@ -19,70 +19,52 @@ from typing import Any
 
 from minisweagent.agents.default import DefaultAgent
 
-from .. import formats
 from ..aio import run_sync
 from ..compactor import Compactor
-from ..cost import tokens_of
-from ..decision import Mode
 from ..scope import Scope
-from ..transcript import Message
-from .core import Adapter, HostCompaction, check_trigger
+from .processor import HistoryProcessor
 
 FORMAT = "mini-swe-agent"
 
 
-class JevQueryHook(Adapter):
-    """Judged compaction of a mini-swe-agent agent's messages, called before each model call."""
+class JevQueryHook(HistoryProcessor):
+    """Judged compaction of a mini-swe-agent agent's messages, called before each model call (the horizon is
+    bounded by the agent's step limit: `calls_left`)."""
 
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("tokens", 20_000),
                  scope: Scope | Callable[[Any], Scope | None] | None = None, target_tokens: int | None = None,
                  keep_decisions: int = 1, horizon: int | Callable[[Any], int | None] | None = None) -> None:
-        self.trigger = check_trigger(trigger, ("tokens", "messages"))
-        self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
-                                   keep_decisions=keep_decisions, trigger=self.trigger[1], horizon=horizon)
-        self.compactor = compactor
+        super().__init__(compactor, FORMAT, trigger=trigger, units=("tokens", "messages"), scope=scope,
+                         target_tokens=target_tokens, keep_decisions=keep_decisions, horizon=horizon,
+                         calls_left=calls_left)  # tokens: jev's estimate, mini-swe-agent's models have no counter
 
     def __call__(self, agent: Any) -> None:
         """Plan over `agent.messages` when the trigger is reached, and adopt what ENFORCE may adopt."""
-        if self.compactor.options.mode is Mode.OFF:
-            return
-        self.host.tick()  # once a step, before its model call
         judged = list(agent.messages)
-        if self.trigger[0] == "messages" and not self.host.due(len(judged)):
-            return  # counted without reading the messages
-        read = self.host.read(lambda: formats.load(judged, FORMAT))
-        if read is None:
-            return
-        messages: list[Message] = read
-        count = self._count(judged, messages)
-        if not self.host.due(count):
-            return
-        scope = self.host.scope_for(agent)
-        compactor = self.host.sized(messages, lambda: count if self.trigger[0] == "tokens" else tokens_of(messages),
-                                    tokens_of)  # the hook counts with the library's estimate
-        if compactor is None:  # never, with the library's own estimate: an ERROR decision kept
-            return
-        decision = self.host.keep(compactor.plan_sync(messages, scope=scope, horizon=self.host.horizon_for(agent),
-                                                      idle_seconds=self.host.idle))
-        adopted = self.host.commit(decision, scope, lambda: _same(agent.messages, judged))
-        if adopted is not None:
-            agent.messages[:] = formats.dump(list(adopted), FORMAT)
-            messages = list(adopted)
-        self.host.planned(self._count(agent.messages, messages))
+        out = self.process_sync(judged, agent, unchanged=lambda _judged: _same(agent.messages, judged))
+        if out is not judged:
+            agent.messages[:] = out
 
-    def restore(self, call_id: str) -> str:
+    def restore(self, call_id: str) -> str:  # type: ignore[override]
         """The archived call and result `call_id` (newest snapshot holding it), as the agent may be shown it;
         the tool is never run again."""
         return run_sync(self.host.restore(call_id))
-
-    def _count(self, raw: Sequence[Any], messages: Sequence[Message]) -> int:
-        return len(raw) if self.trigger[0] == "messages" else tokens_of(messages)
 
 
 def _same(now: Sequence[Any], judged: Sequence[Any]) -> bool:
     """The agent's list still holds the very message dicts judged, in order (the hook runs inside the
     agent's own step, so nothing else writes them meanwhile)."""
     return len(now) == len(judged) and all(a is b for a, b in zip(now, judged, strict=True))
+
+
+def calls_left(agent: Any) -> int | None:
+    """The model calls a mini-swe-agent agent may still make, the coming one included, under its step limit
+    (`config.step_limit`; 0 is none): its `query()` refuses once `n_calls` reaches it. None without a limit."""
+    limit = getattr(getattr(agent, "config", None), "step_limit", 0)
+    made = getattr(agent, "n_calls", None)
+    if not isinstance(limit, int) or limit <= 0 or not isinstance(made, int):
+        return None
+    return max(1, limit - made)
 
 
 class JevQueryMixin:

@@ -16,6 +16,7 @@ of the items' JSON; pass your model's tokenizer for an exact count. `JevSession`
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -23,13 +24,14 @@ import orjson
 from agents.memory import SessionABC
 from agents.run import CallModelData, ModelInputData
 
-from .. import formats
 from ..archived_pair import DESCRIPTION, NAME, SCHEMA
 from ..compactor import Compactor
-from ..decision import Decision, Mode
+from ..decision import Decision
+from ..errors import ConfigError
 from ..scope import Scope
 from ..state import estimate_tokens
-from .core import Adapter, HostCompaction, check_count, counted_as
+from .core import HostCompaction
+from .processor import HistoryProcessor
 
 FORMAT = "openai-responses"
 
@@ -39,20 +41,23 @@ def estimated_tokens(items: list[Any]) -> int:
     return estimate_tokens(orjson.dumps(items, default=str).decode())
 
 
-class JevSession(Adapter, SessionABC):
-    """Any Agents SDK session, with judged compaction of its stored items."""
+class JevSession(HistoryProcessor, SessionABC):
+    """Any Agents SDK session, with judged compaction of its stored items (`trigger=("messages", n)`: its items;
+    `("tokens", n)`: `token_counter` of them; `trigger_items=n` is the old spelling of `("messages", n)`)."""
 
-    def __init__(self, underlying: Any, compactor: Compactor, *, trigger_items: int = 50,
-                 scope: Scope | None = None, target_tokens: int | None = None,
+    def __init__(self, underlying: Any, compactor: Compactor, *, trigger: tuple[str, int] | None = None,
+                 scope: Scope | Callable[[Any], Scope | None] | None = None, target_tokens: int | None = None,
                  token_counter: Callable[[list[Any]], int] = estimated_tokens, keep_decisions: int = 1,
-                 horizon: int | Callable[[Any], int | None] | None = None) -> None:
-        self.trigger_items = check_count("trigger_items", trigger_items)
-        self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens,
-                                   keep_decisions=keep_decisions, trigger=self.trigger_items, horizon=horizon)
+                 horizon: int | Callable[[Any], int | None] | None = None, trigger_items: int | None = None) -> None:
+        if trigger_items is not None:
+            if trigger is not None:
+                raise ConfigError("give trigger or trigger_items (its old spelling), not both")
+            warnings.warn('trigger_items=n is deprecated: trigger=("messages", n)', DeprecationWarning, stacklevel=2)
+            trigger = ("messages", trigger_items)
+        super().__init__(compactor, FORMAT, trigger=trigger or ("messages", 50), units=("messages", "tokens"),
+                         scope=scope, target_tokens=target_tokens, token_counter=token_counter,
+                         keep_decisions=keep_decisions, horizon=horizon)
         self.underlying = underlying
-        self.compactor = compactor
-        self.scope = scope
-        self.token_counter = token_counter
         self.session_id = underlying.session_id
         self.session_settings = getattr(underlying, "session_settings", None)
 
@@ -75,28 +80,13 @@ class JevSession(Adapter, SessionABC):
 
     async def _maybe_compact(self) -> None:
         items = await self.underlying.get_items()
-        self.host.tick()
-        if not self.host.due(len(items)) or self.compactor.options.mode is Mode.OFF:
-            return
-        judged = self.host.read(lambda: formats.load(items, FORMAT))
-        if judged is None:
-            self.host.planned(len(items))
-            return
-        compactor = self.host.sized(judged, lambda: self.token_counter(items), counted_as(self.token_counter, FORMAT))
-        if compactor is None:  # the host's counter failed: an ERROR decision kept, the session as it is
-            self.host.planned(len(items))
-            return
-        decision = self.host.keep(await compactor.plan(judged, scope=self.scope, context={"session_id": self.session_id},
-                                                       horizon=self.host.horizon_for(self), idle_seconds=self.host.idle))
-        async def unchanged() -> bool:
+
+        async def unchanged(_judged: Any) -> bool:
             return await self.underlying.get_items() == items
 
-        adopted = await self.host.acommit(decision, self.scope, unchanged)
-        if adopted is None:  # not adopted, or the session moved on: keep it
-            self.host.planned(len(items))
+        compacted = await self.process(items, self, unchanged=unchanged, context={"session_id": self.session_id})
+        if compacted is items:  # not adopted, or the session moved on: keep it
             return
-        compacted = formats.dump(list(adopted), FORMAT)
-        self.host.planned(len(compacted))
         await self.underlying.clear_session()
         try:
             await self.underlying.add_items(compacted)
@@ -111,33 +101,29 @@ class JevSession(Adapter, SessionABC):
         await self.underlying.add_items(items)
 
 
-def input_filter(compactor: Compactor, *, scope: Scope | None = None, decisions: list[Decision] | None = None,
-                 target_tokens: int | None = None,
-                 token_counter: Callable[[list[Any]], int] = estimated_tokens,
-                 keep_decisions: int = 1) -> Callable[[CallModelData[Any]], Any]:
+def input_filter(compactor: Compactor, *, trigger: tuple[str, int] = ("messages", 1),
+                 scope: Scope | Callable[[Any], Scope | None] | None = None, decisions: list[Decision] | None = None,
+                 target_tokens: int | None = None, token_counter: Callable[[list[Any]], int] = estimated_tokens,
+                 keep_decisions: int = 1, horizon: int | Callable[[Any], int | None] | None = None
+                 ) -> Callable[[CallModelData[Any]], Any]:
     """A `call_model_input_filter`: each model call gets the compacted input on DECIDED in ENFORCE, the input
-    unchanged otherwise (SHADOW only records). The session's stored history is never touched. `decisions`,
-    when given, holds the last `keep_decisions` decisions (it grew with every model call before)."""
-    host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens, keep_decisions=keep_decisions)
+    unchanged otherwise (SHADOW only records). The session's stored history is never touched. By default it
+    plans at every model call whose input grew (`trigger`). `decisions`, when given, holds the last
+    `keep_decisions` decisions (it grew with every model call before)."""
+    processor = HistoryProcessor(compactor, FORMAT, trigger=trigger, units=("messages", "tokens"), scope=scope,
+                                 target_tokens=target_tokens, token_counter=token_counter,
+                                 keep_decisions=keep_decisions, horizon=horizon)
 
     async def compact_input(data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
-        host.tick()  # each model call's own input: the clock the cost gate reads
-        judged = host.read(lambda: formats.load(items, FORMAT))
-        if judged is None:  # left as it is
-            return ModelInputData(input=items, instructions=data.model_data.instructions)
-        compactor = host.sized(judged, lambda: token_counter(items), counted_as(token_counter, FORMAT))
-        if compactor is None:  # the host's counter failed: an ERROR decision kept, the input as it is
-            return ModelInputData(input=items, instructions=data.model_data.instructions)
-        decision = await compactor.plan(judged, scope=scope, idle_seconds=host.idle)
-        if decisions is not None:  # the caller's list, bounded as every adapter's: the last keep_decisions
-            decisions.append(decision)
+        before = processor.decision
+        out = await processor.process(items, data)  # the call's own input: nothing else can change it
+        if decisions is not None and processor.decision is not before and processor.decision is not None:
+            decisions.append(processor.decision)  # the caller's list, bounded as every adapter's
             del decisions[:-keep_decisions]
-        adopted = host.commit(decision, None, lambda: True)  # the call's own input: nothing else can change it
-        if adopted is not None:
-            items = formats.dump(list(adopted), FORMAT)
-        return ModelInputData(input=items, instructions=data.model_data.instructions)
+        return ModelInputData(input=out, instructions=data.model_data.instructions)
 
+    compact_input.processor = processor  # type: ignore[attr-defined]
     return compact_input
 
 

@@ -1,0 +1,157 @@
+"""One hook for every host: `HistoryProcessor`, messages in the host's own form in, messages in that form out.
+
+Every integration is a few lines over it (a host's hook calls `process` or `process_sync` before a model call
+and puts back what it returns): the trigger, the token target, the horizon, the clock and the archive's
+references are the same everywhere, and so are the rules of adopting. In OFF, below the trigger, in SHADOW,
+when a plan is not DECIDED, or when the host's history moved on while it was judged (`unchanged`), the very
+list given comes back (`out is messages`: nothing to write back); only an adopted ENFORCE plan comes back as a
+new list, written in the host's form. A history the library cannot read, or a host counter that fails, keeps
+an ERROR decision and leaves the history as it is: compaction never fails an agent's step.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from .. import formats
+from ..aio import run_sync
+from ..compactor import Compactor
+from ..cost import tokens_of
+from ..decision import Decision, Mode
+from ..errors import ConfigError
+from ..scope import Scope
+from ..token_target import called
+from ..transcript import Message, ToolResultBlock
+from .core import Adapter, HostCompaction, check_trigger, counted_as
+
+TRIGGER_UNITS = ("messages", "tokens", "tool_results")
+Counter = Callable[[list[Any]], "int | Awaitable[int]"]
+Unchanged = Callable[[Sequence[Message]], "bool | Awaitable[bool]"]
+
+
+class HistoryProcessor(Adapter):
+    """Judged compaction of a host's history, list → list (module docstring). `form` is the jev form the host's
+    messages are in (`jev.formats.FORMATS`); `trigger` `(unit, n)` with unit one of `units`: the history's
+    messages, its tokens (the host's `token_counter` of its own messages, sync or async; else jev's estimate)
+    or its tool results. `horizon` (a number, or a callable of the host's object) is the later model calls the
+    host expects; else the history's estimate, bounded by `calls_left(host)` where the host limits its calls."""
+
+    def __init__(self, compactor: Compactor, form: str, *, trigger: tuple[str, int] = ("messages", 50),
+                 units: tuple[str, ...] = TRIGGER_UNITS, scope: Scope | Callable[[Any], Scope | None] | None = None,
+                 target_tokens: int | None = None, token_counter: Counter | None = None, keep_decisions: int = 1,
+                 horizon: int | Callable[[Any], int | None] | None = None,
+                 calls_left: Callable[[Any], int | None] | None = None) -> None:
+        if form not in formats.FORMATS or form == "auto":
+            raise ConfigError(f"form must be one of {', '.join(f for f in formats.FORMATS if f != 'auto')} "
+                              f"(got {form!r})")
+        self.form = form
+        self.trigger = check_trigger(trigger, units)
+        self.host = HostCompaction(compactor, scope=scope, target_tokens=target_tokens, keep_decisions=keep_decisions,
+                                   trigger=self.trigger[1], horizon=horizon, calls_left=calls_left)
+        self.compactor = compactor
+        self.token_counter = token_counter
+
+    @property
+    def mode(self) -> Mode:
+        return self.compactor.options.mode
+
+    async def process(self, messages: Sequence[Any], host: Any = None, *,
+                      unchanged: Unchanged | None = None,
+                      context: dict[str, Any] | None = None, token_counter: Counter | None = None) -> Any:
+        """The history the host's next model call should get: `messages` itself, or in ENFORCE the compacted
+        history of an adopted plan (a new list in the host's form). `host` is what `scope`, `horizon` and
+        `calls_left` callables read; `unchanged(judged)` (sync or async; `judged` the history read, as jev
+        messages) is the host's own look at its store, asked before adopting: is it still what was judged
+        (default: yes, the call's own input, which nothing else can change); `token_counter`
+        overrides the processor's for this call (a host whose counter belongs to the call's agent)."""
+        if self.mode is Mode.OFF:
+            return messages
+        self.host.tick()  # once a model call, before it: the clock the cost gate reads
+        live = list(messages)
+        counter = token_counter or self.token_counter
+        if self.trigger[0] == "messages" and not self.host.due(len(live)):
+            return messages  # counted without reading the messages
+        judged = self.host.read(lambda: formats.load(live, self.form))
+        if judged is None:  # an ERROR decision kept: the trigger moves on, the history stays as it is
+            self.host.planned(len(live) if self.trigger[0] == "messages" else self.host.next_at)
+            return messages
+        count = await self._count(live, judged, counter)
+        if count is None or not self.host.due(count):
+            return messages
+        compactor = await self._sized(live, judged, counter)
+        if compactor is None:  # the host's counter failed: an ERROR decision kept
+            self.host.planned(count)
+            return messages
+        scope = self.host.scope_for(host)
+        decision = self.host.keep(await compactor.plan(judged, scope=scope, context=context,
+                                                       horizon=self.host.horizon_for(host, judged),
+                                                       idle_seconds=self.host.idle))
+        adopted = await self.host.acommit(decision, scope, _asked(unchanged, judged))
+        if adopted is None:  # not adopted, or the host's history moved on: keep it
+            self.host.planned(count)
+            return messages
+        out = formats.dump(list(adopted), self.form)
+        self.host.planned(await self._count(out, list(adopted), counter))
+        return out
+
+    def process_sync(self, messages: Sequence[Any], host: Any = None, *,
+                     unchanged: Unchanged | None = None,
+                     context: dict[str, Any] | None = None, token_counter: Counter | None = None) -> Any:
+        """`process` for a sync host."""
+        return run_sync(self.process(messages, host, unchanged=unchanged, context=context, token_counter=token_counter))
+
+    @property
+    def decision(self) -> Decision | None:
+        """The newest plan's decision (None before the first)."""
+        return self.host.last_decision
+
+    async def restore(self, call_id: str) -> str:
+        """The archived call and result `call_id` (newest snapshot holding it), as the agent may be shown it;
+        the tool is never run again."""
+        return await self.host.restore(call_id)
+
+    async def _count(self, raw: list[Any], messages: Sequence[Message], counter: Counter | None) -> int | None:
+        """The history in the trigger's unit; None when the host's token counter failed (an ERROR kept)."""
+        unit = self.trigger[0]
+        if unit == "messages":
+            return len(raw)
+        if unit == "tool_results":
+            return sum(1 for m in messages for b in m.content if type(b) is ToolResultBlock)
+        return await self._tokens(raw, messages, counter)
+
+    async def _tokens(self, raw: list[Any], messages: Sequence[Message], counter: Counter | None) -> int | None:
+        """The host's token count of its own messages (checked; None when it failed: an ERROR kept), else
+        jev's estimate of the messages read."""
+        if counter is None:
+            return tokens_of(messages)
+        try:
+            value = called(counter, raw)
+            if inspect.isawaitable(value):
+                value = await value
+        except ConfigError as exc:
+            self.host.failed(exc, "could not count the host's history (its token counter failed), so it was left as it is")
+            return None
+        return self.host.count(lambda _history: value, raw)
+
+    async def _sized(self, raw: list[Any], messages: Sequence[Message], counter: Counter | None) -> Compactor | None:
+        """The compactor for this plan: in budget mode toward `target_tokens` when one is set (None: the host's
+        counter failed; no plan). What a plan leaves is counted as the host counts its own messages."""
+        if self.host.target_tokens is None:
+            return self.compactor
+        tokens = await self._tokens(raw, messages, counter)
+        if tokens is None:
+            return None
+        count: Callable[[Sequence[Message]], Any] = tokens_of if counter is None else counted_as(counter, self.form)
+        return self.compactor.for_tokens(messages, tokens, self.host.target_tokens, count)
+
+
+def _asked(unchanged: Unchanged | None, judged: Sequence[Message]) -> Callable[[], Awaitable[bool]]:
+    """The host's `unchanged` look at `judged` as an async one (None: the call's own input, always unchanged)."""
+    async def ask() -> bool:
+        if unchanged is None:
+            return True
+        answer = unchanged(judged)
+        return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+    return ask
