@@ -65,6 +65,37 @@ def _claude_code() -> list[list[dict]]:
     return [session(), continued_session(), compacted(), rewound]
 
 
+def _pydantic_ai() -> list[list[dict]]:
+    """Real Pydantic AI runs (a function model: thinking, text and calls; a tool that fails once, so a retry
+    prompt answers a call), in their JSON form."""
+    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart, ThinkingPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def model(messages: list, _info: Any) -> ModelResponse:
+        step = sum(1 for m in messages if isinstance(m, ModelResponse))
+        if step < 3:
+            return ModelResponse(parts=[ThinkingPart(f"step {step}", signature=f"s{step}"), TextPart("reading"),
+                                        ToolCallPart("read", {"path": f"f{step}"}, tool_call_id=f"c{step}"),
+                                        ToolCallPart("read", '{"path": "g"}', tool_call_id=f"d{step}")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent: Agent[None, str] = Agent(FunctionModel(model, model_name="claude-sonnet-4-5"), instructions="be brief")
+    failed: set[str] = set()
+
+    @agent.tool_plain
+    def read(path: str) -> Any:
+        """Read."""
+        if path == "f1" and path not in failed:
+            failed.add(path)
+            raise ModelRetry("no such file")
+        return {"path": path, "lines": [path] * 3} if path == "g" else path * 40
+
+    runs = [agent.run_sync("go").all_messages()]
+    runs.append(agent.run_sync("again", message_history=runs[0]).all_messages())
+    return [ModelMessagesTypeAdapter.dump_python(r, mode="json") for r in runs]
+
+
 # every form `formats.load` reads, each from documents of its own shape
 FORMS: dict[str, st.SearchStrategy[Any]] = {
     **{fmt: ALL_FORMATS.filter(lambda case, f=fmt: case[0] == f).map(lambda case: case[1])
@@ -75,6 +106,7 @@ FORMS: dict[str, st.SearchStrategy[Any]] = {
                                                                      "anthropic-request"), "jev"))),
     "mini-swe-agent": st.sampled_from(_TRAJECTORIES),
     "claude-code": st.sampled_from(_claude_code()),
+    "pydantic-ai": st.sampled_from(_pydantic_ai()),
     "openai-chat-request": chat_transcripts().map(lambda d: {"model": "gpt-4o", "messages": d, "temperature": 0}),
     "anthropic-request": anthropic_messages().map(lambda d: {"model": "claude", "system": "be brief", "messages": d,
                                                             "max_tokens": 100}),
@@ -191,7 +223,7 @@ def test_only_library_errors_escape_and_accepted_documents_round_trip(case: tupl
 def _plan_and_convert(messages: list) -> None:
     """Written in every other form (or refused by the library) and planned: never a foreign exception."""
     for other in ("jev", "openai-chat", "openai-responses", "anthropic", "langchain", "agentscope", "mini-swe-agent",
-                  "anthropic-request", "openai-chat-request", "openai-responses-request"):
+                  "pydantic-ai", "anthropic-request", "openai-chat-request", "openai-responses-request"):
         try:
             formats.dump(messages, other)
         except JevError:
