@@ -51,6 +51,16 @@ def recorded_outputs(run: dict) -> dict[str, dict]:
             for m in run["messages"] if m.get("role") == "tool"}
 
 
+def module_workspace(tmp_path: Path, files: int) -> Path:
+    """A folder of `files` Python modules of 120 small functions each: what the host tests' agents read."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for i in range(files):
+        (work / f"module_{i}.py").write_text("".join(f"def handler_{i}_{k}(request):\n    return {k * i}\n"
+                                                     for k in range(120)))
+    return work
+
+
 def msg(id: str, role: str, *blocks: Any, **kw: Any) -> Message:
     return Message(id, role, tuple(blocks), **kw)
 

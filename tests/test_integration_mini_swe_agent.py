@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEEPSEEK, recorded_outputs, recorded_runs
+from conftest import DEEPSEEK, module_workspace, recorded_outputs, recorded_runs
 
 # mini-swe-agent reads (and creates) its global config folder and its .env at import: a fresh one here,
 # so a test never loads the user's settings or keys, nor writes to their home
@@ -67,12 +67,7 @@ class RecordingResponses(_Records, DeterministicResponseAPIToolcallModel):
 
 
 def _workspace(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    for i in range(FILES):
-        (work / f"module_{i}.py").write_text("".join(f"def handler_{i}_{k}(request):\n    return {k * i}\n"
-                                                     for k in range(120)))
-    return work
+    return module_workspace(tmp_path, FILES)
 
 
 def _text_outputs() -> list[dict]:

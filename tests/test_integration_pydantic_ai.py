@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import module_workspace
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -33,12 +34,7 @@ SCOPE = Scope("user-1", "pydantic-ai", "run-1")
 
 
 def _workspace(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    for i in range(FILES):
-        (work / f"module_{i}.py").write_text("".join(f"def handler_{i}_{k}(request):\n    return {k * i}\n"
-                                                     for k in range(120)))
-    return work
+    return module_workspace(tmp_path, FILES)
 
 
 class Scripted:

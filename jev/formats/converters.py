@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -26,6 +26,18 @@ def source_of(message: Message, name: str) -> Any:
     if not metadata or metadata.get(SOURCE_KEY) is None:
         return None
     return metadata[SOURCE_KEY] if metadata.get(FORMAT_KEY, name) == name else None
+
+
+def kept_items(messages: Sequence[Message], name: str) -> tuple[list[tuple[Message, Any]], bool]:
+    """Each message beside the item converter `name` kept of it when it loaded it (None: a message to write
+    afresh), and whether any came from the host's objects rather than their dict form."""
+    out: list[tuple[Message, Any]] = []
+    objects = False
+    for message in messages:
+        source = source_of(message, name) or {}
+        out.append((message, source.get("item")))
+        objects = objects or (source.get("item") is not None and bool(source.get("objects")))
+    return out, objects
 
 
 def hollow(content: Any, is_text: Callable[[Any], bool]) -> Any:

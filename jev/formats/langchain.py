@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import FormatError, shown
 from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from .converters import loaded, part_data, source_of
+from .converters import kept_items, loaded, part_data
 
 NAME = "langchain"
 _THINKING = {"reasoning": "reasoning", "thinking": "thinking"}  # part type -> its text field
@@ -132,14 +132,11 @@ def dump(messages: Sequence[Message]) -> Any:
     """LangChain messages in the form they were loaded from (objects or dicts); messages not loaded from
     LangChain are written afresh in the dict form (see `_fresh`)."""
     items: list[dict[str, Any]] = []
-    objects = False
-    for message in messages:
-        source = source_of(message, NAME) or {}
-        item = source.get("item")
+    kept, objects = kept_items(messages, NAME)
+    for message, item in kept:
         if item is None:
             items.extend(_fresh(message))
             continue
-        objects = objects or bool(source.get("objects"))
         body = dict(item["data"])
         calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
         result = next((b for b in message.content if isinstance(b, ToolResultBlock)), None)

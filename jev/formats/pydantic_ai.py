@@ -23,7 +23,7 @@ import orjson
 
 from ..errors import FormatError, shown
 from ..transcript import MODEL_KEY, Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from .converters import loaded, parse_arguments, source_of
+from .converters import kept_items, loaded, parse_arguments
 
 NAME = "pydantic-ai"
 _TEXT = ("text", "user-prompt", "system-prompt")  # parts whose `content` string is a text block
@@ -120,16 +120,9 @@ def _hollow(part: dict[str, Any]) -> dict[str, Any]:
 def dump(messages: Sequence[Message]) -> Any:
     """Pydantic AI messages in the form they were loaded from (objects or JSON); messages not loaded from
     Pydantic AI are written afresh in the JSON form (module docstring)."""
-    items: list[dict[str, Any]] = []
-    objects = False
-    for message in messages:
-        source = source_of(message, NAME) or {}
-        item = source.get("item")
-        if item is None:
-            items.append(_fresh(message))
-            continue
-        objects = objects or bool(source.get("objects"))
-        items.append({**item, "parts": list(_parts(item["parts"], message.content))})
+    kept, objects = kept_items(messages, NAME)
+    items = [_fresh(message) if item is None else {**item, "parts": list(_parts(item["parts"], message.content))}
+             for message, item in kept]
     if objects:
         from pydantic_ai.messages import ModelMessagesTypeAdapter
         return ModelMessagesTypeAdapter.validate_python(items)
