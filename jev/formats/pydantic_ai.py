@@ -157,7 +157,7 @@ def _parts(kept: list[dict[str, Any]], blocks: Sequence[Block]) -> Iterator[dict
         else:
             other = next(others, None)
             if other is not None:
-                yield _other(other)
+                yield _other(other, "loaded")
     yield from ({"part_kind": "text", "content": text} for text in texts)
 
 
@@ -170,11 +170,13 @@ def _refilled(part: dict[str, Any], result: ToolResultBlock) -> dict[str, Any]:
     return part
 
 
-def _other(block: OtherBlock) -> dict[str, Any]:
-    data = block.data
+def _other(block: Block, role: str) -> dict[str, Any]:
+    """A block with no part of its own kind in a `role` message: a Pydantic AI part kept as it was, or a
+    `FormatError` naming what has no place (a tool result in an assistant message: a response holds none)."""
+    data = block.data if isinstance(block, OtherBlock) else None
     if isinstance(data, dict) and isinstance(data.get("part_kind"), str):
         return data
-    raise FormatError(f"a {shown(data.get('type') if isinstance(data, dict) else data)} block has no Pydantic AI part")
+    raise FormatError(f"a {shown(block.type)} block in a {role} message has no Pydantic AI part")
 
 
 def _fresh(message: Message) -> dict[str, Any]:
@@ -190,11 +192,11 @@ def _fresh(message: Message) -> dict[str, Any]:
             elif isinstance(b, ToolUseBlock):
                 parts.append({"part_kind": "tool-call", "tool_name": b.name, "args": b.input, "tool_call_id": b.id})
             else:
-                parts.append(_other(b))  # type: ignore[arg-type]
+                parts.append(_other(b, message.role))
         return {"kind": "response", "parts": parts}
     prompt = "system-prompt" if message.role == "system" else "user-prompt"
     return {"kind": "request", "parts": [
         {"part_kind": prompt, "content": b.text} if isinstance(b, TextBlock)
         else {"part_kind": "tool-return", "tool_name": b.name, "content": b.text, "tool_call_id": b.id,
               "outcome": "success" if b.state == "success" else "failed"} if isinstance(b, ToolResultBlock)
-        else _other(b) for b in message.content if not isinstance(b, ThinkingBlock)]}  # type: ignore[arg-type]
+        else _other(b, message.role) for b in message.content if not isinstance(b, ThinkingBlock)]}
