@@ -56,12 +56,11 @@ def load(data: Any) -> list[Message]:
     if not isinstance(data, list):
         raise FormatError(f"messages: must be a list of Pydantic AI messages (got {type(data).__name__})")
     out: list[Message] = []
-    names: dict[str, str] = {}
     for i, item in enumerate(data):
         where = f"messages[{i}]"
         if not isinstance(item, dict) or not _known(item.get("kind")) or not isinstance(item.get("parts"), list):
             raise FormatError(f"{where}: must be a Pydantic AI message (kind request or response, with parts)")
-        blocks = tuple(_block(part, f"{where}.parts[{k}]", names) for k, part in enumerate(item["parts"]))
+        blocks = tuple(_block(part, f"{where}.parts[{k}]") for k, part in enumerate(item["parts"]))
         kept = {**item, "parts": [_hollow(part) for part in item["parts"]]}
         metadata = loaded(NAME, {"item": kept, "objects": objects})
         if item["kind"] == "response" and isinstance(item.get("model_name"), str) and item["model_name"]:
@@ -71,7 +70,7 @@ def load(data: Any) -> list[Message]:
     return out
 
 
-def _block(part: Any, where: str, names: dict[str, str]) -> Block:
+def _block(part: Any, where: str) -> Block:
     """A part as a block (module docstring)."""
     kind = part.get("part_kind") if isinstance(part, dict) else None
     if not isinstance(kind, str):
@@ -84,7 +83,6 @@ def _block(part: Any, where: str, names: dict[str, str]) -> Block:
         call_id, name = part.get("tool_call_id"), part.get("tool_name")
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise FormatError(f"{where}: a tool-call part needs string tool_call_id and tool_name")
-        names[call_id] = name
         args = parse_arguments(part.get("args"))
         return ToolUseBlock(call_id, name, args if isinstance(args, dict) else {"args": args})
     if kind in _RESULTS and isinstance(part.get("tool_call_id"), str) and isinstance(part.get("tool_name"), str):
