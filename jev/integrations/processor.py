@@ -80,7 +80,7 @@ class HistoryProcessor(Adapter):
         count = await self._count(live, judged, counter)
         if count is None or not self.host.due(count):
             return messages
-        compactor = await self._sized(live, judged, counter)
+        compactor = await self._sized(live, judged, counter, count if self.trigger[0] == "tokens" else None)
         if compactor is None:  # the host's counter failed: an ERROR decision kept
             self.host.planned(count)
             return messages
@@ -135,12 +135,14 @@ class HistoryProcessor(Adapter):
             return None
         return self.host.count(lambda _history: value, raw)
 
-    async def _sized(self, raw: list[Any], messages: Sequence[Message], counter: Counter | None) -> Compactor | None:
+    async def _sized(self, raw: list[Any], messages: Sequence[Message], counter: Counter | None,
+                     counted: int | None) -> Compactor | None:
         """The compactor for this plan: in budget mode toward `target_tokens` when one is set (None: the host's
-        counter failed; no plan). What a plan leaves is counted as the host counts its own messages."""
+        counter failed; no plan), from `counted` tokens when the trigger already counted them. What a plan
+        leaves is counted as the host counts its own messages."""
         if self.host.target_tokens is None:
             return self.compactor
-        tokens = await self._tokens(raw, messages, counter)
+        tokens = counted if counted is not None else await self._tokens(raw, messages, counter)
         if tokens is None:
             return None
         count: Callable[[Sequence[Message]], Any] = tokens_of if counter is None else counted_as(counter, self.form)
