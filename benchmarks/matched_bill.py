@@ -18,6 +18,7 @@ Billed input is the history's alone, at each set's fitted prefix (as `benchmarks
 from __future__ import annotations
 
 import argparse
+import itertools
 import platform
 import random
 import sys
@@ -29,14 +30,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archive import MemoryStore, StoreArchive  # noqa: E402
-from benchmarks.cost import LABEL, SETS, sessions  # noqa: E402
-from calibration.labels import needed_later  # noqa: E402
-from jev import CompactionConfig, Compactor, ExecutionOptions, Mode  # noqa: E402
-from jev.analysis import analyze  # noqa: E402
-from jev.billing import ClearBatched, JevCompaction, NoCompaction, replay  # noqa: E402
-from jev.judges import LocalJudge  # noqa: E402
-from jev.usage import fitted_prefix  # noqa: E402
+from archive import MemoryStore, StoreArchive
+from benchmarks.cost import LABEL, SETS, sessions
+from calibration.labels import needed_later
+from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
+from jev.analysis import analyze
+from jev.billing import ClearBatched, JevCompaction, NoCompaction, replay
+from jev.judges import LocalJudge
+from jev.usage import fitted_prefix
 
 RESAMPLES = 400
 
@@ -75,7 +76,7 @@ def at_bill(curve: list[tuple[float, float, float]], bill: float) -> tuple[float
         for point in sorted([(1.0, 0.0, 0.0), *curve]):
             if not frontier or point[k] < frontier[-1][1]:
                 frontier.append((point[0], point[k]))
-        for (b0, a0), (b1, a1) in zip(frontier, frontier[1:], strict=False):
+        for (b0, a0), (b1, a1) in itertools.pairwise(frontier):
             if b0 <= bill <= b1:
                 out.append(a0 + (0.0 if b1 == b0 else (bill - b0) / (b1 - b0)) * (a1 - a0))
                 break
@@ -130,7 +131,8 @@ def main() -> None:
                 every = list(range(len(loaded)))
                 point = ratios(rows, sweep, "jev", every)
                 if point is None:
-                    line = f"| {LABEL[name]} ({len(loaded)}) | {trigger // 1000} k | {profile} | — | — | no sweep point bills as little | — | — |"
+                    line = (f"| {LABEL[name]} ({len(loaded)}) | {trigger // 1000} k | {profile} | — | — | "
+                            "no sweep point bills as little | — | — |")
                 else:
                     draws = [r for r in (ratios(rows, sweep, "jev", [rng.choice(every) for _ in every])
                                          for _ in range(RESAMPLES)) if r is not None]

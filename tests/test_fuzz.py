@@ -96,6 +96,17 @@ def _pydantic_ai() -> list[list[dict]]:
     return [ModelMessagesTypeAdapter.dump_python(r, mode="json") for r in runs]
 
 
+def _gemini() -> list[list[dict]]:
+    """Real Google ADK requests' contents (signed thoughts, signed calls without ids, their responses)."""
+    import tempfile
+
+    import test_integration_google_adk as adk
+    from conftest import module_workspace
+
+    adk._run(None, module_workspace(Path(tempfile.mkdtemp(prefix="jev-fuzz-adk-")), adk.FILES))
+    return [adk.SENT[-1], adk.SENT[len(adk.SENT) // 2]]
+
+
 # every form `formats.load` reads, each from documents of its own shape
 FORMS: dict[str, st.SearchStrategy[Any]] = {
     **{fmt: ALL_FORMATS.filter(lambda case, f=fmt: case[0] == f).map(lambda case: case[1])
@@ -107,6 +118,7 @@ FORMS: dict[str, st.SearchStrategy[Any]] = {
     "mini-swe-agent": st.sampled_from(_TRAJECTORIES),
     "claude-code": st.sampled_from(_claude_code()),
     "pydantic-ai": st.sampled_from(_pydantic_ai()),
+    "gemini": st.sampled_from(_gemini()),
     "openai-chat-request": chat_transcripts().map(lambda d: {"model": "gpt-4o", "messages": d, "temperature": 0}),
     "anthropic-request": anthropic_messages().map(lambda d: {"model": "claude", "system": "be brief", "messages": d,
                                                             "max_tokens": 100}),
@@ -223,7 +235,7 @@ def test_only_library_errors_escape_and_accepted_documents_round_trip(case: tupl
 def _plan_and_convert(messages: list) -> None:
     """Written in every other form (or refused by the library) and planned: never a foreign exception."""
     for other in ("jev", "openai-chat", "openai-responses", "anthropic", "langchain", "agentscope", "mini-swe-agent",
-                  "pydantic-ai", "anthropic-request", "openai-chat-request", "openai-responses-request"):
+                  "pydantic-ai", "gemini", "anthropic-request", "openai-chat-request", "openai-responses-request"):
         try:
             formats.dump(messages, other)
         except JevError:

@@ -22,7 +22,8 @@ from . import request
 # each form's converter module, imported when the form is first read or written (not by `import jev`)
 _MODULES = {"jev": "jev_json", "openai-chat": "openai_chat", "mini-swe-agent": "mini_swe_agent",
             "openai-responses": "openai_responses", "anthropic": "anthropic", "langchain": "langchain",
-            "agentscope": "agentscope", "pydantic-ai": "pydantic_ai", "claude-code": "claude_code",
+            "agentscope": "agentscope", "pydantic-ai": "pydantic_ai", "gemini": "gemini",
+            "claude-code": "claude_code",
             "codex": "codex"}  # claude-code and codex are read-only: dump refuses
 FORMATS = (*_MODULES, *request.FORMS)
 
@@ -39,6 +40,8 @@ def detect(data: Any) -> str:
         return "langchain"
     if _module("pydantic_ai").is_messages(data):
         return "pydantic-ai"
+    if _module("gemini").is_contents(data):
+        return "gemini"
     if _module("claude_code").is_transcript(data):
         return "claude-code"
     if _module("codex").is_rollout(data):

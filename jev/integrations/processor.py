@@ -23,7 +23,7 @@ from ..decision import Decision, Mode
 from ..errors import ConfigError
 from ..scope import Scope
 from ..token_target import called
-from ..transcript import Message, ToolResultBlock
+from ..transcript import MODEL_KEY, Message, ToolResultBlock
 from .core import Adapter, HostCompaction, check_trigger, counted_as
 
 TRIGGER_UNITS = ("messages", "tokens", "tool_results")
@@ -36,13 +36,15 @@ class HistoryProcessor(Adapter):
     messages are in (`jev.formats.FORMATS`); `trigger` `(unit, n)` with unit one of `units`: the history's
     messages, its tokens (the host's `token_counter` of its own messages, sync or async; else jev's estimate)
     or its tool results. `horizon` (a number, or a callable of the host's object) is the later model calls the
-    host expects; else the history's estimate, bounded by `calls_left(host)` where the host limits its calls."""
+    host expects; else the history's estimate, bounded by `calls_left(host)` where the host limits its calls.
+    `model` is the provider's model the history is sent to, when the host knows it and the history does not
+    say (its rules decide what a plan may change: `jev.providers`); `CompactionConfig.model` still wins."""
 
     def __init__(self, compactor: Compactor, form: str, *, trigger: tuple[str, int] = ("messages", 50),
                  units: tuple[str, ...] = TRIGGER_UNITS, scope: Scope | Callable[[Any], Scope | None] | None = None,
                  target_tokens: int | None = None, token_counter: Counter | None = None, keep_decisions: int = 1,
                  horizon: int | Callable[[Any], int | None] | None = None,
-                 calls_left: Callable[[Any], int | None] | None = None) -> None:
+                 calls_left: Callable[[Any], int | None] | None = None, model: str | None = None) -> None:
         if form not in formats.FORMATS or form == "auto":
             raise ConfigError(f"form must be one of {', '.join(f for f in formats.FORMATS if f != 'auto')} "
                               f"(got {form!r})")
@@ -52,6 +54,7 @@ class HistoryProcessor(Adapter):
                                    trigger=self.trigger[1], horizon=horizon, calls_left=calls_left)
         self.compactor = compactor
         self.token_counter = token_counter
+        self.model = model
 
     @property
     def mode(self) -> Mode:
@@ -59,13 +62,15 @@ class HistoryProcessor(Adapter):
 
     async def process(self, messages: Sequence[Any], host: Any = None, *,
                       unchanged: Unchanged | None = None,
-                      context: dict[str, Any] | None = None, token_counter: Counter | None = None) -> Any:
+                      context: dict[str, Any] | None = None, token_counter: Counter | None = None,
+                      model: str | None = None) -> Any:
         """The history the host's next model call should get: `messages` itself, or in ENFORCE the compacted
         history of an adopted plan (a new list in the host's form). `host` is what `scope`, `horizon` and
         `calls_left` callables read; `unchanged(judged)` (sync or async; `judged` the history read, as jev
         messages) is the host's own look at its store, asked before adopting: is it still what was judged
         (default: yes, the call's own input, which nothing else can change); `token_counter`
-        overrides the processor's for this call (a host whose counter belongs to the call's agent)."""
+        overrides the processor's for this call (a host whose counter belongs to the call's agent), `model` the
+        processor's model for this call (a host that names it per request)."""
         if self.mode is Mode.OFF:
             return messages
         self.host.tick()  # once a model call, before it: the clock the cost gate reads
@@ -73,7 +78,7 @@ class HistoryProcessor(Adapter):
         counter = token_counter or self.token_counter
         if self.trigger[0] == "messages" and not self.host.due(len(live)):
             return messages  # counted without reading the messages
-        judged = self.host.read(lambda: formats.load(live, self.form))
+        judged = self.host.read(lambda: _named(formats.load(live, self.form), model or self.model))
         if judged is None:  # an ERROR decision kept: the trigger moves on, the history stays as it is
             self.host.planned(len(live) if self.trigger[0] == "messages" else self.host.next_at)
             return messages
@@ -98,9 +103,11 @@ class HistoryProcessor(Adapter):
 
     def process_sync(self, messages: Sequence[Any], host: Any = None, *,
                      unchanged: Unchanged | None = None,
-                     context: dict[str, Any] | None = None, token_counter: Counter | None = None) -> Any:
+                     context: dict[str, Any] | None = None, token_counter: Counter | None = None,
+                     model: str | None = None) -> Any:
         """`process` for a sync host."""
-        return run_sync(self.process(messages, host, unchanged=unchanged, context=context, token_counter=token_counter))
+        return run_sync(self.process(messages, host, unchanged=unchanged, context=context, token_counter=token_counter,
+                                     model=model))
 
     @property
     def decision(self) -> Decision | None:
@@ -147,6 +154,20 @@ class HistoryProcessor(Adapter):
             return None
         count: Callable[[Sequence[Message]], Any] = tokens_of if counter is None else counted_as(counter, self.form)
         return self.compactor.for_tokens(messages, tokens, self.host.target_tokens, count)
+
+
+def _named(messages: list[Message], model: str | None) -> list[Message]:
+    """The history with the host's `model` on its newest assistant message (`MODEL_KEY`, where the provider's
+    rules read a history's model: `jev.providers.model_of`), unless that message names one itself."""
+    if model is None:
+        return messages
+    for k in range(len(messages) - 1, -1, -1):
+        message = messages[k]
+        if message.role == "assistant":
+            if not (message.metadata or {}).get(MODEL_KEY):
+                messages[k] = message.replace(metadata={**(message.metadata or {}), MODEL_KEY: model})
+            break
+    return messages
 
 
 def _asked(unchanged: Unchanged | None, judged: Sequence[Message]) -> Callable[[], Awaitable[bool]]:
