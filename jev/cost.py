@@ -363,7 +363,7 @@ def estimate(before: Sequence[Message], after: Sequence[Message], horizon: int,
 _ROLE = operator.attrgetter("role")
 
 
-COLD_TRIGGER_DIVISOR = 5  # at a cold cache, plan from a fifth of the trigger on (chosen by replay: README, "Cost")
+COLD_TRIGGER_DIVISOR = 5  # at a cold cache, plan from a fifth of the trigger on (chosen by replay: docs/concepts/cost.md)
 
 
 def cold_trigger(trigger: int) -> int:

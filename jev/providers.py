@@ -68,7 +68,7 @@ class ThinkingPolicy(str, Enum):
     APPEND_ONLY = "append-only"  # change nothing at or before the last thinking block
 
 
-DEFAULT_THINKING_POLICY = ThinkingPolicy.STRIP  # chosen by replay (README, "What each provider accepts")
+DEFAULT_THINKING_POLICY = ThinkingPolicy.STRIP  # chosen by replay (docs/guide/providers.md)
 
 
 def thinking_policy(value: Any) -> ThinkingPolicy:

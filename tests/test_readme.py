@@ -1,7 +1,8 @@
-"""The README's snippets run as written (issue 16, item 9; issue 35, item 8): every Python block, in a fresh
-folder; every shell block, in order, from a folder laid out as the repository root (the shipped sample
-data, the virtual environment the two commands made); and the first look at a real session, whose quoted
-summary must be what the command prints."""
+"""The snippets of the README and of every documentation page run as written (issue 16, item 9; issue 35,
+item 8; issue 67): every Python block, in a fresh folder; every shell block, in order — the README's first,
+then the pages' in the site's navigation order — from a folder laid out as the repository root (the shipped
+sample data, the virtual environment the two commands made); and the first look at a real session, whose
+quoted summary must be what the command prints."""
 
 from __future__ import annotations
 
@@ -15,8 +16,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
-SHELL_BLOCKS = re.findall(r"^```bash\n(.*?)^```$", README, flags=re.S | re.M)
+
+
+def pages() -> list[Path]:
+    """The README, then every page of the documentation site in its navigation order (`mkdocs.yml`)."""
+    nav = re.findall(r"^\s*-\s*(?:[^:\n]+:\s*)?([\w/.-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), flags=re.M)
+    return [ROOT / "README.md", *(ROOT / "docs" / page for page in nav)]
+
+
+SOURCES = [(path.relative_to(ROOT), path.read_text()) for path in pages()]
+PYTHON_BLOCKS = [(f"{name}:{k + 1}", block) for name, text in SOURCES
+                 for k, block in enumerate(re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M))]
+SHELL_BLOCKS = [block for _name, text in SOURCES for block in re.findall(r"^```bash\n(.*?)^```$", text,
+                                                                          flags=re.S | re.M)]
 # the two commands' installs, and the test commands (this suite is one of them), are what CI itself runs
 RUN_HERE = [block for block in SHELL_BLOCKS if "pip install" not in block and "pytest" not in block]
 
@@ -25,7 +37,7 @@ def test_the_readme_has_python_snippets() -> None:
     assert PYTHON_BLOCKS  # a parametrized test over nothing would pass silently
 
 
-@pytest.mark.parametrize("code", PYTHON_BLOCKS, ids=[f"python-block-{i + 1}" for i in range(len(PYTHON_BLOCKS))])
+@pytest.mark.parametrize("code", [code for _where, code in PYTHON_BLOCKS], ids=[where for where, _code in PYTHON_BLOCKS])
 def test_python_snippet_runs_as_written(code: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for key in ("TYPESAFE_API_KEY", "JEV_API_KEY", "OPENAI_API_KEY"):  # the snippets need no key
@@ -52,7 +64,7 @@ def test_first_look_prints_what_the_readme_quotes() -> None:
 def test_every_shell_snippet_runs_as_written_in_order(tmp_path: Path) -> None:
     """From a folder laid out as a fresh clone's root after the two commands (`examples/`, `.venv/`), the
     README's shell blocks run one after another in one shell — later ones use what earlier ones wrote."""
-    assert len(RUN_HERE) >= 3, "the README's command-line, first-look and rollout blocks"
+    assert len(RUN_HERE) >= 4, "the README's own sessions, the command line's and the rollout's blocks"
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "jev").exists():
         pytest.skip(f"the jev command is not installed beside {sys.executable}")

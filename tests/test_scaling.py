@@ -6,7 +6,7 @@ as long (it reads 12–14x). Timed with the garbage collector on (its full colle
 superlinear cost), the best of three runs, on real sessions (the dev set's, else the sample shipped in
 examples/data).
 The task every window carries is at most half the state budget, so a history whose user messages keep
-growing no longer makes windows that hold fewer and fewer pairs (README, Performance)."""
+growing no longer makes windows that hold fewer and fewer pairs (docs/performance-log.md)."""
 
 from __future__ import annotations
 
