@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibration import Rows, select_thresholds
 from calibration.synthetic import JUDGES, realised_risks, synthetic
-from calibration.thresholds import result_score
+from calibration.thresholds import applied, result_score
 
 
 def naive(rows: Rows, alpha: float) -> float:
@@ -91,7 +91,7 @@ def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, c
             continue
         score = result_score(held, size_aware)
         r, c = realised_risks(held, s.discard_threshold, score, s.keep_threshold)
-        let_go = (score <= s.discard_threshold) & (held.keep_result < s.keep_threshold)
+        let_go, _unsure = applied(s.discard_threshold, s.keep_threshold, held, score)
         chars = held.result_chars.astype(float)
         out.append((True, r, c, float(chars[let_go].sum() / max(chars.sum(), 1.0))))
     return out

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .thresholds import Rows
+from jev.policy import table
+
+from .thresholds import SIZE_RULE, Rows
 
 JUDGES = ("oracle-5", "beta", "overconfident", "random")
 
@@ -30,12 +32,14 @@ def synthetic(n_sessions: int, judge: str, rng: np.random.Generator, pairs: int 
     return Rows(sessions, np.full(len(p), "bash"), call, p, rng.integers(100, 5000, len(p)), needed, needed.copy())
 
 
-def realised_risks(rows: Rows, d: float, score: np.ndarray | None = None, keep: float = 1.0) -> tuple[float, float]:
-    """Mean per-session R_result (needed results whose score is <= d and raw score < `keep`: let go) and
-    R_call (needed calls dropped with them: call score <= d too). `score` defaults to the raw result score."""
+def realised_risks(rows: Rows, d: float, score: np.ndarray | None = None, keep: float = SIZE_RULE.keep_threshold
+                   ) -> tuple[float, float]:
+    """Mean per-session R_result (needed results a compactor with thresholds (d, `keep`) lets go: dropped or
+    truncated, by its own decision table) and R_call (needed calls it drops). `score` defaults to the raw
+    result score."""
     score = rows.keep_result if score is None else score
-    let_go = (score <= d) & (rows.keep_result < keep)
-    dropped = let_go & (rows.keep_call <= d)
+    dropped, truncated = table((score <= d) & (rows.keep_result < keep), rows.keep_call <= d, rows.keep_call >= keep)
+    let_go = dropped | truncated
     _ids, inv = np.unique(rows.sessions, return_inverse=True)
 
     def mean_share(lost: np.ndarray, need: np.ndarray) -> float:

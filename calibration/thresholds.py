@@ -6,10 +6,11 @@ Two risks, per session over its decision points as SHADOW replayed them (session
 A setting is certified when both are <= alpha (`risk.learn_then_test`: one fixed sequence from the safest
 setting, on the larger of the two p-values).
 
-Settings certified: a discard threshold on the result score (the rule a compactor applies, "result score
-<= discard_threshold": every such result counts as let go, whatever keep_threshold then makes of it), or
-with `target=True` a budget-mode `target_reduction`, walked in the product's own order
-(`jev.policy.budget_order`).
+Settings certified: a discard threshold on the result score, with the keep threshold the compactor runs
+(`keep_threshold`, fixed before any data is seen), through the compactor's own decision table
+(`jev.policy.table`): a pair counts as let go exactly when a compactor with those thresholds drops or
+truncates it, so what is certified is what is let go. With `target=True` also a budget-mode
+`target_reduction`, walked in the product's own order (`jev.policy.budget_order`).
 
 By default nothing is fitted before certifying: the threshold grid is fixed in advance, so every session
 certifies (certifying at alpha with probability >= 1 - delta needs at least log delta / log(1 - alpha)
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -382,7 +384,7 @@ class ThresholdSelector:
     `calibration_`, the whole outcome as one frozen value)."""
 
     def __init__(self, alpha: float = 0.05, delta: float = 0.1, *, per_tool: bool = False, size_aware: bool = True,
-                 uncertain_rate: float = 0.1, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
+                 uncertain_rate: float | None = None, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
                  keep_threshold: float = SIZE_RULE.keep_threshold, curve_bounds: bool = False, seed: int = 0,
                  size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)) -> None:
         self.alpha = alpha
@@ -402,7 +404,9 @@ class ThresholdSelector:
         # ConfigError is a ValueError: the rules and their wording are jev's (jev.validate)
         for name in ("alpha", "delta"):
             require_in(name, getattr(self, name), 0, 1, open_low=True, open_high=True)
-        require_in("uncertain_rate", self.uncertain_rate, 0, 1)
+        if self.uncertain_rate is not None:
+            warnings.warn("uncertain_rate no longer chooses keep_threshold: the thresholds are certified with the "
+                          "keep_threshold the compactor runs (keep_threshold=)", DeprecationWarning, stacklevel=3)
         require_in("fit_share", self.fit_share, 0, 1, open_high=True)
         require_in("keep_threshold", self.keep_threshold, 0, 1, open_low=True)
         check_size_exponents(self.size_exponents, self.size_aware)
@@ -458,8 +462,12 @@ class ThresholdSelector:
         raw = self._grid(fit_rows, exponent)
         calibrated = calibrator.predict(np.maximum(raw, 0.0))
         score = result_score(test, self.size_aware, exponent)
-        below = score[None, :] <= raw[:, None]  # (grid, rows): result let go (dropped or truncated)
-        dropped = below & (test.keep_call[None, :] <= raw[:, None])  # ... with its call
+        k = float(self.keep_threshold)
+        # the compactor's own rule at every grid point (`jev.policy.table`, keep threshold included), so what
+        # is certified is what a compactor with these thresholds lets go: (grid, rows), dropped or truncated
+        low = (score[None, :] <= raw[:, None]) & (test.keep_result < k)[None, :]
+        dropped, truncated = table(low, test.keep_call[None, :] <= raw[:, None], (test.keep_call >= k)[None, :])
+        below = dropped | truncated
         outcome = _test(test, below, dropped, alpha, delta, bound)
         chars = np.maximum(test.result_chars, 0).astype(float)
         curve = [{"calibrated": float(calibrated[j]), "raw": float(raw[j]),
@@ -484,12 +492,10 @@ class ThresholdSelector:
                              float(first[0]), float(first[1]), 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, need, more, None, curve,
                              f"nothing certified for {group} ({n_sessions} sessions): {why}")
         d = float(raw[j])
-        k = _keep_threshold(d, test, score, self.uncertain_rate)
-        let_go, unsure = applied(d, k, test, score)
+        let_go, unsure = applied(d, k, test, score)  # the certified row itself: the compactor's rule at (d, k)
         uncertain = float(unsure.sum() / max((score <= d).sum(), 1))
         ur, uc = _bounds(outcome.r[j], outcome.c[j], delta, bound)
         curve[j].update(upper_result=ur, upper_call=uc)
-        # what the compactor does at (d, k), beside the certified (conservative) count at d
         applied_risk = float(session_losses(let_go[None], test.needed_result, test.unit_ids).mean())
         recency = _recency(test, applied_risk)
         if recency is not None:
@@ -574,25 +580,6 @@ def applied(d: float, k: float, rows: Rows, score: np.ndarray) -> tuple[np.ndarr
     low = (score <= d) & (rows.keep_result < k)
     drop, truncate = table(low, rows.keep_call <= d, rows.keep_call >= k)
     return drop | truncate, low & ~drop & ~truncate
-
-
-def _keep_threshold(d: float, rows: Rows, score: np.ndarray, target: float) -> float:
-    """The keep threshold above d that lets go of the most result characters at d, among those whose
-    UNCERTAIN band holds at most `target` of the results at or below d (else the smallest band). A lower k
-    truncates more calls but also keeps every result whose raw score reaches it; the guarantee counts every
-    result at or below d as let go, so it holds for any k."""
-    low = max(int((score <= d).sum()), 1)
-    chars = rows.result_chars.astype(float)
-    best: tuple[tuple[bool, float, float], float] | None = None
-    for k in np.unique(np.concatenate([np.round(np.linspace(min(d + 0.01, 1.0), 1.0, 100), 4), [1.0]])):
-        if k <= d:
-            continue
-        let_go, unsure = applied(d, float(k), rows, score)
-        band = unsure.sum() / low
-        key = (bool(band <= target), float(chars[let_go].sum()) if band <= target else -float(band), -float(k))
-        if best is None or key > best[0]:
-            best = key, float(k)
-    return best[1] if best is not None else 1.0
 
 
 def select_thresholds(rows: Rows, alpha: float, delta: float, **params: Any) -> Calibration:

@@ -27,7 +27,27 @@ from jev.judges import Answers, JudgeRequest
 os.environ["COLUMNS"] = "160"
 
 
-DEEPSEEK = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mini-swe-agent-deepseek-dev.tar.xz"
+DEV_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # the dev sets, beside the repository
+DEEPSEEK = DEV_DATA / "mini-swe-agent-deepseek-dev.tar.xz"
+SWEBENCH = DEV_DATA / "mini-swe-agent-swebench-dev.tar.xz"
+CLAUDE_CODE = DEV_DATA / "claude-code-sessions-dev.tar.xz"
+CODEX = DEV_DATA / "codex-sessions-dev.tar.xz"
+
+
+def needs_data(*sets: Path) -> Callable[[Any], Any]:
+    """A test (or a module's `pytestmark` list) that reads the dev sets `sets`: marked `data`, and skipped,
+    naming what is missing, where they are absent (a fresh clone without `../shared/data/`)."""
+    missing = [p.name for p in sets if not p.exists()]
+    marks = [pytest.mark.data, pytest.mark.skipif(bool(missing), reason=f"dev data not found in {DEV_DATA}: "
+                                                                      f"{', '.join(missing)}")]
+
+    def mark(test: Any) -> Any:
+        for each in marks:
+            test = each(test)
+        return test
+
+    mark.marks = marks  # type: ignore[attr-defined]
+    return mark
 
 
 def recorded_runs(count: int) -> list[dict]:
@@ -287,10 +307,40 @@ def cli(argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, 
     return Ran(code, out.getvalue(), err.getvalue())
 
 
+SERVER_MODULES = {"test_servers", "test_systemone", "test_systemone_conformance", "test_judges_remote",
+                  "test_openai_decisions"}  # each starts local HTTP servers for the judges' wires
+SERVER_FIXTURES = {"seaweed", "sparrow"}  # a real SeaweedFS or sparrow-decider server
+CHECK_MODULES = {"test_checks", "test_docs"}  # ruff, mypy and the docs build over the whole tree
+
+
+def _markers(item: pytest.Item) -> list[str]:
+    """The markers a test gets from where it runs (listed in pyproject.toml, explained in docs/contributing.md):
+    `integration` (a real host package's agent loop), `servers` (local servers it starts), `checks` (the
+    whole-tree checks); `data` comes from `needs_data`. A test with none of these and not `slow` is `unit`."""
+    module = item.module.__name__ if item.module is not None else ""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    marks = []
+    if module.startswith("test_integration_"):
+        marks.append("integration")
+    if module in SERVER_MODULES or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or params.get("kind") == "s3":
+        marks.append("servers")
+    if module in CHECK_MODULES:
+        marks.append("checks")
+    return marks
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first, those allowed the longest (the full training run) leading: with `-n 2` both
-    workers start on the long tests and the short ones even out the end, rather than one long test
-    starting late and running on alone (longest first; the order is the same in every worker)."""
+    """Each test's markers from where it runs (`_markers`); then the slow tests first, those allowed the
+    longest (the full training run) leading: with `-n 2` both workers start on the long tests and the short
+    ones even out the end, rather than one long test starting late and running on alone (longest first; the
+    order is the same in every worker)."""
+    for item in items:
+        marks = _markers(item)
+        for name in marks:
+            item.add_marker(name)
+        if not marks and not any(item.get_closest_marker(m) for m in ("slow", "data")):
+            item.add_marker("unit")  # the fast subset: -m unit
+
     def allowed(item: pytest.Item) -> float:
         marker = item.get_closest_marker("timeout")
         return float(marker.args[0]) if marker and marker.args else 0.0

@@ -63,7 +63,6 @@ def test_an_oracle_wrong_too_often_for_alpha_certifies_nothing() -> None:
     rng = np.random.default_rng(11)
     result = select_thresholds(synthetic(150, "oracle-15", rng), 0.1, 0.1, size_aware=False)
     assert not result.overall.certified and "do not separate" in result.overall.message
-    assert "(R_result above alpha" in result.overall.message  # calls have noise: about half are kept
 
 
 def test_a_needed_call_dropped_is_a_loss_of_its_own() -> None:

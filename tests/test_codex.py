@@ -9,15 +9,14 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import cli
+from conftest import CODEX, cli, needs_data
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, FormatError, Mode, Status, formats
 from jev.analysis import analyze
 from jev.judges import LocalJudge
 from jev.providers import check, model_of
 
-CODEX = Path(__file__).resolve().parents[2] / "shared" / "data" / "codex-sessions-dev.tar.xz"
-needs_data = pytest.mark.skipif(not CODEX.exists(), reason=f"dev Codex rollouts not found at {CODEX}")
+needs_codex = needs_data(CODEX)
 
 
 def rollouts() -> list[tuple[str, bytes]]:
@@ -25,7 +24,7 @@ def rollouts() -> list[tuple[str, bytes]]:
         return sorted((m.name, tar.extractfile(m).read()) for m in tar if m.isfile() and m.name.endswith(".jsonl"))
 
 
-@needs_data
+@needs_codex
 def test_every_dev_rollout_reads_pairs_its_calls_and_writes_back_byte_for_byte() -> None:
     found = rollouts()
     assert len(found) == 5
@@ -44,7 +43,7 @@ def test_every_dev_rollout_reads_pairs_its_calls_and_writes_back_byte_for_byte()
             formats.dump(messages, "codex")
 
 
-@needs_data
+@needs_codex
 def test_a_rollout_plans_in_shadow_and_enforce_and_the_plan_keeps_reasoning_with_its_calls(tmp_path) -> None:
     from archive import FileArchive, Scope
     _name, data = max(rollouts(), key=lambda item: len(item[1]))
@@ -78,7 +77,7 @@ def test_a_compacted_rollout_is_read_from_its_last_compaction_on() -> None:
     assert formats.load(older)[0].text == "what happened so far"
 
 
-@needs_data
+@needs_codex
 def test_inspect_compact_and_cost_take_a_folder_of_rollouts(tmp_path) -> None:
     folder = tmp_path / "codex"
     folder.mkdir()

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import CLAUDE_CODE, DEV_DATA, needs_data
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Reason, Status, formats
 from jev.analysis import analyze
 from jev.judges import LocalJudge, ReplayJudge
 from jev.transcript import ToolResultBlock
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = DEV_DATA
 SETS = {"swebench": DATA / "mini-swe-agent-swebench-dev.tar.xz", "deepseek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}
-CLAUDE_CODE = DATA / "claude-code-sessions-dev.tar.xz"
 pytestmark = pytest.mark.slow  # whole dev sets: out of the fast subset
-needs_data = pytest.mark.skipif(not all(p.exists() for p in SETS.values()), reason=f"dev trajectories not found in {DATA}")
+needs_sets = needs_data(*SETS.values())
 DEFAULT = CompactionConfig(eligible_tools=frozenset({"bash"}))  # the defaults, with the one tool these agents have
 
 
@@ -29,7 +29,7 @@ def raw() -> dict[str, list[tuple[str, bytes]]]:
     return {name: list(raw_trajectories(path)) for name, path in SETS.items()}
 
 
-@needs_data
+@needs_sets
 def test_every_trajectory_is_detected_and_round_trips_exactly(raw) -> None:
     pairs = Counter()
     for name, items in raw.items():
@@ -43,7 +43,7 @@ def test_every_trajectory_is_detected_and_round_trips_exactly(raw) -> None:
     assert pairs["deepseek"] == 9334  # 9 223 tool messages and 111 submitting calls answered by `exit`
 
 
-@needs_data
+@needs_sets
 def test_deepseek_sessions_are_told_apart_by_run(raw) -> None:
     from calibration.dataset import group_of
     sessions = [s for s, _ in raw["deepseek"]]
@@ -51,7 +51,7 @@ def test_deepseek_sessions_are_told_apart_by_run(raw) -> None:
 
 
 @pytest.mark.slow
-@needs_data
+@needs_sets
 def test_every_history_and_every_8_pair_prefix_plans_without_error(raw) -> None:
     compactor = Compactor(LocalJudge(), DEFAULT, ExecutionOptions(Mode.SHADOW, budget=30))
     outcomes = Counter()
@@ -68,7 +68,7 @@ def test_every_history_and_every_8_pair_prefix_plans_without_error(raw) -> None:
     assert proposed > 0.3 * sum(outcomes.values()) and outcomes[Status.DECIDED] > 0  # the defaults propose something
 
 
-@needs_data
+@needs_sets
 def test_a_remote_judge_plans_every_full_history_in_windows_where_needed(raw) -> None:
     compactor = Compactor(ReplayJudge({}, default=0.1), DEFAULT, ExecutionOptions(Mode.SHADOW, budget=30))
     windowed = 0
@@ -91,7 +91,7 @@ def _answers(messages) -> dict[str, float]:
     return out
 
 
-@needs_data
+@needs_sets
 def test_the_same_plan_reports_the_same_reduction_from_every_form_and_keeps_no_payload_twice(raw) -> None:
     from jev import canonical_json
     from jev.transcript import TextBlock, ToolUseBlock
@@ -126,7 +126,7 @@ def _claude_code_sessions() -> list[tuple[str, bytes]]:
         return sorted((m.name, tar.extractfile(m).read()) for m in tar if m.isfile() and m.name.endswith(".jsonl"))
 
 
-@needs_data
+@needs_sets
 def test_every_trajectory_comes_back_byte_for_byte_through_the_archive(raw, tmp_path) -> None:
     """Issue 35 item 1: archive -> restore -> dump is the trajectory as mini-swe-agent wrote it, key order
     inside `extra`, the raw responses and the envelope included (the snapshot sorts; it records the order)."""
@@ -139,7 +139,7 @@ def test_every_trajectory_comes_back_byte_for_byte_through_the_archive(raw, tmp_
             assert orjson.dumps(formats.dump(back, "mini-swe-agent")) == orjson.dumps(doc), session
 
 
-@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found in {DATA}")
+@needs_data(CLAUDE_CODE)
 def test_every_claude_code_session_plans_and_writes_back_what_it_holds(tmp_path) -> None:
     """Issue 35 item 6: all 110 dev sessions plan (none ends in ERROR: pasted images pin their message,
     carried-over results are pinned pairs) and their Anthropic messages come back exactly from the archive.
@@ -176,8 +176,8 @@ def test_every_claude_code_session_plans_and_writes_back_what_it_holds(tmp_path)
     assert stretches == {1: 107, 2: 3}  # three sessions Claude Code compacted once on its own
 
 
-@needs_data
-@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"Claude Code sessions not found in {DATA}")
+@needs_sets
+@needs_data(CLAUDE_CODE)
 def test_a_plans_token_counts_stay_within_one_percent_of_measuring_every_message(raw) -> None:
     """The counts the cost gate prices a plan with (`HistoryTokens`: each role sampled at its own rate,
     media measured whole, every message measured under the sample's size) against SPEC §4's estimate of
@@ -201,8 +201,8 @@ def test_a_plans_token_counts_stay_within_one_percent_of_measuring_every_message
     assert len(histories) == 602 and sampled >= 5 and worst < 0.01, (sampled, worst)
 
 
-@needs_data
-@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"Claude Code sessions not found in {DATA}")
+@needs_sets
+@needs_data(CLAUDE_CODE)
 def test_the_no_compaction_replay_bills_what_the_providers_billed_once_the_prefix_is_in(raw) -> None:
     """The README's check against the bill: every dev transcript records its calls' usage (Claude Code's
     Anthropic usage, mini-swe-agent's responses'); fitted per set, the prefix and the estimate's scale, and
@@ -271,7 +271,7 @@ def _independently_accepted(sent: list, proposed: list) -> list[str]:
     return problems
 
 
-@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found in {DATA}")
+@needs_data(CLAUDE_CODE)
 def test_claude_code_sessions_sent_to_a_preserved_thinking_model_get_plans_it_accepts() -> None:
     """Issue 61: every session cut at four points, budget mode in ENFORCE with --model claude-fable-5-1 under
     each thinking policy; every adopted plan passes the independent check above (and `jev.providers.check`),
@@ -312,7 +312,7 @@ def test_claude_code_sessions_sent_to_a_preserved_thinking_model_get_plans_it_ac
     assert adopted["refused"] >= adopted["made for claude-opus-4-6"] / 2, adopted  # what issue 61 measured
 
 
-@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"Claude Code sessions not found in {DATA}")
+@needs_data(CLAUDE_CODE)
 def test_jev_cost_prices_each_claude_code_session_within_ten_percent_of_its_bill(tmp_path) -> None:
     """Issue 63 item 1: each session's own prefix, what its first request found cached, and each write at the
     lifetime its usage records — then `jev cost` is within ±10 % of the recorded bill on most dev sessions

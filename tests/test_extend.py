@@ -9,7 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import call, msg, result, text
+from conftest import CLAUDE_CODE, call, msg, needs_data, result, text
 
 from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode, TranscriptError, formats
 from jev.analysis import Transcript, analyze, extend
@@ -17,7 +17,6 @@ from jev.judges import LocalJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"
-CLAUDE_CODE = ROOT.parent / "shared" / "data" / "claude-code-sessions-dev.tar.xz"
 
 
 def _sessions(path: Path, suffix: str, limit: int) -> list[list]:
@@ -46,7 +45,7 @@ def test_extend_reads_real_sessions_as_analyze_does() -> None:
         _check_every_cut(messages, 7)
 
 
-@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found at {CLAUDE_CODE}")
+@needs_data(CLAUDE_CODE)
 def test_extend_reads_claude_code_sessions_as_analyze_does() -> None:
     """Thinking blocks, pasted images (opaque), results carried over from an earlier file."""
     for messages in _sessions(CLAUDE_CODE, ".jsonl", 8):
@@ -157,7 +156,7 @@ def test_the_judges_features_of_a_grown_history_are_a_first_readings() -> None:
         assert _reads_as_fresh(messages, 1 + k % 4, scan=(120, 300)[k % 2], lines=k % 3 == 0) > 3
 
 
-@pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"dev Claude Code sessions not found at {CLAUDE_CODE}")
+@needs_data(CLAUDE_CODE)
 def test_the_judges_features_of_a_grown_claude_code_history_are_a_first_readings() -> None:
     """Parallel calls, results carried over from an earlier file, JSON inputs of many tools."""
     for messages in _sessions(CLAUDE_CODE, ".jsonl", 6):

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import DEV_DATA, needs_data
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = DEV_DATA
 SOURCES = {"swebench": DATA / "mini-swe-agent-swebench-dev.tar.xz",
            "deepseek": DATA / "mini-swe-agent-deepseek-dev.tar.xz",
            "claude-code": DATA / "claude-code-sessions-dev.tar.xz"}
@@ -90,7 +91,7 @@ def fingerprints(name: str, tmp: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-@pytest.mark.skipif(not all(p.exists() for p in SOURCES.values()), reason=f"dev data not found in {DATA}")
+@needs_data(*SOURCES.values())
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_decisions_records_and_snapshots_are_byte_identical_to_the_frozen_ones(name: str, tmp_path: Path) -> None:
     frozen = orjson.loads(GOLDEN.read_bytes())[name]

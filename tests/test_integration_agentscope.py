@@ -12,7 +12,7 @@ from agentscope.credential import CredentialBase
 from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
 from agentscope.model import ChatModelBase
 from agentscope.state import AgentState
-from conftest import DEEPSEEK, recorded_outputs, recorded_runs
+from conftest import DEEPSEEK, needs_data, recorded_outputs, recorded_runs
 from pydantic import BaseModel
 
 from archive import FileArchive, Scope
@@ -263,7 +263,7 @@ class Recorded(ChatModelBase):
         return ChatResponse(content=blocks, is_last=True)
 
 
-@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+@needs_data(DEEPSEEK)
 def test_real_deepseek_runs_replayed_through_a_reply_loop(tmp_path) -> None:
     """Real runs (the DeepSeek dev set) through a real AgentScope reply loop: the model answers what the
     recorded model answered, the bash tool prints what each recorded command printed, and the middleware

@@ -7,7 +7,7 @@ import json
 from typing import Annotated, Any, ClassVar
 
 import pytest
-from conftest import DEEPSEEK, recorded_outputs, recorded_runs
+from conftest import DEEPSEEK, needs_data, recorded_outputs, recorded_runs
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -213,7 +213,7 @@ def test_a_token_trigger_and_target_compact_deep_then_wait_for_the_trigger_again
     assert after and all(size < 1500 for size in after)
 
 
-@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+@needs_data(DEEPSEEK)
 def test_real_deepseek_runs_replayed_through_create_agent(tmp_path) -> None:
     """Real runs (the DeepSeek dev set) replayed through a real `create_agent` loop: the model answers what
     the recorded model answered (its text and bash calls, ids included), the bash tool prints what the

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEEPSEEK, module_workspace, recorded_outputs, recorded_runs
+from conftest import DEEPSEEK, module_workspace, needs_data, recorded_outputs, recorded_runs
 
 # mini-swe-agent reads (and creates) its global config folder and its .env at import: a fresh one here,
 # so a test never loads the user's settings or keys, nor writes to their home
@@ -261,7 +261,7 @@ def _verbatim(text: str) -> str:
     return "{% raw %}" + text + "{% endraw %}"
 
 
-@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+@needs_data(DEEPSEEK)
 def test_real_deepseek_runs_replayed_through_the_agent_loop(tmp_path: Path) -> None:
     """Real mini-swe-agent 2.x runs (DeepSeek, tool-call mode) replayed through a real `DefaultAgent`
     loop: the model answers what it answered, the environment prints what the commands printed, and the

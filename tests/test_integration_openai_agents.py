@@ -13,7 +13,7 @@ from agents.items import ModelResponse
 from agents.memory import SQLiteSession
 from agents.models.interface import Model
 from agents.usage import Usage
-from conftest import DEEPSEEK, recorded_outputs, recorded_runs
+from conftest import DEEPSEEK, needs_data, recorded_outputs, recorded_runs
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from archive import FileArchive, Scope
@@ -227,7 +227,7 @@ class RecordedModel(Model):
         raise NotImplementedError
 
 
-@pytest.mark.skipif(not DEEPSEEK.exists(), reason=f"dev trajectories not found at {DEEPSEEK}")
+@needs_data(DEEPSEEK)
 def test_real_deepseek_runs_replayed_through_runner_and_a_jev_session(tmp_path) -> None:
     """Real runs (the DeepSeek dev set) through a real `Runner` loop on a `JevSession` over a real
     `SQLiteSession`: the model answers what the recorded model answered, the bash tool prints what each

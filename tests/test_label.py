@@ -207,9 +207,17 @@ def test_jev_label_refuses_what_it_cannot_join_and_never_leaves_a_partial_out(tm
     assert proc.returncode == 2 and b"RECORDS must be a file or URL" in proc.stderr
 
 
+def test_the_old_uncertain_rate_flag_warns_and_changes_nothing(tmp_path: Path) -> None:
+    labelled = tmp_path / "l.jsonl"
+    labelled.write_text("")
+    proc = cli(["calibrate", str(labelled), "--uncertain-rate", "0.2", "--out", str(tmp_path / "o")], cwd=ROOT,
+               capture_output=True, timeout=60)
+    assert b"--uncertain-rate is deprecated and has no effect" in proc.stderr
+    assert proc.returncode == 2 and b"no labelled pairs" in proc.stderr  # the run goes on, as without it
+
+
 @pytest.mark.parametrize("flags, message", [
-    (["--uncertain-rate", "-0.5"], "--uncertain-rate must be a number in [0, 1]"),
-    (["--uncertain-rate", "5"], "--uncertain-rate must be a number in [0, 1]"),
+    (["--keep-threshold", "0"], "--keep-threshold must be a number in (0, 1]"),
     (["--alpha", "-1"], "--alpha must be a number in (0, 1)"),
     (["--delta", "1"], "--delta must be a number in (0, 1)"),
     (["--size-exponents", "a,b"], "--size-exponents 'a,b': must be comma-separated numbers"),

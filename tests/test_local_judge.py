@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import call, msg, other_tools_history, result, text
+from conftest import DEEPSEEK, SWEBENCH, call, msg, needs_data, other_tools_history, result, text
 
 from jev import ConfigError, JudgeError, formats
 from jev.analysis import analyze
@@ -19,10 +19,8 @@ from jev.judges.local import load_model
 from jev.questions import questions_for
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
-DEEPSEEK = DATA.with_name("mini-swe-agent-deepseek-dev.tar.xz")
-needs_data = pytest.mark.skipif(not (DATA.exists() and DEEPSEEK.exists()),
-                                reason=f"dev trajectories not found at {DATA.parent}")
+DATA = SWEBENCH
+needs_sets = needs_data(SWEBENCH, DEEPSEEK)
 
 
 @pytest.fixture(scope="session")
@@ -308,7 +306,7 @@ def test_needs_the_in_process_transcript() -> None:
         asyncio.run(LocalJudge().ask(JudgeRequest({}, ())))
 
 
-@needs_data
+@needs_sets
 def test_features_use_nothing_after_the_decision_point(sessions) -> None:
     """Training rows are what the judge computes on the prefix it is given, and judging a longer history
     first never changes what it says about an earlier point (no state carries the future over)."""
@@ -329,7 +327,7 @@ def test_features_use_nothing_after_the_decision_point(sessions) -> None:
 
 
 @pytest.mark.slow
-@needs_data
+@needs_sets
 def test_mini_swe_agent_round_trip_on_every_dev_trajectory() -> None:
     from calibration.dataset import raw_trajectories
     for _session, data in raw_trajectories(DATA):
@@ -337,7 +335,7 @@ def test_mini_swe_agent_round_trip_on_every_dev_trajectory() -> None:
         assert formats.dump(formats.load(doc, "auto"), "mini-swe-agent") == doc
 
 
-@needs_data
+@needs_sets
 @pytest.mark.slow  # a full training run with its grouped cross-validated choice, ~2 min
 @pytest.mark.timeout(600)
 def test_training_reproduces_the_shipped_weights(rows) -> None:
@@ -427,7 +425,7 @@ def test_a_version_1_model_still_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@needs_data
+@needs_sets
 def test_example_rollout_runs(tmp_path) -> None:
     import subprocess
     import sys
@@ -440,7 +438,7 @@ def test_example_rollout_runs(tmp_path) -> None:
 
 
 @pytest.mark.slow
-@needs_data
+@needs_sets
 def test_example_shadow_evaluation_runs(tmp_path) -> None:
     import subprocess
     import sys

@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SWEBENCH, needs_data
 
 from calibration.dataset import raw_trajectories
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
+DATA = SWEBENCH
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -21,7 +22,7 @@ def jev(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not DATA.exists(), reason=f"dev trajectories not found at {DATA}")
+@needs_data(DATA)
 def test_four_commands_from_recorded_sessions_to_enforce(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     sessions.mkdir()

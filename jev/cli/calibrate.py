@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the subparser `jev.cli.main` made for it."""
+    from ..policy import CompactionConfig  # the compactor's own default keep threshold
     p.add_argument("labelled", metavar="LABELLED", help="labelled rows from `jev label` (JSON Lines, path or URL)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="tolerated R_result and R_call: per session, the share of later-needed results let go and "
@@ -33,12 +35,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size-exponents", default="1",
                    help="comma-separated size exponents to certify (e.g. 0.5,1,2): each at delta over their number, "
                         "the one letting go of the most kept, so the guarantee holds at delta (size-aware only)")
-    p.add_argument("--uncertain-rate", type=float, default=0.1,
-                   help="largest share of let-go results left UNCERTAIN (sets keep_threshold)")
+    p.add_argument("--uncertain-rate", type=float, default=None,
+                   help="deprecated, no effect: the thresholds are certified with --keep-threshold")
     p.add_argument("--target", action="store_true",
                    help="also certify the largest budget-mode target_reduction whose R_result and R_call are <= alpha")
-    p.add_argument("--keep-threshold", type=float, default=0.8,
-                   help="budget mode's keep_threshold (never let go a result scored at or above it) for --target")
+    p.add_argument("--keep-threshold", type=float, default=CompactionConfig().keep_threshold,
+                   help="the keep_threshold the compactor will run (never let go a result scored at or above it): "
+                        "the discard threshold and --target are certified with it, through the compactor's own "
+                        "decision table (default: %(default)s)")
     p.add_argument("--bound", choices=("wsr", "hb"), default="wsr",
                    help="wsr: Waudby-Smith–Ramdas betting; hb: Hoeffding–Bentkus")
     p.add_argument("--fit-share", type=float, default=0.0,
@@ -71,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"LABELLED {args.labelled!r}: not labelled rows from jev label ({exc})") from None
         progress.update(task, description="certifying")
         selector = ThresholdSelector(args.alpha, args.delta, per_tool=args.per_tool, size_aware=args.size_aware,
-                                     uncertain_rate=args.uncertain_rate, bound=args.bound, fit_share=args.fit_share,
+                                     bound=args.bound, fit_share=args.fit_share,
                                      target=args.target, keep_threshold=args.keep_threshold, curve_bounds=True,
                                      seed=args.seed, size_exponents=exponents)
         try:
@@ -101,7 +105,9 @@ def _checked(args: argparse.Namespace) -> tuple[float, ...]:
     check_writable(target if target.is_dir() else target.parent, "--out", args.out)
     flag(require_in, "--alpha", args.alpha, 0, 1, open_low=True, open_high=True)
     flag(require_in, "--delta", args.delta, 0, 1, open_low=True, open_high=True)
-    flag(require_in, "--uncertain-rate", args.uncertain_rate, 0, 1)
+    if args.uncertain_rate is not None:
+        print("jev: warning: --uncertain-rate is deprecated and has no effect: the thresholds are certified with "
+              "--keep-threshold, the keep threshold the compactor runs", file=sys.stderr)
     flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
     flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
     try:
