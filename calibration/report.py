@@ -30,7 +30,8 @@ def guarantee(result: Calibration | Selection, label: str = "") -> str:
     if selection.certified:
         sentences.append(
             f"With probability >= {1 - delta:.0%} over the {selection.n_sessions} certifying sessions, "
-            f"in a new session like these, when results scored <= {selection.discard_threshold:.4g} are let go: "
+            f"in a new session like these, under a compactor with discard_threshold "
+            f"{selection.discard_threshold:.4g} and keep_threshold {selection.keep_threshold:.4g}: "
             f"the expected share of later-needed results let go (dropped or truncated), R_result, is "
             f"<= {selection.alpha:.1%}, and the expected share of later-needed calls dropped, R_call, is "
             f"<= {selection.alpha:.1%}." + chosen)
@@ -116,11 +117,12 @@ def markdown(result: Calibration, images: list[str]) -> str:
              f"Certified for: {orjson.dumps(result.stamp()).decode()}", "", "## Thresholds", "",
              f"- discard_threshold = **{s.discard_threshold:.6g}** (calibrated P(needed) <= {s.calibrated_discard:.4g},"
              " descriptive)" if s.certified else "- discard_threshold: **none certified**",
-             f"- keep_threshold = **{s.keep_threshold:.4g}**: a cost setting. Among results at or below the discard "
-             "threshold it separates calls confidently still needed (TRUNCATE_RESULT: the call stays, the result "
-             "is cut) from unclear ones (KEEP everything). The guarantee counts every result at or below the "
-             f"discard threshold as let go, so it holds for any keep_threshold; here the UNCERTAIN band holds "
-             f"{s.uncertain_rate:.1%} of those results.",
+             f"- keep_threshold = **{s.keep_threshold:.4g}**, the one the compactor runs, certified with the discard "
+             "threshold: a raw result score at or above it is always kept, and among results at or below the "
+             "discard threshold it separates calls confidently still needed (TRUNCATE_RESULT: the call stays, the "
+             "result is cut) from unclear ones (KEEP everything). The guarantee is tested through that decision "
+             "table, so it covers exactly what such a compactor lets go; the UNCERTAIN band holds "
+             f"{s.uncertain_rate:.1%} of the results at or below the discard threshold.",
              "- size-aware scoring: " + (f"on (result score scaled by (1000 / result_chars) ** {result.size_exponent:g}"
                                          + (f", the exponent chosen among {', '.join(f'{e:g}' for e in result.size_exponents)}"
                                             " for the most characters let go" if len(result.size_exponents) > 1 else "")
