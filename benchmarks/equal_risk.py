@@ -4,9 +4,11 @@ them) against keep-last-N, on sessions the thresholds never saw.
 The judge's scores come as in the yardstick (`quality.py`): out-of-fold within each dev set, or trained
 on one agent model and applied to the other. Per resplit (instances halved at random, `--splits` times):
 `calibration.select_thresholds(alpha, delta, size_aware=True)` picks the thresholds on one half, and on
-the other half the compactor's rule is applied at every decision point (result score ≤ discard
-threshold, never a raw score ≥ keep threshold). Realised risk = the share of later-needed results let go
-(pooled over the half's points); savings = the share of candidate result characters let go. Keep-last-N
+the other half the compactor's rule is applied at every decision point (its own decision table at the
+certified discard and keep thresholds, `calibration.thresholds.applied`). Realised risk = the share of
+later-needed results let go, pooled over the half's points and, as the guarantee counts it, per session
+(each certifying unit's share, averaged over units); savings = the share of candidate result characters let
+go. Keep-last-N is read at the judge's pooled risk and, separately, at its per-session risk. Keep-last-N
 lets go of every candidate but the newest N at each point; its savings at the judge's realised risk are
 read off its (risk, savings) curve over N (linear between neighbouring N). Ratio = judge / keep-last-N.
 Each proxy calibrates and is measured on its own labels. An instance is one certifying unit (its runs
@@ -45,7 +47,8 @@ from quality import (
 
 from calibration import select_thresholds
 from calibration.dataset import TrainingRows, build_rows, group_of
-from calibration.thresholds import Rows, parse_size_exponents, result_score
+from calibration.risk import session_losses
+from calibration.thresholds import Rows, applied, parse_size_exponents, result_score
 
 
 def labelled(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Rows:
@@ -56,8 +59,11 @@ def labelled(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, neede
                     rows.needed_call | needed)
 
 
-def keep_last_curve(rows: TrainingRows, needed: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(risk, savings) of keep-last-N for N = 0, 1, ... over the rows at `index`."""
+def keep_last_curve(rows: TrainingRows, needed: np.ndarray, index: np.ndarray, units: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pooled risk, per-session risk, savings) of keep-last-N for N = 0, 1, ... over the rows at `index`:
+    the share of needed results let go over all of them, the same share per certifying unit (`units`, 0
+    where a unit needed none) averaged over units, as the guarantee counts, and the share of characters."""
     points: dict[tuple[str, int], list[int]] = {}
     for i in index:
         points.setdefault((rows.sessions[i], int(rows.points[i])), []).append(int(i))
@@ -68,9 +74,11 @@ def keep_last_curve(rows: TrainingRows, needed: np.ndarray, index: np.ndarray) -
         rank[np.asarray(ix)[ages]] = np.arange(len(ix))
     r, chars, need = rank[index], rows.result_chars[index].astype(float), needed[index]
     top = int(r.max()) + 2 if len(r) else 1
-    risk = np.asarray([need[r >= n].sum() for n in range(top)]) / max(need.sum(), 1)
-    saved = np.asarray([chars[r >= n].sum() for n in range(top)]) / max(chars.sum(), 1.0)
-    return risk, saved
+    lost = r[None, :] >= np.arange(top)[:, None]
+    risk = (lost & need[None, :]).sum(axis=1) / max(need.sum(), 1)
+    per_session = session_losses(lost, need, units[index]).mean(axis=1)
+    saved = (lost * chars[None, :]).sum(axis=1) / max(chars.sum(), 1.0)
+    return risk, per_session, saved
 
 
 def at_risk(risk: np.ndarray, saved: np.ndarray, target: float) -> float:
@@ -94,18 +102,23 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
                                         size_exponents=exponents)
         chosen = calibration.overall
         if not chosen.certified:
-            out.append((float("nan"),) * 5)
+            out.append((float("nan"),) * 8)
             continue
         test = np.flatnonzero(~calibrate)
         held = data.take(~calibrate)
-        let_go = ((result_score(held, True, calibration.size_exponent) <= chosen.discard_threshold)
-                  & (held.keep_result < chosen.keep_threshold))
+        # the compactor's own decision table at the certified thresholds: what is certified is what is let go
+        let_go, _unsure = applied(chosen.discard_threshold, chosen.keep_threshold, held,
+                                  result_score(held, True, calibration.size_exponent))
         chars = held.result_chars.astype(float)
         risk = float(held.needed_result[let_go].sum() / max(held.needed_result.sum(), 1))
+        per_session = float(session_losses(let_go[None], held.needed_result, held.unit_ids).mean())
         saved = float(chars[let_go].sum() / max(chars.sum(), 1.0))
-        baseline = at_risk(*keep_last_curve(rows, needed, test), risk)
+        pooled, by_session, kept_saved = keep_last_curve(rows, needed, test, data.unit_ids)
+        baseline = at_risk(pooled, kept_saved, risk)
+        session_baseline = at_risk(by_session, kept_saved, per_session)
         out.append((risk, saved, baseline, saved / baseline if baseline > 0 else float("inf"),
-                    calibration.size_exponent))
+                    calibration.size_exponent, per_session, session_baseline,
+                    saved / session_baseline if session_baseline > 0 else float("inf")))
     return out
 
 
@@ -144,9 +157,10 @@ def main() -> None:
     print(f"alpha {args.alpha}, delta {args.delta}, {args.splits} resplits (calibrate on half the instances, "
           "measure on the other half); medians over certified resplits [min, max]\n")
     chose = len(exponents) > 1
-    print("| cell | proxy | certified | judge risk | judge saves | keep-last-N saves at that risk | ratio |"
+    print("| cell | proxy | certified | judge risk, pooled | judge saves | keep-last-N saves at that risk | ratio | "
+          "judge risk, per session | keep-last-N saves at that per-session risk | ratio, per session |"
           + (" exponents chosen |" if chose else ""))
-    print("|---|---|---|---|---|---|---|" + ("---|" if chose else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if chose else ""))
     runs = [(title + " (runs as sessions)", r, pr, pc, True) for title, r, pr, pc in cells
             if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
@@ -158,9 +172,11 @@ def main() -> None:
             def f(k: int) -> str:
                 return (f"{np.median(ok[:, k]):.3f} [{ok[:, k].min():.3f}, {ok[:, k].max():.3f}]" if len(ok)
                         else "—")
-            print(f"| {title} | {proxy} | {len(ok)}/{args.splits} | {f(0)} | {f(1)} | {f(2)} | "
-                  + (f"{np.median(ok[:, 3]):.2f}× [{ok[:, 3].min():.2f}, {ok[:, 3].max():.2f}]" if len(ok) else "—")
-                  + " |" + (f" {', '.join(f'{e:g}' for e in ok[:, 4])} |" if chose else ""), flush=True)
+            def ratio(k: int) -> str:
+                return f"{np.median(ok[:, k]):.2f}× [{ok[:, k].min():.2f}, {ok[:, k].max():.2f}]" if len(ok) else "—"
+            print(f"| {title} | {proxy} | {len(ok)}/{args.splits} | {f(0)} | {f(1)} | {f(2)} | {ratio(3)} | "
+                  f"{f(5)} | {f(6)} | {ratio(7)} |"
+                  + (f" {', '.join(f'{e:g}' for e in ok[:, 4])} |" if chose else ""), flush=True)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 
