@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .canonical import canonical_json
-from .decision import Decision, ExecutionOptions, Mode, Plan, Reason, Status
+from .cost import CostEstimate, PricingProfile
+from .decision import Decision, ExecutionOptions, Mode, PairRows, PairView, Plan, Reason, Status
 from .errors import (
     ArchiveError,
     ConfigError,
@@ -48,10 +49,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError", "Decision",
-    "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError", "JudgeError",
-    "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
-    "OtherBlock", "PairRecord", "Plan", "Reason", "Record", "Scope", "Scores", "StateBudgetError", "Status", "TextBlock",
-    "ThinkingBlock", "ThinkingPolicy", "ToolResultBlock", "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens",
-    "formats",
+    "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError",
+    "CostEstimate", "Decision", "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError",
+    "JudgeError", "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
+    "OtherBlock", "PairRecord", "PairRows", "PairView", "Plan", "PricingProfile", "Reason", "Record", "Scope",
+    "Scores", "StateBudgetError", "Status", "TextBlock", "ThinkingBlock", "ThinkingPolicy", "ToolResultBlock",
+    "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens", "formats",
 ]
