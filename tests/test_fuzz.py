@@ -107,6 +107,20 @@ def _gemini() -> list[list[dict]]:
     return [adk.SENT[-1], adk.SENT[len(adk.SENT) // 2]]
 
 
+def _codex() -> list[list[dict]]:
+    """Real Codex CLI rollouts (the dev set's, where it is beside the repository), each cut to its first 60
+    lines so a mutation lands in what matters: session_meta, turn_context, messages, calls, reasoning."""
+    from conftest import CODEX
+    if not CODEX.exists():
+        return []
+    import tarfile
+    with tarfile.open(CODEX, "r|*") as tar:
+        found = [tar.extractfile(m).read() for m in tar if m.isfile() and m.name.endswith(".jsonl")]  # type: ignore[union-attr]
+    return [list(formats.parse(data))[:60] for data in found[:3]]
+
+
+CODEX_DOCS = _codex()
+
 # every form `formats.load` reads, each from documents of its own shape
 FORMS: dict[str, st.SearchStrategy[Any]] = {
     **{fmt: ALL_FORMATS.filter(lambda case, f=fmt: case[0] == f).map(lambda case: case[1])
@@ -118,6 +132,7 @@ FORMS: dict[str, st.SearchStrategy[Any]] = {
     "mini-swe-agent": st.sampled_from(_TRAJECTORIES),
     "claude-code": st.sampled_from(_claude_code()),
     "pydantic-ai": st.sampled_from(_pydantic_ai()),
+    **({"codex": st.sampled_from(CODEX_DOCS)} if CODEX_DOCS else {}),
     "gemini": st.sampled_from(_gemini()),
     "openai-chat-request": chat_transcripts().map(lambda d: {"model": "gpt-4o", "messages": d, "temperature": 0}),
     "anthropic-request": anthropic_messages().map(lambda d: {"model": "claude", "system": "be brief", "messages": d,
@@ -155,6 +170,12 @@ def mutated(draw: st.DrawFn, form: str | None = None) -> tuple[str, Any]:
                 deep = [deep]
             target[key] = deep
     return fmt, doc
+
+
+def test_the_codex_form_is_fuzzed_where_the_dev_rollouts_are() -> None:
+    if not CODEX_DOCS:
+        pytest.skip("dev Codex rollouts not found beside the repository: the codex form is not fuzzed here")
+    assert "codex" in FORMS
 
 
 @pytest.mark.timeout(1800)
@@ -245,7 +266,9 @@ def _plan_and_convert(messages: list) -> None:
     decision = compactor(ScriptedJudge(0.01), reference_config(eligible_tools=frozenset(tools or {"read"})),
                          mode=Mode.SHADOW, budget=60.0).plan_sync(messages)  # a loaded machine: no budget errors
     # the plan never raises; an ERROR is the library's own refusal, never a disguised bug (TypeError, …)
-    assert decision.status is not Status.ERROR or decision.error_kind in ("TranscriptError", "FormatError"), (
+    # (a real session's task may not fit a remote judge's request budget: StateBudgetError, said so)
+    assert decision.status is not Status.ERROR or decision.error_kind in ("TranscriptError", "FormatError",
+                                                                          "StateBudgetError"), (
         decision.error_kind, decision.detail)
 
 
