@@ -22,10 +22,12 @@ def guarantee(result: Calibration | Selection, label: str = "") -> str:
             "the same distribution only.")
     delta = result.delta if isinstance(result, Calibration) else selection.delta
     chosen = ""
-    if isinstance(result, Calibration) and len(result.size_exponents) > 1:
-        chosen = (f" The size exponent {result.size_exponent:g} was chosen among "
-                  f"{', '.join(f'{e:g}' for e in result.size_exponents)}, each certified at delta/"
-                  f"{len(result.size_exponents)} = {selection.delta:.3g}, so this holds for the one chosen.")
+    if isinstance(result, Calibration) and len(result.size_exponents) * len(result.keep_thresholds) > 1:
+        n = len(result.size_exponents) * len(result.keep_thresholds)
+        chosen = (f" The size exponent {result.size_exponent:g} and keep threshold {result.keep_threshold:g} were "
+                  f"chosen among exponents {', '.join(f'{e:g}' for e in result.size_exponents)} and keep thresholds "
+                  f"{', '.join(f'{k:g}' for k in result.keep_thresholds)}, each combination certified at delta/{n} "
+                  f"= {selection.delta:.3g}, so this holds for the one chosen.")
     sentences = []
     if selection.certified:
         sentences.append(

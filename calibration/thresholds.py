@@ -218,14 +218,16 @@ class Calibration:
     fit_rows: Rows
     test_rows: Rows
     target: TargetSelection | None = None
-    keep_threshold: float = SIZE_RULE.keep_threshold  # what budget mode was certified with
+    keep_threshold: float = SIZE_RULE.keep_threshold  # what the thresholds and budget mode were certified with
     size_exponent: float = SIZE_RULE.size_exponent  # the size scaling certified (size-aware only)
     size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)  # the candidates it was chosen among
+    keep_thresholds: tuple[float, ...] = (SIZE_RULE.keep_threshold,)  # the keep thresholds it was chosen among
 
     @property
     def delta(self) -> float:
-        """The guarantee's delta: each of the size-exponent candidates was certified at this over their number."""
-        return self.overall.delta * len(self.size_exponents)
+        """The guarantee's delta: each candidate (size exponent × keep threshold) was certified at this over
+        their number."""
+        return self.overall.delta * len(self.size_exponents) * len(self.keep_thresholds)
 
     def stamp(self) -> dict[str, Any]:
         """What the thresholds were certified for: a compactor refuses them for another judge."""
@@ -234,6 +236,8 @@ class Calibration:
                "alpha": self.overall.alpha, "delta": self.delta, "sessions": self.overall.n_sessions}
         if len(self.size_exponents) > 1:
             out["size_exponent_chosen_among"] = list(self.size_exponents)
+        if len(self.keep_thresholds) > 1:
+            out["keep_threshold_chosen_among"] = list(self.keep_thresholds)
         return out
 
     def config(self) -> dict[str, Any]:
@@ -366,6 +370,30 @@ def check_size_exponents(size_exponents: Any, size_aware: bool = True, name: str
     return exponents
 
 
+def check_keep_thresholds(keep_thresholds: Any, name: str = "keep_threshold") -> tuple[float, ...]:
+    """The candidate keep thresholds as a tuple (one number, or a sequence of them), or `ValueError` naming
+    `name` and the rule: 1 to `MAX_EXPONENTS` distinct values in (0, 1]."""
+    values = (keep_thresholds,) if isinstance(keep_thresholds, (int, float)) else keep_thresholds
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a number or a sequence of numbers (got {keep_thresholds!r})")
+    keeps = tuple(values)
+    if not keeps or len(set(keeps)) != len(keeps) or len(keeps) > MAX_EXPONENTS:
+        raise ValueError(f"{name} must be 1 to {MAX_EXPONENTS} distinct values (got {keeps!r})")
+    for k in keeps:
+        require_in(name, k, 0, 1, open_low=True)
+    return tuple(float(k) for k in keeps)
+
+
+def parse_keep_thresholds(text: str, name: str = "--keep-threshold") -> tuple[float, ...]:
+    """Comma-separated keep thresholds (`0.6,0.8`) checked by `check_keep_thresholds`, or `ValueError` naming
+    the flag, its value and the rule."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ValueError(f"{name} {text!r}: must be comma-separated numbers, e.g. 0.6,0.8") from None
+    return check_keep_thresholds(values, f"{name} {text!r}")
+
+
 def parse_size_exponents(text: str, size_aware: bool = True, name: str = "--size-exponents") -> tuple[float, ...]:
     """Comma-separated size exponents (a command-line flag's value: `0.5,1,2`) checked by
     `check_size_exponents`, or `ValueError` naming the flag, its value and the rule."""
@@ -385,7 +413,8 @@ class ThresholdSelector:
 
     def __init__(self, alpha: float = 0.05, delta: float = 0.1, *, per_tool: bool = False, size_aware: bool = True,
                  uncertain_rate: float | None = None, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
-                 keep_threshold: float = SIZE_RULE.keep_threshold, curve_bounds: bool = False, seed: int = 0,
+                 keep_threshold: float | tuple[float, ...] = SIZE_RULE.keep_threshold, curve_bounds: bool = False,
+                 seed: int = 0,
                  size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)) -> None:
         self.alpha = alpha
         self.delta = delta
@@ -408,7 +437,7 @@ class ThresholdSelector:
             warnings.warn("uncertain_rate no longer chooses keep_threshold: the thresholds are certified with the "
                           "keep_threshold the compactor runs (keep_threshold=)", DeprecationWarning, stacklevel=3)
         require_in("fit_share", self.fit_share, 0, 1, open_high=True)
-        require_in("keep_threshold", self.keep_threshold, 0, 1, open_low=True)
+        check_keep_thresholds(self.keep_threshold)
         check_size_exponents(self.size_exponents, self.size_aware)
         if self.bound not in BOUNDS:
             raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {self.bound!r})")
@@ -419,34 +448,37 @@ class ThresholdSelector:
                              "record SHADOW with this version, then jev label")
 
     def fit(self, rows: Rows) -> ThresholdSelector:
-        """Certify on `rows`; returns self. With several `size_exponents` every one is certified at
-        delta / their number and the one that lets go of the most is kept: a union bound over the candidates,
-        so the guarantee holds at delta for the one chosen."""
+        """Certify on `rows`; returns self. With several `size_exponents` or keep thresholds (`keep_threshold`
+        may be a sequence) every combination is certified at delta / their number and the one that lets go of
+        the most is kept: a union bound over the candidates, so the guarantee holds at delta for the one chosen
+        — and the keep threshold chosen is the one the compactor is then configured with."""
         self._validate(rows)
         exponents = tuple(float(e) for e in self.size_exponents)
+        keeps = check_keep_thresholds(self.keep_threshold)
         fit_rows, test_rows = split(rows, self.seed, self.fit_share)
-        outcomes = [self._fit_one(fit_rows, test_rows, e, self.delta / len(exponents), exponents) for e in exponents]
+        share = self.delta / (len(exponents) * len(keeps))
+        outcomes = [self._fit_one(fit_rows, test_rows, e, k, share, exponents, keeps) for e in exponents for k in keeps]
         best = max(outcomes, key=_savings)  # the first of equals: the candidates' own order
         self.calibration_ = best
         self.overall_, self.per_tool_, self.target_ = best.overall, best.per_tool, best.target
         self.result_calibrator_, self.call_calibrator_ = best.result_calibrator, best.call_calibrator
         return self
 
-    def _fit_one(self, fit_rows: Rows, test_rows: Rows, exponent: float, delta: float,
-                 exponents: tuple[float, ...]) -> Calibration:
-        """Everything certified with one size exponent, at `delta`."""
+    def _fit_one(self, fit_rows: Rows, test_rows: Rows, exponent: float, keep: float, delta: float,
+                 exponents: tuple[float, ...], keeps: tuple[float, ...]) -> Calibration:
+        """Everything certified with one size exponent and one keep threshold, at `delta`."""
         result_calibrator, call_calibrator = fit(fit_rows if len(fit_rows.sessions) else test_rows, self.size_aware,
                                                  exponent)
-        overall = self._select("all tools", fit_rows, test_rows, result_calibrator, exponent, delta)
+        overall = self._select("all tools", fit_rows, test_rows, result_calibrator, exponent, keep, delta)
         per: list[Selection] = []
         if self.per_tool:
             for tool in sorted(set(test_rows.tools.tolist()) | set(fit_rows.tools.tolist())):
                 f, t = fit_rows.take(fit_rows.tools == tool), test_rows.take(test_rows.tools == tool)
                 cal = fit(f, self.size_aware, exponent)[0] if len(f.sessions) else result_calibrator
-                per.append(self._select(tool, f, t, cal, exponent, delta))
-        target = self._select_target(test_rows, exponent, delta) if self.target else None
+                per.append(self._select(tool, f, t, cal, exponent, keep, delta))
+        target = self._select_target(test_rows, exponent, keep, delta) if self.target else None
         return Calibration(overall, tuple(per), self.size_aware, result_calibrator, call_calibrator, fit_rows, test_rows,
-                           target, float(self.keep_threshold), exponent, exponents)
+                           target, keep, exponent, exponents, keeps)
 
     def _grid(self, fit_rows: Rows, exponent: float) -> np.ndarray:
         if not len(fit_rows.sessions):
@@ -455,14 +487,13 @@ class ThresholdSelector:
         return np.concatenate([[-1.0], np.unique(np.quantile(score, np.linspace(0, 0.98, QUANTILE_POINTS)))])
 
     def _select(self, group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator, exponent: float,
-                delta: float) -> Selection:
+                k: float, delta: float) -> Selection:
         alpha, bound = self.alpha, self.bound
         need = sessions_needed(alpha, delta)
         n_sessions = len(np.unique(test.unit_ids))
         raw = self._grid(fit_rows, exponent)
         calibrated = calibrator.predict(np.maximum(raw, 0.0))
         score = result_score(test, self.size_aware, exponent)
-        k = float(self.keep_threshold)
         # the compactor's own rule at every grid point (`jev.policy.table`, keep threshold included), so what
         # is certified is what a compactor with these thresholds lets go: (grid, rows), dropped or truncated
         low = (score[None, :] <= raw[:, None]) & (test.keep_result < k)[None, :]
@@ -506,9 +537,9 @@ class ThresholdSelector:
                          float((let_go * chars).sum() / max(chars.sum(), 1.0)), uncertain, need, more, recency,
                          curve, "")
 
-    def _select_target(self, rows: Rows, exponent: float, delta: float) -> TargetSelection:
+    def _select_target(self, rows: Rows, exponent: float, keep: float, delta: float) -> TargetSelection:
         alpha, bound = self.alpha, self.bound
-        let_go, drops, removed = budget_let_go(rows, TARGETS, self.size_aware, self.keep_threshold, exponent)
+        let_go, drops, removed = budget_let_go(rows, TARGETS, self.size_aware, keep, exponent)
         outcome = _test(rows, let_go, drops, alpha, delta, bound)
         total = max(float(rows.result_chars.sum()), 1.0)
         curve = [{"target_reduction": t, **_curve_point(outcome, j, delta, bound, self.curve_bounds),

@@ -321,6 +321,30 @@ def test_the_reported_share_let_go_is_what_the_compactor_does_with_both_threshol
     assert s.chars_discarded == pytest.approx((chars * decided).sum() / chars.sum())
 
 
+def test_choosing_among_keep_thresholds_certifies_each_at_a_share_of_delta_and_configures_the_one_chosen() -> None:
+    from calibration.thresholds import applied, result_score
+
+    rows = synthetic(200, "beta", np.random.default_rng(3))
+    keeps = (0.5, 0.65, 0.8)
+    chosen = select_thresholds(rows, 0.1, 0.1, keep_threshold=keeps)
+    alone = [select_thresholds(rows, 0.1, 0.1 / 3, keep_threshold=k) for k in keeps]
+    best = max(alone, key=lambda c: c.overall.chars_discarded)
+    assert chosen.keep_threshold == best.keep_threshold == chosen.overall.keep_threshold
+    assert chosen.overall.chars_discarded == best.overall.chars_discarded and chosen.delta == pytest.approx(0.1)
+    config = chosen.config()
+    assert config["keep_threshold"] == chosen.keep_threshold  # the compactor runs what was certified
+    assert config["calibrated_for"]["keep_threshold_chosen_among"] == list(keeps)
+    # what is certified is what that compactor lets go: the selection's share is the applied rule's
+    s = chosen.overall
+    let_go, _unsure = applied(s.discard_threshold, s.keep_threshold, rows, result_score(rows, True))
+    chars = rows.result_chars.astype(float)
+    assert s.chars_discarded == pytest.approx(float(chars[let_go].sum() / chars.sum()))
+    with pytest.raises(ValueError, match="keep_threshold must be 1 to 8 distinct values"):
+        select_thresholds(rows, 0.1, 0.1, keep_threshold=(0.8, 0.8))
+    with pytest.raises(ValueError, match="keep_threshold must be a number in"):
+        select_thresholds(rows, 0.1, 0.1, keep_threshold=(0.8, 1.5))
+
+
 def test_choosing_among_size_exponents_certifies_each_at_a_share_of_delta_and_keeps_the_one_letting_go_most() -> None:
     from calibration import guarantee
 
@@ -337,7 +361,7 @@ def test_choosing_among_size_exponents_certifies_each_at_a_share_of_delta_and_ke
     assert config["calibrated_for"]["delta"] == pytest.approx(0.1)
     assert config["calibrated_for"]["size_exponent_chosen_among"] == [0.5, 1.0, 2.0]
     text = guarantee(chosen)
-    assert text.startswith("With probability >= 90%") and "chosen among 0.5, 1, 2" in text
+    assert text.startswith("With probability >= 90%") and "chosen among exponents 0.5, 1, 2" in text
     # one candidate, the default: what calibration did before, at the whole delta
     one = select_thresholds(rows, 0.1, 0.1)
     assert one.size_exponent == 1.0 and one.overall.delta == 0.1 and one.config() == \

@@ -217,7 +217,8 @@ def test_the_old_uncertain_rate_flag_warns_and_changes_nothing(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--keep-threshold", "0"], "--keep-threshold must be a number in (0, 1]"),
+    (["--keep-threshold", "0"], "--keep-threshold '0' must be a number in (0, 1]"),
+    (["--keep-threshold", "0.6,x"], "--keep-threshold '0.6,x': must be comma-separated numbers"),
     (["--alpha", "-1"], "--alpha must be a number in (0, 1)"),
     (["--delta", "1"], "--delta must be a number in (0, 1)"),
     (["--size-exponents", "a,b"], "--size-exponents 'a,b': must be comma-separated numbers"),

@@ -39,10 +39,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="deprecated, no effect: the thresholds are certified with --keep-threshold")
     p.add_argument("--target", action="store_true",
                    help="also certify the largest budget-mode target_reduction whose R_result and R_call are <= alpha")
-    p.add_argument("--keep-threshold", type=float, default=CompactionConfig().keep_threshold,
+    p.add_argument("--keep-threshold", default=str(CompactionConfig().keep_threshold),
                    help="the keep_threshold the compactor will run (never let go a result scored at or above it): "
                         "the discard threshold and --target are certified with it, through the compactor's own "
-                        "decision table (default: %(default)s)")
+                        "decision table; comma-separated candidates (e.g. 0.6,0.8) are each certified at delta over "
+                        "their number and the one letting go of the most is written (default: %(default)s)")
     p.add_argument("--bound", choices=("wsr", "hb"), default="wsr",
                    help="wsr: Waudby-Smith–Ramdas betting; hb: Hoeffding–Bentkus")
     p.add_argument("--fit-share", type=float, default=0.0,
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from calibration.join import read_records
 
     out = console(args.quiet)
-    exponents = _checked(args)  # before any work
+    exponents, keeps = _checked(args)  # before any work
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("reading labelled rows", total=None)
         try:
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         progress.update(task, description="certifying")
         selector = ThresholdSelector(args.alpha, args.delta, per_tool=args.per_tool, size_aware=args.size_aware,
                                      bound=args.bound, fit_share=args.fit_share,
-                                     target=args.target, keep_threshold=args.keep_threshold, curve_bounds=True,
+                                     target=args.target, keep_threshold=keeps, curve_bounds=True,
                                      seed=args.seed, size_exponents=exponents)
         try:
             result = selector.fit(rows).calibration_
@@ -92,10 +93,10 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.certified else EXIT_ERROR
 
 
-def _checked(args: argparse.Namespace) -> tuple[float, ...]:
-    """The size exponents the flags give, once every flag is checked and --out is a writable folder (or one
+def _checked(args: argparse.Namespace) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The size exponents and keep thresholds the flags give, once every flag is checked and --out is a writable folder (or one
     to make in an existing folder); else the `UsageError` naming the flag."""
-    from calibration.thresholds import parse_size_exponents
+    from calibration.thresholds import parse_keep_thresholds, parse_size_exponents
 
     target = Path(args.out).resolve()
     if target.exists() and not target.is_dir():
@@ -109,9 +110,8 @@ def _checked(args: argparse.Namespace) -> tuple[float, ...]:
         print("jev: warning: --uncertain-rate is deprecated and has no effect: the thresholds are certified with "
               "--keep-threshold, the keep threshold the compactor runs", file=sys.stderr)
     flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
-    flag(require_in, "--keep-threshold", args.keep_threshold, 0, 1, open_low=True)
     try:
-        return parse_size_exponents(args.size_exponents, args.size_aware)
+        return parse_size_exponents(args.size_exponents, args.size_aware), parse_keep_thresholds(args.keep_threshold)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
