@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibration import Rows, select_thresholds
 from calibration.synthetic import JUDGES, realised_risks, synthetic
-from calibration.thresholds import applied, result_score
+from calibration.thresholds import applied, parse_keep_thresholds, result_score
 
 
 def naive(rows: Rows, alpha: float) -> float:
@@ -77,14 +77,14 @@ def real_rows(rows, p_result: np.ndarray, p_call: np.ndarray, by_run: bool = Fal
 
 
 def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, calibrate_units: int | None,
-             ) -> list[tuple[bool, float, float, float]]:
+             keeps: tuple[float, ...] = (0.8,)) -> list[tuple[bool, float, float, float]]:
     """(certified, realised R_result, realised R_call, share of characters let go) on the held-out units."""
     units = np.unique(data.sessions)
     out = []
     for seed in range(n):
         chosen = np.random.default_rng(seed).permutation(units)[: calibrate_units or len(units) // 2]
         mask = np.isin(data.sessions, chosen)
-        s = select_thresholds(data.take(mask), alpha, delta, size_aware=size_aware).overall
+        s = select_thresholds(data.take(mask), alpha, delta, size_aware=size_aware, keep_threshold=keeps).overall
         held = data.take(~mask)
         if not s.certified:
             out.append((False, 0.0, 0.0, 0.0))
@@ -97,12 +97,14 @@ def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, c
     return out
 
 
-def real_tables(n: int, alpha: float, delta: float) -> None:
+def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (0.8,)) -> None:
     from quality import SETS, out_of_fold
 
     from calibration.dataset import build_rows
 
     print(f"## Real dev sessions, {n} resplits (half the instances calibrate, the other half measure)\n")
+    if len(keeps) > 1:
+        print(f"Keep thresholds chosen among {', '.join(f'{k:g}' for k in keeps)}, each at delta over their number.\n")
     print("| set | ranking | alpha | certified | realised R_result, median [max] | resplits with R_result > "
           "alpha + 0.02 | realised R_call, max | results let go, median |")
     print("|---|---|---|---|---|---|---|---|")
@@ -117,7 +119,7 @@ def real_tables(n: int, alpha: float, delta: float) -> None:
     for name, d in data.items():
         for size_aware in (False, True):
             for a in (alpha, 0.05):
-                got = resplits(d, a, delta, size_aware, n, None)
+                got = resplits(d, a, delta, size_aware, n, None, keeps)
                 ok = [g for g in got if g[0]]
                 rr = np.asarray([g[1] for g in ok])
                 print(f"| {name} ({len(np.unique(d.sessions))} units) | "
@@ -137,7 +139,7 @@ def real_tables(n: int, alpha: float, delta: float) -> None:
         if len(np.unique(d.sessions)) <= 66:
             print(f"| {name} | only {len(np.unique(d.sessions))} instances: not measured | | | |")
             continue
-        got = resplits(d, 0.05, delta, True, n, 66)
+        got = resplits(d, 0.05, delta, True, n, 66, keeps)
         ok = [g for g in got if g[0]]
         rr = np.asarray([g[1] for g in ok]) if ok else np.zeros(1)
         print(f"| {name} ({len(np.unique(d.sessions))} instances) | {len(ok)}/{n} | {sum(g[3] >= 0.10 for g in ok)}/{n} | "
@@ -152,11 +154,19 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--skip-real", action="store_true", help="synthetic judges only (no ../shared/data needed)")
+    parser.add_argument("--skip-synthetic", action="store_true", help="the real dev sessions only")
+    parser.add_argument("--keep-thresholds", default="0.8",
+                        help="keep thresholds the real resplits choose among (as jev calibrate --keep-threshold)")
     args = parser.parse_args()
+    try:
+        keeps = parse_keep_thresholds(args.keep_thresholds, "--keep-thresholds")
+    except ValueError as exc:
+        parser.error(str(exc))
     started = time.monotonic()
-    synthetic_table(args.trials, args.sessions, args.alpha, args.delta)
+    if not args.skip_synthetic:
+        synthetic_table(args.trials, args.sessions, args.alpha, args.delta)
     if not args.skip_real:
-        real_tables(args.resplits, args.alpha, args.delta)
+        real_tables(args.resplits, args.alpha, args.delta, keeps)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 
