@@ -93,3 +93,13 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def write_table(path: Path, title: str, command: str, note: str, lines: list[str], seconds: float) -> None:
+    """A benchmark's table as the file its command writes: a title, the command with the machine, the date and
+    how long it took, what the cells mean, then the table."""
+    import platform
+    from datetime import date
+
+    path.write_text(f"# {title}\n\nWritten by `{command}` on {date.today()} ({platform.machine()}, Python "
+                    f"{platform.python_version()}, {seconds:.0f} s). {note}\n\n" + "\n".join(lines) + "\n")

@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import sys
 import time
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archive import MemoryStore, StoreArchive
+from benchmarks.bench import write_table
 from benchmarks.cost import LABEL, SETS, billed, sessions
 from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
@@ -112,11 +111,9 @@ def main() -> None:
     seconds = time.time() - started
     print(f"\n{seconds:.0f} s", file=sys.stderr)
     if args.out:
-        args.out.write_text(
-            f"# Horizon rules by replay\n\nWritten by `python benchmarks/horizon.py` on {date.today()} "
-            f"({platform.machine()}, {platform.python_version()}, {seconds:.0f} s). Each cell: the history's "
-            "billed input × no compaction (needed results let go, labels-v1). A rule holds where every cell is "
-            "at most 1.000.\n\n" + "\n".join(lines) + "\n")
+        write_table(args.out, "Horizon rules by replay", "python benchmarks/horizon.py",
+                    "Each cell: the history's billed input × no compaction (needed results let go, labels-v1). A rule "
+                    "holds where every cell is at most 1.000.", lines, seconds)
 
 
 if __name__ == "__main__":

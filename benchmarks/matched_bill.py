@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import platform
 import random
 import sys
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archive import MemoryStore, StoreArchive
+from benchmarks.bench import write_table
 from benchmarks.cost import LABEL, SETS, sessions
 from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
@@ -150,12 +149,10 @@ def main() -> None:
     seconds = time.time() - started
     print(f"\n{seconds:.0f} s", file=sys.stderr)
     if args.out:
-        args.out.write_text(
-            f"# jev's defaults against batched clearing at the same bill\n\nWritten by `python "
-            f"benchmarks/matched_bill.py` on {date.today()} ({platform.machine()}, Python {platform.python_version()}, "
-            f"{seconds:.0f} s). Batched clearing swept over targets of {args.targets} × the trigger, interpolated to "
-            "jev's bill; a ratio below 1 means jev lets go of fewer later-needed results at the same bill.\n\n"
-            + "\n".join(lines) + "\n")
+        write_table(args.out, "jev's defaults against batched clearing at the same bill",
+                    "python benchmarks/matched_bill.py",
+                    f"Batched clearing swept over targets of {args.targets} × the trigger, interpolated to jev's bill; "
+                    "a ratio below 1 means jev lets go of fewer later-needed results at the same bill.", lines, seconds)
 
 
 if __name__ == "__main__":

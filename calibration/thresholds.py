@@ -354,17 +354,32 @@ def _curve_point(o: _Outcome, j: int, delta: float, bound: str, with_bounds: boo
             "pvalue": None if math.isnan(p) else float(p), "upper_result": ur, "upper_call": uc}
 
 
+def _candidates(values: Any, name: str, high: float, example: str) -> tuple[float, ...]:
+    """Candidate values fixed before the data (size exponents, keep thresholds) as a tuple, or `ValueError`
+    naming `name` and the rule: 1 to `MAX_EXPONENTS` distinct numbers in (0, `high`]."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of numbers, e.g. {example} (got {values!r})")
+    found = tuple(values)
+    if not found or len(set(found)) != len(found) or len(found) > MAX_EXPONENTS:
+        raise ValueError(f"{name} must be 1 to {MAX_EXPONENTS} distinct values (got {found!r})")
+    for value in found:
+        require_in(name, value, 0, high, open_low=True)
+    return found
+
+
+def _comma_numbers(text: str, name: str, example: str) -> tuple[float, ...]:
+    """A command-line flag's comma-separated numbers, or `ValueError` naming the flag and its value."""
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ValueError(f"{name} {text!r}: must be comma-separated numbers, e.g. {example}") from None
+
+
 def check_size_exponents(size_exponents: Any, size_aware: bool = True, name: str = "size_exponents"
                          ) -> tuple[float, ...]:
     """The candidate size exponents as a tuple, or `ValueError` naming `name` and the rule: 1 to
     `MAX_EXPONENTS` distinct values in (0, 4], several only with size-aware scoring."""
-    if isinstance(size_exponents, (str, bytes)) or not hasattr(size_exponents, "__iter__"):
-        raise ValueError(f"{name} must be a sequence of numbers, e.g. (0.5, 1.0, 2.0) (got {size_exponents!r})")
-    exponents = tuple(size_exponents)
-    if not exponents or len(set(exponents)) != len(exponents) or len(exponents) > MAX_EXPONENTS:
-        raise ValueError(f"{name} must be 1 to {MAX_EXPONENTS} distinct values (got {exponents!r})")
-    for e in exponents:
-        require_in(name, e, 0, 4, open_low=True)
+    exponents = _candidates(size_exponents, name, 4, "(0.5, 1.0, 2.0)")
     if len(exponents) > 1 and not size_aware:
         raise ValueError(f"{name}: choosing among several needs size-aware scoring")
     return exponents
@@ -373,35 +388,19 @@ def check_size_exponents(size_exponents: Any, size_aware: bool = True, name: str
 def check_keep_thresholds(keep_thresholds: Any, name: str = "keep_threshold") -> tuple[float, ...]:
     """The candidate keep thresholds as a tuple (one number, or a sequence of them), or `ValueError` naming
     `name` and the rule: 1 to `MAX_EXPONENTS` distinct values in (0, 1]."""
-    values = (keep_thresholds,) if isinstance(keep_thresholds, (int, float)) else keep_thresholds
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise ValueError(f"{name} must be a number or a sequence of numbers (got {keep_thresholds!r})")
-    keeps = tuple(values)
-    if not keeps or len(set(keeps)) != len(keeps) or len(keeps) > MAX_EXPONENTS:
-        raise ValueError(f"{name} must be 1 to {MAX_EXPONENTS} distinct values (got {keeps!r})")
-    for k in keeps:
-        require_in(name, k, 0, 1, open_low=True)
-    return tuple(float(k) for k in keeps)
+    one = isinstance(keep_thresholds, (int, float)) and not isinstance(keep_thresholds, bool)
+    return tuple(float(k) for k in _candidates((keep_thresholds,) if one else keep_thresholds, name, 1, "(0.6, 0.8)"))
 
 
 def parse_keep_thresholds(text: str, name: str = "--keep-threshold") -> tuple[float, ...]:
-    """Comma-separated keep thresholds (`0.6,0.8`) checked by `check_keep_thresholds`, or `ValueError` naming
-    the flag, its value and the rule."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ValueError(f"{name} {text!r}: must be comma-separated numbers, e.g. 0.6,0.8") from None
-    return check_keep_thresholds(values, f"{name} {text!r}")
+    """Comma-separated keep thresholds (`0.6,0.8`) checked by `check_keep_thresholds`."""
+    return check_keep_thresholds(_comma_numbers(text, name, "0.6,0.8"), f"{name} {text!r}")
 
 
 def parse_size_exponents(text: str, size_aware: bool = True, name: str = "--size-exponents") -> tuple[float, ...]:
     """Comma-separated size exponents (a command-line flag's value: `0.5,1,2`) checked by
-    `check_size_exponents`, or `ValueError` naming the flag, its value and the rule."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ValueError(f"{name} {text!r}: must be comma-separated numbers, e.g. 0.5,1,2") from None
-    return check_size_exponents(values, size_aware, f"{name} {text!r}")
+    `check_size_exponents`."""
+    return check_size_exponents(_comma_numbers(text, name, "0.5,1,2"), size_aware, f"{name} {text!r}")
 
 
 class ThresholdSelector:
