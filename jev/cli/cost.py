@@ -244,8 +244,9 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"prefix fitted from {fit.calls:,} calls' billed usage: input tokens = {fit.intercept:,.0f} + "
                   f"{fit.scale:.3f} x the history's estimate, so {prefix:,} estimated tokens a request; replayed "
                   f"without compaction, the sessions bill {said['replay_over_billed']:.3f}x what the provider "
-                  f"billed ({said['replay_without_prefix_over_billed']:.3f}x without the prefix) under {profile.name}")
-        if said["hour_long_cache_writes"] > 0.5 and profile.cache_write < 2.0:
+                  f"billed ({said['replay_without_prefix_over_billed']:.3f}x without the prefix) under "
+                  + ("each write's recorded lifetime" if said.get("priced_as_recorded") else profile.name))
+        if said["hour_long_cache_writes"] > 0.5 and profile.cache_write < 2.0 and not said.get("priced_as_recorded"):
             out.print(f"the provider cached {said['hour_long_cache_writes']:.0%} of what it wrote for an hour, which "
                       "bills a write at 2x: --pricing anthropic-1h prices these sessions as they were billed")
     write_json(report, args.out)
