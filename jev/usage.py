@@ -37,16 +37,15 @@ class Billed:
 
     def cost(self, profile: str | PricingProfile) -> float:
         """At the base input price under `profile`: reads and writes at its multipliers, the rest at 1."""
-        price = pricing(profile)
-        return self.read * price.cache_read + self.written * price.cache_write + self.uncached
+        return pricing(profile).billed(self.read, self.written) + self.uncached
 
     @property
     def as_billed(self) -> float:
         """At the base input price as the provider billed it: each write at its own lifetime's multiplier
         (Anthropic's 5-minute and 1-hour writes), reads at the read price, the rest at 1."""
         hour, minutes = PROFILES["anthropic-1h"], PROFILES["anthropic-5m"]
-        return (self.read * minutes.cache_read + (self.written - self.written_for_an_hour) * minutes.cache_write
-                + self.written_for_an_hour * hour.cache_write + self.uncached)
+        return (minutes.billed(self.read, self.written - self.written_for_an_hour)
+                + hour.billed(0, self.written_for_an_hour) + self.uncached)
 
 
 def billed(usage: Any) -> Billed | None:

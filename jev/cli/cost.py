@@ -27,7 +27,7 @@ from rich.progress import Progress
 from ..analysis import analyze
 from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
 from ..compactor import Compactor
-from ..cost import PricingProfile
+from ..cost import PROFILES, PricingProfile
 from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import conversation_id, conversations, parse
@@ -246,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
                   f"without compaction, the sessions bill {said['replay_over_billed']:.3f}x what the provider "
                   f"billed ({said['replay_without_prefix_over_billed']:.3f}x without the prefix) under "
                   + ("each write's recorded lifetime" if said.get("priced_as_recorded") else profile.name))
-        if said["hour_long_cache_writes"] > 0.5 and profile.cache_write < 2.0 and not said.get("priced_as_recorded"):
+        if said["hour_long_cache_writes"] > 0.5 and profile.cache_write < PROFILES["anthropic-1h"].cache_write \
+                and not said.get("priced_as_recorded"):
             out.print(f"the provider cached {said['hour_long_cache_writes']:.0%} of what it wrote for an hour, which "
                       "bills a write at 2x: --pricing anthropic-1h prices these sessions as they were billed")
     write_json(report, args.out)
