@@ -31,7 +31,16 @@ from datetime import datetime
 from typing import Any
 
 from .analysis import Transcript, analyze
-from .cost import DEFAULT_PROFILE, PricingProfile, cold_trigger, message_tokens, plans_cold, pricing, tokens_of_text
+from .cost import (
+    DEFAULT_PROFILE,
+    PricingProfile,
+    cold_trigger,
+    message_tokens,
+    next_trigger,
+    plans_cold,
+    pricing,
+    tokens_of_text,
+)
 from .decision import Mode, Status
 from .transcript import Message, ToolResultBlock
 from .validate import require_integer
@@ -201,7 +210,7 @@ class ClearBatched(_Clearing):
         if keys and cleared >= self.clear_at_least:
             live = self._clear(live, keys, point)
             total = self.tokens.total(live)
-        self.next_at = max(self.trigger, (total // self.trigger + 1) * self.trigger)
+        self.next_at = next_trigger(total, self.trigger)
         return live, live
 
 
@@ -274,7 +283,7 @@ class JevCompaction(Policy):
             self.bill.over_target += explained
             self.bill.unexplained += not explained
         count = self._count(live, total)
-        self.next_at = max(self.trigger, (count // self.trigger + 1) * self.trigger)
+        self.next_at = next_trigger(count, self.trigger)
         return live, live
 
 

@@ -375,6 +375,13 @@ def cold_trigger(trigger: int) -> int:
     return max(1, trigger // COLD_TRIGGER_DIVISOR)
 
 
+def next_trigger(count: int, trigger: int) -> int:
+    """The count (in the trigger's unit) a history must reach before the next plan, once one was made at
+    `count`: the next multiple of `trigger` above it, never below the trigger itself. Deep, rare compactions:
+    prompt caching re-bills everything after a change, so a plan is not retried on every call."""
+    return max(trigger, (count // trigger + 1) * trigger)
+
+
 def plans_cold(idle: float | None, profile: PricingProfile) -> bool:
     """Whether a host plans at a cold cache now (from `cold_trigger` on): the cache outlived its lifetime since
     the last call. Never under a profile with no cache lifetime (`no-cache`): there every call is "cold", and

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from .. import formats
 from ..archived_pair import restore_latest
 from ..compactor import Compactor
-from ..cost import cold_trigger, horizon_from_history, plans_cold
+from ..cost import cold_trigger, horizon_from_history, next_trigger, plans_cold
 from ..decision import Decision, Mode, Reason, Status
 from ..errors import ConfigError, JevError
 from ..scope import Scope
@@ -104,7 +104,7 @@ class HostCompaction:
         """After a plan: the next waits for the next multiple of the trigger above `count_now`, what the
         history holds now (compacted when adopted); None (the host's counter failed) leaves it where it is."""
         if count_now is not None:
-            self.next_at = max(self.trigger, (count_now // self.trigger + 1) * self.trigger)
+            self.next_at = next_trigger(count_now, self.trigger)
 
     def count(self, counter: Callable[[Any], Any], history: Any, name: str = "token_counter") -> int | None:
         """What the host's token counter says of `history`, checked (a whole number >= 0), or None when it
