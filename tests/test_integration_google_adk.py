@@ -109,7 +109,7 @@ def test_enforce_compacts_each_request_s_view_and_leaves_the_session_whole(tmp_p
     whole = [p.function_response.response for e in events for p in (e.content.parts if e.content else []) or []
              if p.function_response]
     assert len(whole) == FILES and all("JEV" not in str(r) for r in whole)
-    assert jev.decision is not None and jev.decision.plan is not None
+    assert jev.last_decision is not None and jev.last_decision.plan is not None
 
 
 def test_shadow_sends_every_request_as_it_was(tmp_path: Path) -> None:

@@ -34,9 +34,9 @@ def test_off_below_the_trigger_and_shadow_return_the_very_list_given(tmp_path) -
     history = chat(6)
     assert asyncio.run(processor(Mode.OFF, tmp_path).process(history)) is history
     below = processor(Mode.ENFORCE, tmp_path, trigger=("messages", 50))
-    assert asyncio.run(below.process(history)) is history and below.decision is None  # nothing planned
+    assert asyncio.run(below.process(history)) is history and below.last_decision is None  # nothing planned
     shadow = processor(Mode.SHADOW, tmp_path, trigger=("messages", 5))
-    assert shadow.process_sync(history) is history and shadow.decision is not None
+    assert shadow.process_sync(history) is history and shadow.last_decision is not None
 
 
 def test_enforce_returns_a_new_list_in_the_host_s_form_only_while_the_history_is_unchanged(tmp_path) -> None:
@@ -47,7 +47,7 @@ def test_enforce_returns_a_new_list_in_the_host_s_form_only_while_the_history_is
     assert all(isinstance(m, dict) and "role" in m for m in out)  # OpenAI Chat, as it came
     moved = processor(Mode.ENFORCE, tmp_path, trigger=("messages", 5))
     assert moved.process_sync(history, unchanged=lambda _judged: False) is history  # the host moved on
-    assert moved.decision is not None and moved.decision.status is Status.DECIDED and not moved.references
+    assert moved.last_decision is not None and moved.last_decision.status is Status.DECIDED and not moved.references
 
     async def still() -> bool:
         return True
@@ -60,7 +60,7 @@ def test_a_history_it_cannot_read_keeps_an_error_and_is_left_as_it_is(tmp_path) 
     history = [*chat(3), {"role": "tool", "content": "no call id"}]
     jev = processor(Mode.ENFORCE, tmp_path, trigger=("messages", 2))
     assert jev.process_sync(history) is history
-    assert jev.decision is not None and jev.decision.status is Status.ERROR
+    assert jev.last_decision is not None and jev.last_decision.status is Status.ERROR
     assert jev.process_sync(history) is history and jev.host.next_at > len(history)  # the trigger moved on
 
 
@@ -68,15 +68,15 @@ def test_a_token_trigger_counts_with_the_host_s_counter_and_a_failing_counter_is
     history = chat(6)
     jev = processor(Mode.SHADOW, tmp_path, trigger=("tokens", 1000), token_counter=lambda items: 100 * len(items))
     jev.process_sync(history)  # 1 300 "tokens": over
-    assert jev.decision is not None and jev.decision.status is not Status.ERROR
+    assert jev.last_decision is not None and jev.last_decision.status is not Status.ERROR
 
     def broken(_items: list) -> int:
         raise RuntimeError("tokenizer down")
 
     failing = processor(Mode.SHADOW, tmp_path, trigger=("tokens", 1000), token_counter=broken)
     assert failing.process_sync(history) is history
-    assert failing.decision is not None and failing.decision.status is Status.ERROR
-    assert "tokenizer down" in failing.decision.detail
+    assert failing.last_decision is not None and failing.last_decision.status is Status.ERROR
+    assert "tokenizer down" in failing.last_decision.detail
 
 
 def test_bad_arguments_are_refused_by_name(tmp_path) -> None:

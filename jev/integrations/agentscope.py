@@ -70,14 +70,14 @@ class JevContextMiddleware(HistoryProcessor, MiddlewareBase):
     async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
         context = agent.state.context
         judged = _dicts(context)
-        before = self.decision
+        before = self.last_decision
         out = await self.process(judged, agent, unchanged=lambda _judged: _dicts(agent.state.context) == judged,
                                  context={"session_id": agent.state.session_id},
                                  token_counter=lambda dicts: agent.model.count_tokens(  # as AgentScope counts it
                                      context if dicts is judged else [Msg.model_validate(d) for d in dicts], None))
         if out is not judged:
             agent.state.context[:] = [Msg.model_validate(d) for d in out]
-        decision = self.decision
+        decision = self.last_decision
         if self.mode is not Mode.ENFORCE or decision is None or decision is before or decision.status is Status.ERROR:
             await next_handler()  # below the trigger, SHADOW, or jev could not plan: AgentScope's own goes on
 

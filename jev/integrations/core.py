@@ -44,7 +44,7 @@ N = TypeVar("N", int, Awaitable[int])
 
 def counted_as(counter: Callable[[Any], N], form: str) -> Callable[[Sequence[Message]], N]:
     """A host's token counter, which reads its own form of a history, as one of jev messages: each list is
-    written in `form` first (what a token target's plan counts what it leaves with: `HostCompaction.sized`)."""
+    written in `form` first (what a token target's plan counts what it leaves with: `HistoryProcessor`)."""
     return lambda messages: counter(formats.dump(list(messages), form))
 
 
@@ -152,17 +152,6 @@ class HostCompaction:
         """The scope of this plan: the one given, or what the given callable makes of the host's object."""
         return self.scope(host) if callable(self.scope) else self.scope
 
-    def sized(self, messages: Sequence[Message], count_tokens: Callable[[], Any],
-              count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None) -> Compactor | None:
-        """The compactor for this plan: in budget mode toward `target_tokens` when one is set, the history
-        counted (only then) by the host's own counter; `count` counts a list of jev messages as the host
-        would, or gives an awaitable of it (the history a plan leaves is checked against the target with it;
-        else estimated). None when the host's counter failed (`count`'s ERROR decision is kept): no plan."""
-        if self.target_tokens is None:
-            return self.compactor
-        tokens = self.count(lambda _history: count_tokens(), None)
-        return None if tokens is None else self.compactor.for_tokens(messages, tokens, self.target_tokens, count)
-
     def read(self, load: Callable[[], list[Message]]) -> list[Message] | None:
         """The host's history as jev messages (`load()`), or None when the library cannot read it: then an
         ERROR decision naming why is kept and logged, and the host goes on with its history as it is — a
@@ -178,17 +167,12 @@ class HostCompaction:
         self.recent.append(decision)
         return decision
 
-    def commit(self, decision: Decision, scope: Scope | None, unchanged: Callable[[], bool]
-               ) -> tuple[Message, ...] | None:
-        """The commit guard every adapter uses: an ENFORCE plan that DECIDED is adopted only while the
-        host's history is still the one judged — `unchanged()`, the host's own look at its store, asked
-        only then. The compacted messages (the snapshot's reference kept for restores), or None: leave the
-        history as it is."""
-        return self._adopted(decision, scope) if self._adopts(decision) and unchanged() else None
-
     async def acommit(self, decision: Decision, scope: Scope | None, unchanged: Callable[[], Awaitable[bool]]
                       ) -> tuple[Message, ...] | None:
-        """`commit` for a host whose store is read asynchronously."""
+        """The commit guard every adapter uses (through `HistoryProcessor`): an ENFORCE plan that DECIDED is
+        adopted only while the host's history is still the one judged — `unchanged()`, the host's own look at
+        its store, asked only then. The compacted messages (the snapshot's reference kept for restores), or
+        None: leave the history as it is."""
         return self._adopted(decision, scope) if self._adopts(decision) and await unchanged() else None
 
     def _adopts(self, decision: Decision) -> bool:

@@ -116,10 +116,10 @@ def input_filter(compactor: Compactor, *, trigger: tuple[str, int] = ("messages"
 
     async def compact_input(data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
-        before = processor.decision
+        before = processor.last_decision
         out = await processor.process(items, data)  # the call's own input: nothing else can change it
-        if decisions is not None and processor.decision is not before and processor.decision is not None:
-            decisions.append(processor.decision)  # the caller's list, bounded as every adapter's
+        if decisions is not None and processor.last_decision is not before and processor.last_decision is not None:
+            decisions.append(processor.last_decision)  # the caller's list, bounded as every adapter's
             del decisions[:-keep_decisions]
         return ModelInputData(input=out, instructions=data.model_data.instructions)
 

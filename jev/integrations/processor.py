@@ -19,7 +19,7 @@ from .. import formats
 from ..aio import run_sync
 from ..compactor import Compactor
 from ..cost import tokens_of
-from ..decision import Decision, Mode
+from ..decision import Mode
 from ..errors import ConfigError
 from ..scope import Scope
 from ..token_target import called
@@ -108,11 +108,6 @@ class HistoryProcessor(Adapter):
         """`process` for a sync host."""
         return run_sync(self.process(messages, host, unchanged=unchanged, context=context, token_counter=token_counter,
                                      model=model))
-
-    @property
-    def decision(self) -> Decision | None:
-        """The newest plan's decision (None before the first)."""
-        return self.host.last_decision
 
     async def restore(self, call_id: str) -> str:
         """The archived call and result `call_id` (newest snapshot holding it), as the agent may be shown it;
