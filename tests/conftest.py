@@ -35,7 +35,7 @@ CODEX = DEV_DATA / "codex-sessions-dev.tar.xz"
 
 
 def needs_data(*sets: Path) -> Callable[[Any], Any]:
-    """A test (or a module's `pytestmark` list) that reads the dev sets `sets`: marked `data`, and skipped,
+    """A decorator for a test that reads the dev sets `sets`: marked `data`, and skipped,
     naming what is missing, where they are absent (a fresh clone without `../shared/data/`)."""
     missing = [p.name for p in sets if not p.exists()]
     marks = [pytest.mark.data, pytest.mark.skipif(bool(missing), reason=f"dev data not found in {DEV_DATA}: "
@@ -46,7 +46,6 @@ def needs_data(*sets: Path) -> Callable[[Any], Any]:
             test = each(test)
         return test
 
-    mark.marks = marks  # type: ignore[attr-defined]
     return mark
 
 
