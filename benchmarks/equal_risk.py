@@ -16,6 +16,7 @@ are not independent); where a set has several runs per instance the table also s
 which is optimistic.
 
     python benchmarks/equal_risk.py [--alpha 0.1] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
+                                    [--recent-pairs 0,4,8,16]
     python benchmarks/equal_risk.py --held-out PATH [--held-out PATH ...] [--model FILE]
     python benchmarks/equal_risk.py --labelled FILE [--labelled FILE ...]
 
@@ -48,7 +49,7 @@ from quality import (
 from calibration import select_thresholds
 from calibration.dataset import TrainingRows, build_rows, group_of
 from calibration.risk import session_losses
-from calibration.thresholds import Rows, applied, parse_size_exponents, result_score
+from calibration.thresholds import Rows, applied, parse_recent_pairs, parse_size_exponents, recency_rank, result_score
 
 
 def labelled(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Rows:
@@ -56,7 +57,8 @@ def labelled(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, neede
     are not independent), or per run when `by_run` (optimistic where an instance has several runs)."""
     units = rows.sessions if by_run else np.asarray([group_of(s) for s in rows.sessions])
     return Rows(units, np.full(len(needed), "bash"), p_call, p_result, rows.result_chars, needed,
-                    rows.needed_call | needed)
+                rows.needed_call | needed, rows.points, rows.keys, ranks=recency_rank(rows.sessions, rows.points,
+                                                                                        rows.keys))
 
 
 def keep_last_curve(rows: TrainingRows, needed: np.ndarray, index: np.ndarray, units: np.ndarray
@@ -64,14 +66,8 @@ def keep_last_curve(rows: TrainingRows, needed: np.ndarray, index: np.ndarray, u
     """(pooled risk, per-session risk, savings) of keep-last-N for N = 0, 1, ... over the rows at `index`:
     the share of needed results let go over all of them, the same share per certifying unit (`units`, 0
     where a unit needed none) averaged over units, as the guarantee counts, and the share of characters."""
-    points: dict[tuple[str, int], list[int]] = {}
-    for i in index:
-        points.setdefault((rows.sessions[i], int(rows.points[i])), []).append(int(i))
-    # the age rank of each row within its point: 0 = the newest candidate
-    rank = np.empty(len(rows.sessions), dtype=int)
-    for ix in points.values():
-        ages = np.argsort([-int(str(rows.keys[i])[1:]) for i in ix], kind="stable")
-        rank[np.asarray(ix)[ages]] = np.arange(len(ix))
+    rank = recency_rank(rows.sessions, rows.points, rows.keys)  # 0 = the newest candidate of its point
+    assert rank is not None
     r, chars, need = rank[index], rows.result_chars[index].astype(float), needed[index]
     top = int(r.max()) + 2 if len(r) else 1
     lost = r[None, :] >= np.arange(top)[:, None]
@@ -88,8 +84,8 @@ def at_risk(risk: np.ndarray, saved: np.ndarray, target: float) -> float:
 
 
 def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
-         splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,)
-         ) -> list[tuple[float, float, float, float, float]]:
+         splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,), windows: tuple[int, ...] = (0,)
+         ) -> list[tuple[float, ...]]:
     """(judge risk, judge savings, keep-last-N savings at that risk, ratio, size exponent chosen) per certified
     resplit; NaN where nothing was certified. Halves are always drawn by instance."""
     data = labelled(rows, p_result, p_call, needed, by_run)
@@ -99,16 +95,16 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
     for seed in range(splits):
         calibrate = np.isin(instance, np.random.default_rng(seed).permutation(groups)[: len(groups) // 2])
         calibration = select_thresholds(data.take(calibrate), alpha, delta, size_aware=True, seed=seed,
-                                        size_exponents=exponents)
+                                        size_exponents=exponents, recent_pairs=windows)
         chosen = calibration.overall
         if not chosen.certified:
-            out.append((float("nan"),) * 8)
+            out.append((float("nan"),) * 9)
             continue
         test = np.flatnonzero(~calibrate)
         held = data.take(~calibrate)
         # the compactor's own decision table at the certified thresholds: what is certified is what is let go
         let_go, _unsure = applied(chosen.discard_threshold, chosen.keep_threshold, held,
-                                  result_score(held, True, calibration.size_exponent))
+                                  result_score(held, True, calibration.size_exponent), calibration.recent_pairs)
         chars = held.result_chars.astype(float)
         risk = float(held.needed_result[let_go].sum() / max(held.needed_result.sum(), 1))
         per_session = float(session_losses(let_go[None], held.needed_result, held.unit_ids).mean())
@@ -118,14 +114,15 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
         session_baseline = at_risk(by_session, kept_saved, per_session)
         out.append((risk, saved, baseline, saved / baseline if baseline > 0 else float("inf"),
                     calibration.size_exponent, per_session, session_baseline,
-                    saved / session_baseline if session_baseline > 0 else float("inf")))
+                    saved / session_baseline if session_baseline > 0 else float("inf"), calibration.recent_pairs))
     return out
 
 
-def checked_exponents(parser: argparse.ArgumentParser, text: str) -> tuple[float, ...]:
-    """`--size-exponents` as numbers, or the parser exits naming the flag and the rule (the selector's)."""
+def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """`--size-exponents` and `--recent-pairs` as numbers, or the parser exits naming the flag and the rule
+    (the selector's)."""
     try:
-        return parse_size_exponents(text)
+        return parse_size_exponents(args.size_exponents), parse_recent_pairs(args.recent_pairs)
     except ValueError as exc:
         parser.error(str(exc))
 
@@ -138,9 +135,12 @@ def main() -> None:
     parser.add_argument("--size-exponents", default="1",
                         help="size exponents calibration chooses among (comma-separated, e.g. 0.5,1,2; each "
                              "certified at delta over their number), as `jev calibrate --size-exponents`")
+    parser.add_argument("--recent-pairs", default="0",
+                        help="recency windows calibration chooses among (comma-separated, e.g. 0,4,8,16), as `jev "
+                             "calibrate --recent-pairs`")
     held_out_arguments(parser)
     args = parser.parse_args()
-    exponents = checked_exponents(parser, args.size_exponents)
+    exponents, windows = checked(parser, args)
     sources = checked_held_out(parser, args)
     started = time.monotonic()
     if args.labelled:
@@ -156,17 +156,19 @@ def main() -> None:
     cells = [(c.title, c.rows, c.p_result, c.p_call) for c in found]
     print(f"alpha {args.alpha}, delta {args.delta}, {args.splits} resplits (calibrate on half the instances, "
           "measure on the other half); medians over certified resplits [min, max]\n")
-    chose = len(exponents) > 1
+    chose, windowed = len(exponents) > 1, len(windows) > 1
+    print(f"Size exponents chosen among {', '.join(f'{e:g}' for e in exponents)}; recency windows (newest candidate "
+          f"pairs never judged) among {', '.join(map(str, windows))}.\n")
     print("| cell | proxy | certified | judge risk, pooled | judge saves | keep-last-N saves at that risk | ratio | "
           "judge risk, per session | keep-last-N saves at that per-session risk | ratio, per session |"
-          + (" exponents chosen |" if chose else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if chose else ""))
+          + (" exponents chosen |" if chose else "") + (" windows chosen |" if windowed else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if chose else "") + ("---|" if windowed else ""))
     runs = [(title + " (runs as sessions)", r, pr, pc, True) for title, r, pr, pc in cells
             if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
         for proxy, needed in proxies(r).items():  # a file labelled before a proxy rode along has fewer
             results = np.asarray(cell(r, p_result, p_call, needed, args.alpha, args.delta, args.splits, by_run,
-                                      exponents))
+                                      exponents, windows))
             ok = results[~np.isnan(results[:, 0])]
 
             def f(k: int) -> str:
@@ -176,7 +178,8 @@ def main() -> None:
                 return f"{np.median(ok[:, k]):.2f}× [{ok[:, k].min():.2f}, {ok[:, k].max():.2f}]" if len(ok) else "—"
             print(f"| {title} | {proxy} | {len(ok)}/{args.splits} | {f(0)} | {f(1)} | {f(2)} | {ratio(3)} | "
                   f"{f(5)} | {f(6)} | {ratio(7)} |"
-                  + (f" {', '.join(f'{e:g}' for e in ok[:, 4])} |" if chose else ""), flush=True)
+                  + (f" {', '.join(f'{e:g}' for e in ok[:, 4])} |" if chose else "")
+                  + (f" {', '.join(f'{w:g}' for w in ok[:, 8])} |" if windowed else ""), flush=True)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 

@@ -7,10 +7,13 @@ A setting is certified when both are <= alpha (`risk.learn_then_test`: one fixed
 setting, on the larger of the two p-values).
 
 Settings certified: a discard threshold on the result score, with the keep threshold the compactor runs
-(`keep_threshold`, fixed before any data is seen), through the compactor's own decision table
-(`jev.policy.table`): a pair counts as let go exactly when a compactor with those thresholds drops or
-truncates it, so what is certified is what is let go. With `target=True` also a budget-mode
-`target_reduction`, walked in the product's own order (`jev.policy.budget_order`).
+(`keep_threshold`, fixed before any data is seen) and its recency window in pairs (`recent_pairs`, the
+newest candidates never judged: `CompactionConfig.preserve_recent_pairs`), through the compactor's own
+decision table (`jev.policy.table`): a pair counts as let go exactly when a compactor with those settings
+drops or truncates it, so what is certified is what is let go. A window of N with every older candidate
+let go is keep-last-N: certifying windows beside thresholds lets the judge keep what recency keeps.
+With `target=True` also a budget-mode `target_reduction`, walked in the product's own order
+(`jev.policy.budget_order`).
 
 By default nothing is fitted before certifying: the threshold grid is fixed in advance, so every session
 certifies (certifying at alpha with probability >= 1 - delta needs at least log delta / log(1 - alpha)
@@ -25,7 +28,6 @@ descriptive (a monotone map fitted on the fit sessions, or all of them); it is n
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -72,10 +74,15 @@ class Rows:
     # given: `jev replay` names each stretch of a session Claude Code compacted itself apart, and a session is
     # never split
     units: np.ndarray | None = None
+    # each row's place among its decision point's candidates, newest first (`recency_rank`), when the rows
+    # carry decision points and `tN` keys; else None
+    ranks: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.units is None:
             object.__setattr__(self, "units", _units(self.sessions))
+        if self.ranks is None:
+            object.__setattr__(self, "ranks", recency_rank(self.sessions, self.points, self.keys))
 
     @property
     def unit_ids(self) -> np.ndarray:
@@ -87,6 +94,28 @@ class Rows:
         """The rows where `mask` holds (or at the indices it lists)."""
         return Rows(*(v[mask] if isinstance(v, np.ndarray) else v
                       for v in (getattr(self, f.name) for f in fields(self))))
+
+
+def recency_rank(sessions: np.ndarray, points: np.ndarray | None, keys: np.ndarray | None) -> np.ndarray | None:
+    """Each row's place among the rows of its decision point (its session and point), newest first: 0 is
+    the newest candidate, by the pair key's number (`tN`, in the order results appear). None without
+    points or `tN` keys. Keep-last-N lets go of the rows ranked N and on."""
+    if points is None or keys is None:
+        return None
+    text = keys.astype(str)
+    if len(text) and not (np.char.startswith(text, "t") & np.char.isdigit(np.char.lstrip(text, "t"))).all():
+        return None
+    if not len(text):
+        return np.zeros(0, dtype=np.int64)
+    number = np.char.lstrip(text, "t").astype(np.int64)
+    _points, point = np.unique(np.char.add(sessions.astype(str), np.char.add("\0", points.astype(str))),
+                               return_inverse=True)
+    order = np.lexsort((-number, point))
+    first = np.r_[True, point[order][1:] != point[order][:-1]]
+    start = np.flatnonzero(first)[np.cumsum(first) - 1]
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) - start
+    return rank
 
 
 def _units(sessions: np.ndarray) -> np.ndarray:
@@ -180,6 +209,7 @@ class Selection:
     uncertain_rate: float
     sessions_needed: int
     more_sessions: int | None = None  # sessions like these that would certify the next setting, when known
+    recent_pairs: int = 0  # the recency window certified with the thresholds (preserve_recent_pairs)
     recency: dict[str, float] | None = None  # keep-last-N at the same realised R_result, same sessions
     curve: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
@@ -222,12 +252,14 @@ class Calibration:
     size_exponent: float = SIZE_RULE.size_exponent  # the size scaling certified (size-aware only)
     size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)  # the candidates it was chosen among
     keep_thresholds: tuple[float, ...] = (SIZE_RULE.keep_threshold,)  # the keep thresholds it was chosen among
+    recent_pairs: int = 0  # the recency window certified (CompactionConfig.preserve_recent_pairs)
+    recent_pairs_among: tuple[int, ...] = (0,)  # the windows it was chosen among
 
     @property
     def delta(self) -> float:
-        """The guarantee's delta: each candidate (size exponent × keep threshold) was certified at this over
-        their number."""
-        return self.overall.delta * len(self.size_exponents) * len(self.keep_thresholds)
+        """The guarantee's delta: each candidate (size exponent × keep threshold × window) was certified at
+        this over their number."""
+        return self.overall.delta * len(self.size_exponents) * len(self.keep_thresholds) * len(self.recent_pairs_among)
 
     def stamp(self) -> dict[str, Any]:
         """What the thresholds were certified for: a compactor refuses them for another judge."""
@@ -238,6 +270,8 @@ class Calibration:
             out["size_exponent_chosen_among"] = list(self.size_exponents)
         if len(self.keep_thresholds) > 1:
             out["keep_threshold_chosen_among"] = list(self.keep_thresholds)
+        if len(self.recent_pairs_among) > 1:
+            out["recent_pairs_chosen_among"] = list(self.recent_pairs_among)
         return out
 
     def config(self) -> dict[str, Any]:
@@ -245,7 +279,8 @@ class Calibration:
         was, budget mode's target with the keep threshold it was certified with when asked and certified."""
         out: dict[str, Any] = {}
         if self.overall.certified:
-            out.update(discard_threshold=self.overall.discard_threshold, keep_threshold=self.overall.keep_threshold)
+            out.update(discard_threshold=self.overall.discard_threshold, keep_threshold=self.overall.keep_threshold,
+                       preserve_recent_pairs=self.recent_pairs)
         if self.target is not None and self.target.certified:
             out["target_reduction"] = self.target.target_reduction
             out["keep_threshold"] = self.keep_threshold
@@ -310,29 +345,17 @@ def _more_sessions(r: np.ndarray, c: np.ndarray, alpha: float, delta: float, bou
 def _recency(rows: Rows, score_risk: float) -> dict[str, float] | None:
     """Keep-last-N on the same rows: at each decision point let go of every candidate but the newest N
     (whole results); the most it lets go of with mean R_result <= the judge's. None without keys/points."""
-    if rows.points is None or rows.keys is None or not len(rows.sessions):
+    rank = rows.ranks
+    if rank is None or not len(rank):
         return None
-    if not all(re.fullmatch(r"t\d+", k) for k in rows.keys.tolist()):
-        return None
-    number = np.asarray([int(k[1:]) for k in rows.keys.tolist()])
-    _groups, group = np.unique(np.char.add(rows.sessions.astype(str), np.char.add("\0", rows.points.astype(str))),
-                               return_inverse=True)
-    # newest-first rank of each row within its decision point
-    order = np.lexsort((-number, group))
-    rank = np.empty(len(order), int)
-    starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]
-    for a, b in zip(starts, np.r_[starts[1:], len(order)], strict=True):
-        rank[order[a:b]] = np.arange(b - a)
     chars = rows.result_chars.astype(float)
-    best: dict[str, float] | None = None
     for n in range(int(rank.max()) + 2):
         let_go = rank >= n
         risk = float(session_losses(let_go[None], rows.needed_result, rows.unit_ids).mean())
         if risk <= score_risk + 1e-12:
-            best = {"keep_last": float(n), "risk_result": risk,
+            return {"keep_last": float(n), "risk_result": risk,
                     "chars_discarded": float((let_go * chars).sum() / max(chars.sum(), 1.0))}
-            break
-    return best
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +415,28 @@ def check_keep_thresholds(keep_thresholds: Any, name: str = "keep_threshold") ->
     return tuple(float(k) for k in _candidates((keep_thresholds,) if one else keep_thresholds, name, 1, "(0.6, 0.8)"))
 
 
+def check_recent_pairs(recent_pairs: Any, name: str = "recent_pairs") -> tuple[int, ...]:
+    """The candidate recency windows as a tuple (one integer, or a sequence of them), or `ValueError`
+    naming `name` and the rule: 1 to `MAX_EXPONENTS` distinct integers >= 0."""
+    found = (recent_pairs,) if isinstance(recent_pairs, int) else recent_pairs
+    if isinstance(found, (str, bytes)) or not hasattr(found, "__iter__"):
+        raise ValueError(f"{name} must be an integer or a sequence of them, e.g. (0, 4, 8) (got {recent_pairs!r})")
+    found = tuple(found)
+    if (not found or len(set(found)) != len(found) or len(found) > MAX_EXPONENTS
+            or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in found)):
+        raise ValueError(f"{name} must be 1 to {MAX_EXPONENTS} distinct integers >= 0 (got {recent_pairs!r})")
+    return found
+
+
+def parse_recent_pairs(text: str, name: str = "--recent-pairs") -> tuple[int, ...]:
+    """Comma-separated recency windows (`0,4,8`) checked by `check_recent_pairs`."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ValueError(f"{name} {text!r}: must be comma-separated integers, e.g. 0,4,8") from None
+    return check_recent_pairs(values, f"{name} {text!r}")
+
+
 def parse_keep_thresholds(text: str, name: str = "--keep-threshold") -> tuple[float, ...]:
     """Comma-separated keep thresholds (`0.6,0.8`) checked by `check_keep_thresholds`."""
     return check_keep_thresholds(_comma_numbers(text, name, "0.6,0.8"), f"{name} {text!r}")
@@ -414,7 +459,8 @@ class ThresholdSelector:
                  uncertain_rate: float | None = None, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
                  keep_threshold: float | tuple[float, ...] = SIZE_RULE.keep_threshold, curve_bounds: bool = False,
                  seed: int = 0,
-                 size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)) -> None:
+                 size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,),
+                 recent_pairs: int | tuple[int, ...] = 0) -> None:
         self.alpha = alpha
         self.delta = delta
         self.per_tool = per_tool
@@ -427,6 +473,7 @@ class ThresholdSelector:
         self.keep_threshold = keep_threshold
         self.curve_bounds = curve_bounds
         self.seed = seed
+        self.recent_pairs = recent_pairs
 
     def _validate(self, rows: Rows) -> None:
         # ConfigError is a ValueError: the rules and their wording are jev's (jev.validate)
@@ -438,6 +485,7 @@ class ThresholdSelector:
         require_in("fit_share", self.fit_share, 0, 1, open_high=True)
         check_keep_thresholds(self.keep_threshold)
         check_size_exponents(self.size_exponents, self.size_aware)
+        windows = check_recent_pairs(self.recent_pairs)
         if self.bound not in BOUNDS:
             raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {self.bound!r})")
         if len(rows.sessions) == 0:
@@ -445,39 +493,48 @@ class ThresholdSelector:
         if self.target and (rows.points is None or rows.truncate_saves is None or rows.drop_saves is None):
             raise ValueError("budget mode needs decision_point, truncate_saves and drop_saves on every row: "
                              "record SHADOW with this version, then jev label")
+        if windows != (0,) and self.target:
+            raise ValueError("recent_pairs: budget mode (target=True) is certified without a recency window; "
+                             "certify windows with the thresholds alone")
+        if windows != (0,) and rows.ranks is None:
+            raise ValueError("recent_pairs needs decision_point and a key tN on every row (record SHADOW with this "
+                             "version, then jev label)")
 
     def fit(self, rows: Rows) -> ThresholdSelector:
         """Certify on `rows`; returns self. With several `size_exponents` or keep thresholds (`keep_threshold`
         may be a sequence) every combination is certified at delta / their number and the one that lets go of
         the most is kept: a union bound over the candidates, so the guarantee holds at delta for the one chosen
-        — and the keep threshold chosen is the one the compactor is then configured with."""
+        — and the keep threshold chosen is the one the compactor is then configured with. Recency windows
+        (`recent_pairs`) are candidates alike."""
         self._validate(rows)
         exponents = tuple(float(e) for e in self.size_exponents)
         keeps = check_keep_thresholds(self.keep_threshold)
+        windows = check_recent_pairs(self.recent_pairs)
         fit_rows, test_rows = split(rows, self.seed, self.fit_share)
-        share = self.delta / (len(exponents) * len(keeps))
-        outcomes = [self._fit_one(fit_rows, test_rows, e, k, share, exponents, keeps) for e in exponents for k in keeps]
+        share = self.delta / (len(exponents) * len(keeps) * len(windows))
+        outcomes = [self._fit_one(fit_rows, test_rows, e, k, w, share, exponents, keeps, windows)
+                    for e in exponents for k in keeps for w in windows]
         best = max(outcomes, key=_savings)  # the first of equals: the candidates' own order
         self.calibration_ = best
         self.overall_, self.per_tool_, self.target_ = best.overall, best.per_tool, best.target
         self.result_calibrator_, self.call_calibrator_ = best.result_calibrator, best.call_calibrator
         return self
 
-    def _fit_one(self, fit_rows: Rows, test_rows: Rows, exponent: float, keep: float, delta: float,
-                 exponents: tuple[float, ...], keeps: tuple[float, ...]) -> Calibration:
-        """Everything certified with one size exponent and one keep threshold, at `delta`."""
+    def _fit_one(self, fit_rows: Rows, test_rows: Rows, exponent: float, keep: float, window: int, delta: float,
+                 exponents: tuple[float, ...], keeps: tuple[float, ...], windows: tuple[int, ...]) -> Calibration:
+        """Everything certified with one size exponent, keep threshold and recency window, at `delta`."""
         result_calibrator, call_calibrator = fit(fit_rows if len(fit_rows.sessions) else test_rows, self.size_aware,
                                                  exponent)
-        overall = self._select("all tools", fit_rows, test_rows, result_calibrator, exponent, keep, delta)
+        overall = self._select("all tools", fit_rows, test_rows, result_calibrator, exponent, keep, delta, window)
         per: list[Selection] = []
         if self.per_tool:
             for tool in sorted(set(test_rows.tools.tolist()) | set(fit_rows.tools.tolist())):
                 f, t = fit_rows.take(fit_rows.tools == tool), test_rows.take(test_rows.tools == tool)
                 cal = fit(f, self.size_aware, exponent)[0] if len(f.sessions) else result_calibrator
-                per.append(self._select(tool, f, t, cal, exponent, keep, delta))
+                per.append(self._select(tool, f, t, cal, exponent, keep, delta, window))
         target = self._select_target(test_rows, exponent, keep, delta) if self.target else None
         return Calibration(overall, tuple(per), self.size_aware, result_calibrator, call_calibrator, fit_rows, test_rows,
-                           target, keep, exponent, exponents, keeps)
+                           target, keep, exponent, exponents, keeps, window, windows)
 
     def _grid(self, fit_rows: Rows, exponent: float) -> np.ndarray:
         if not len(fit_rows.sessions):
@@ -486,16 +543,18 @@ class ThresholdSelector:
         return np.concatenate([[-1.0], np.unique(np.quantile(score, np.linspace(0, 0.98, QUANTILE_POINTS)))])
 
     def _select(self, group: str, fit_rows: Rows, test: Rows, calibrator: ScoreCalibrator, exponent: float,
-                k: float, delta: float) -> Selection:
+                k: float, delta: float, window: int = 0) -> Selection:
         alpha, bound = self.alpha, self.bound
         need = sessions_needed(alpha, delta)
         n_sessions = len(np.unique(test.unit_ids))
         raw = self._grid(fit_rows, exponent)
+        raw = raw[raw < k]  # a compactor refuses discard_threshold >= keep_threshold: never certify one
         calibrated = calibrator.predict(np.maximum(raw, 0.0))
         score = result_score(test, self.size_aware, exponent)
-        # the compactor's own rule at every grid point (`jev.policy.table`, keep threshold included), so what
-        # is certified is what a compactor with these thresholds lets go: (grid, rows), dropped or truncated
-        low = (score[None, :] <= raw[:, None]) & (test.keep_result < k)[None, :]
+        # the compactor's own rule at every grid point (`jev.policy.table`, keep threshold and recency window
+        # included), so what is certified is what a compactor with these settings lets go: (grid, rows),
+        # dropped or truncated
+        low = (score[None, :] <= raw[:, None]) & judged(test, k, window)[None, :]
         dropped, truncated = table(low, test.keep_call[None, :] <= raw[:, None], (test.keep_call >= k)[None, :])
         below = dropped | truncated
         outcome = _test(test, below, dropped, alpha, delta, bound)
@@ -519,10 +578,10 @@ class ThresholdSelector:
                 why = ("the judge's scores do not separate needed pairs well enough at this alpha"
                        + (f" ({above} above alpha at the first threshold that lets go more)" if above else ""))
             return Selection(group, alpha, delta, bound, n_sessions, len(score), False, 0.0, 1.0, 0.0,
-                             float(first[0]), float(first[1]), 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, need, more, None, curve,
-                             f"nothing certified for {group} ({n_sessions} sessions): {why}")
+                             float(first[0]), float(first[1]), 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, need, more, window, None,
+                             curve, f"nothing certified for {group} ({n_sessions} sessions): {why}")
         d = float(raw[j])
-        let_go, unsure = applied(d, k, test, score)  # the certified row itself: the compactor's rule at (d, k)
+        let_go, unsure = applied(d, k, test, score, window)  # the certified row itself: the compactor's rule
         uncertain = float(unsure.sum() / max((score <= d).sum(), 1))
         ur, uc = _bounds(outcome.r[j], outcome.c[j], delta, bound)
         curve[j].update(upper_result=ur, upper_call=uc)
@@ -533,7 +592,7 @@ class ThresholdSelector:
         return Selection(group, alpha, delta, bound, n_sessions, len(score), True, d, k, float(calibrated[j]),
                          float(outcome.certified.risks[0, j]), float(outcome.certified.risks[1, j]),
                          float(outcome.certified.pvalue[j]), ur, uc, float(let_go.mean()),
-                         float((let_go * chars).sum() / max(chars.sum(), 1.0)), uncertain, need, more, recency,
+                         float((let_go * chars).sum() / max(chars.sum(), 1.0)), uncertain, need, more, window, recency,
                          curve, "")
 
     def _select_target(self, rows: Rows, exponent: float, keep: float, delta: float) -> TargetSelection:
@@ -603,11 +662,22 @@ def _savings(c: Calibration) -> tuple[bool, float, bool, float]:
             t is not None and t.certified, t.chars_discarded if t is not None and t.certified else 0.0)
 
 
-def applied(d: float, k: float, rows: Rows, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """What the compactor does with thresholds (d, k) — `jev.policy.table`, the product's own rule, on
-    every row at once: the rows let go (dropped or truncated) and the rows left UNCERTAIN. A raw result
-    score >= k is always kept."""
-    low = (score <= d) & (rows.keep_result < k)
+def judged(rows: Rows, k: float, window: int = 0) -> np.ndarray:
+    """The rows a compactor with keep threshold `k` and recency window `window` may let go of: a raw result
+    score below `k`, and not among the newest `window` candidates of its decision point."""
+    out = rows.keep_result < k
+    if window:
+        if rows.ranks is None:
+            raise ValueError("a recency window needs decision_point and a key tN on every row")
+        out &= rows.ranks >= window
+    return out
+
+
+def applied(d: float, k: float, rows: Rows, score: np.ndarray, window: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """What the compactor does with thresholds (d, k) and recency window `window` — `jev.policy.table`, the
+    product's own rule, on every row at once: the rows let go (dropped or truncated) and the rows left
+    UNCERTAIN. A raw result score >= k is always kept, and so is a row among its point's newest `window`."""
+    low = (score <= d) & judged(rows, k, window)
     drop, truncate = table(low, rows.keep_call <= d, rows.keep_call >= k)
     return drop | truncate, low & ~drop & ~truncate
 

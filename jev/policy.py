@@ -66,6 +66,9 @@ class CompactionConfig:
     discard_threshold: float = 0.2
     keep_threshold: float = 0.8
     preserve_recent_messages: int = 6
+    # the newest candidate pairs kept out of judgment (a recency window counted in pairs, after every other
+    # pin): calibration may certify one together with the thresholds (`jev calibrate --recent-pairs`)
+    preserve_recent_pairs: int = 0
     max_state_tokens: int = 25_000
     max_request_tokens: int = 30_000
     max_questions: int = 128
@@ -93,6 +96,7 @@ class CompactionConfig:
         if not d < k:
             raise ConfigError(f"keep_threshold must be > discard_threshold (got {k} <= {d})")
         require_integer("preserve_recent_messages", self.preserve_recent_messages, 0)
+        require_integer("preserve_recent_pairs", self.preserve_recent_pairs, 0)
         require_integer("max_state_tokens", self.max_state_tokens, 1)
         require_integer("max_request_tokens", self.max_request_tokens, 2)
         if self.max_request_tokens <= self.max_state_tokens:
@@ -256,6 +260,11 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
             why[pair.key] = rule
         elif pair.call_message in thinking or pair.call_id in staying:
             truncate_only.add(pair.key)
+    if config.preserve_recent_pairs:  # the newest candidates, in the order results appear
+        newest = [pair.key for pair in transcript.pairs if pair.key not in why][-config.preserve_recent_pairs:]
+        for key in newest:
+            why[key] = f"among the newest {config.preserve_recent_pairs} candidate pairs (preserve_recent_pairs)"
+        truncate_only.difference_update(newest)
     return Pins(why, frozenset(truncate_only))
 
 

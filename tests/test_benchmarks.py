@@ -105,7 +105,8 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
             ("quality", ["--held-out", str(run_folder), "--model", str(run_folder / "preds.json")], "--model: "),
             ("quality", ["--held-out", str(run_folder), "--in-sample"], "--held-out scores weights as they are"),
             ("equal_risk", ["--size-exponents", "1,x"], "--size-exponents '1,x': must be comma-separated numbers"),
-            ("equal_risk", ["--size-exponents", "5"], "--size-exponents '5' must be a number in (0, 4]")]:
+            ("equal_risk", ["--size-exponents", "5"], "--size-exponents '5' must be a number in (0, 4]"),
+            ("equal_risk", ["--recent-pairs", "3,3"], "--recent-pairs '3,3' must be 1 to 8 distinct integers")]:
         assert says in _refusal(monkeypatch, capsys, name, *args), (name, args)
 
 

@@ -3,6 +3,8 @@ certifies (almost) nothing, sessions never straddle splits, and the CLI writes a
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from conftest import cli
 from calibration import Rows, ScoreCalibrator, report, rows_from, select_thresholds
 from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_pvalue
 from calibration.synthetic import realised_risks, synthetic
-from calibration.thresholds import TARGETS, applied, budget_let_go, split
+from calibration.thresholds import TARGETS, applied, budget_let_go, result_score, split
 from jev import Action, CompactionConfig, Compactor, ConfigError
 from jev.judges.replay import ReplayJudge
 from jev.policy import Judged, action_of, budget, decide
@@ -343,6 +345,57 @@ def test_choosing_among_keep_thresholds_certifies_each_at_a_share_of_delta_and_c
         select_thresholds(rows, 0.1, 0.1, keep_threshold=(0.8, 0.8))
     with pytest.raises(ValueError, match="keep_threshold must be a number in"):
         select_thresholds(rows, 0.1, 0.1, keep_threshold=(0.8, 1.5))
+
+
+def test_recency_rank_counts_each_decision_points_candidates_newest_first() -> None:
+    from calibration.thresholds import recency_rank
+
+    rows = budget_rows(3, np.random.default_rng(5), points=2, pairs=5)
+    keep = np.random.default_rng(6).random(len(rows.sessions)) < 0.7  # points with gaps in their keys
+    assert np.array_equal(rows.take(keep).ranks, rows.ranks[keep])  # a subset keeps its rows' places
+    rows = dataclasses.replace(rows.take(keep), ranks=None)  # ranked again: among what is left
+    for i in range(len(rows.sessions)):
+        same = (rows.sessions == rows.sessions[i]) & (rows.points == rows.points[i])
+        newer = same & (np.char.lstrip(rows.keys.astype(str), "t").astype(int) > int(rows.keys[i][1:]))
+        assert rows.ranks[i] == newer.sum()
+    assert recency_rank(rows.sessions, None, rows.keys) is None
+    assert recency_rank(rows.sessions, rows.points, np.full(len(rows.keys), "call_1")) is None
+
+
+def recency_rows(n_sessions: int, rng: np.random.Generator) -> Rows:
+    """Rows where only recency tells: the newest candidates are the needed ones, and the scores say nothing."""
+    rows = budget_rows(n_sessions, rng, points=3, pairs=12)
+    needed = rows.ranks < 3
+    flat = rng.uniform(0.05, 0.3, len(needed))
+    return dataclasses.replace(rows, keep_result=flat, keep_call=flat, needed_result=needed, needed_call=needed)
+
+
+def test_a_certified_recency_window_keeps_what_keep_last_n_keeps_and_is_what_the_compactor_runs() -> None:
+    rows = recency_rows(120, np.random.default_rng(8))
+    windows = (0, 2, 4, 8)
+    alone = select_thresholds(rows, 0.1, 0.1)
+    chosen = select_thresholds(rows, 0.1, 0.1, recent_pairs=windows)
+    s = chosen.overall
+    # scores that say nothing let go of little on their own; with a window, of what keep-last-N does
+    assert s.certified and s.chars_discarded > alone.overall.chars_discarded + 0.3 and chosen.recent_pairs == s.recent_pairs >= 3 and chosen.delta == pytest.approx(0.1)
+    by_window = [select_thresholds(rows, 0.1, 0.1 / len(windows), recent_pairs=w) for w in windows]
+    assert s.chars_discarded == max(c.overall.chars_discarded for c in by_window)
+    # what is certified is what that compactor lets go: nothing among the newest `recent_pairs` of a point
+    let_go, _unsure = applied(s.discard_threshold, s.keep_threshold, rows, result_score(rows, True), s.recent_pairs)
+    assert not (let_go & (rows.ranks < s.recent_pairs)).any()
+    chars = rows.result_chars.astype(float)
+    assert s.chars_discarded == pytest.approx(float(chars[let_go].sum() / chars.sum()))
+    config = chosen.config()
+    assert config["preserve_recent_pairs"] == s.recent_pairs
+    assert config["calibrated_for"]["recent_pairs_chosen_among"] == list(windows)
+    assert CompactionConfig.from_mapping(config).preserve_recent_pairs == s.recent_pairs
+    with pytest.raises(ValueError, match="recent_pairs must be 1 to 8 distinct integers >= 0"):
+        select_thresholds(rows, 0.1, 0.1, recent_pairs=(2, 2))
+    with pytest.raises(ValueError, match="recent_pairs: budget mode"):
+        select_thresholds(rows, 0.1, 0.1, recent_pairs=(0, 4), target=True)
+    keyless = dataclasses.replace(rows, keys=None, ranks=None)
+    with pytest.raises(ValueError, match="recent_pairs needs decision_point and a key tN"):
+        select_thresholds(keyless, 0.1, 0.1, recent_pairs=(0, 4))
 
 
 def test_choosing_among_size_exponents_certifies_each_at_a_share_of_delta_and_keeps_the_one_letting_go_most() -> None:

@@ -70,6 +70,22 @@ def test_recent_pairs_and_ineligible_tools_stay_pinned(archive: CountingArchive)
     assert decision.plan.messages[0] is messages[0]
 
 
+def test_preserve_recent_pairs_keeps_the_newest_candidates_after_every_other_pin(archive: CountingArchive) -> None:
+    messages = reference_messages()
+    messages.insert(-1, msg("c-write", "assistant", call("write", "write")))  # newest, but not eligible
+    messages.insert(-1, msg("r-write", "tool", result("write", name="write")))
+    judge = ScriptedJudge(0.01)
+    config = reference_config(recent=1, preserve_recent_pairs=2)
+    decision = compactor(judge, config, archive=archive).plan_sync(messages, scope=SCOPE)
+    # t4 (write) is pinned by its tool, so the window holds the two newest candidates, t3 and t2
+    assert [q.id for q in judge.requests[0].questions] == ["call_t1", "result_t1"]
+    plan = decision.plan
+    assert plan.decisions == {"t1": Action.DROP_PAIR, "t2": Action.KEEP, "t3": Action.KEEP, "t4": Action.KEEP}
+    assert {k: plan.scores[k].reason for k in ("t2", "t3", "t4")} == dict.fromkeys(("t2", "t3", "t4"), "PINNED")
+    with pytest.raises(ConfigError, match="preserve_recent_pairs must be an integer >= 0"):
+        reference_config(preserve_recent_pairs=-1)
+
+
 def test_text_inside_mixed_messages_and_pending_calls_survive(archive: CountingArchive) -> None:
     messages = reference_messages()
     messages[1] = msg("c-old", "assistant", text("Reading the old file first."), call("old"))

@@ -225,6 +225,9 @@ def test_the_old_uncertain_rate_flag_warns_and_changes_nothing(tmp_path: Path) -
     (["--size-exponents", "0.5,0"], "--size-exponents '0.5,0' must be a number in (0, 4]"),
     (["--size-exponents", "0.5,1", "--no-size-aware"], "--size-exponents '0.5,1': choosing among several needs size-aware"),
     (["--size-exponents", "1,1"], "--size-exponents '1,1' must be 1 to 8 distinct values"),  # before the file is read
+    (["--recent-pairs", "4,x"], "--recent-pairs '4,x': must be comma-separated integers"),
+    (["--recent-pairs", "0,-2"], "--recent-pairs '0,-2' must be 1 to 8 distinct integers >= 0"),
+    (["--recent-pairs", "0,4", "--target"], "--recent-pairs 0,4: not with --target"),
 ])
 def test_jev_calibrate_blames_the_flag_not_the_file(tmp_path: Path, flags: list, message: str) -> None:
     labelled = tmp_path / "l.jsonl"

@@ -44,6 +44,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "the discard threshold and --target are certified with it, through the compactor's own "
                         "decision table; comma-separated candidates (e.g. 0.6,0.8) are each certified at delta over "
                         "their number and the one letting go of the most is written (default: %(default)s)")
+    p.add_argument("--recent-pairs", default="0",
+                   help="recency windows to certify with the thresholds: the newest N candidate pairs never judged "
+                        "(preserve_recent_pairs); comma-separated candidates (e.g. 0,4,8,16) are each certified at "
+                        "delta over their number and the one letting go of the most is written; not with --target "
+                        "(default: %(default)s)")
     p.add_argument("--bound", choices=("wsr", "hb"), default="wsr",
                    help="wsr: Waudby-Smith–Ramdas betting; hb: Hoeffding–Bentkus")
     p.add_argument("--fit-share", type=float, default=0.0,
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from calibration.join import read_records
 
     out = console(args.quiet)
-    exponents, keeps = _checked(args)  # before any work
+    exponents, keeps, windows = _checked(args)  # before any work
     with Progress(console=out, transient=True, disable=not out.is_terminal) as progress:
         task = progress.add_task("reading labelled rows", total=None)
         try:
@@ -78,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         selector = ThresholdSelector(args.alpha, args.delta, per_tool=args.per_tool, size_aware=args.size_aware,
                                      bound=args.bound, fit_share=args.fit_share,
                                      target=args.target, keep_threshold=keeps, curve_bounds=True,
-                                     seed=args.seed, size_exponents=exponents)
+                                     seed=args.seed, size_exponents=exponents, recent_pairs=windows)
         try:
             result = selector.fit(rows).calibration_
         except ValueError as exc:
@@ -93,10 +98,10 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.certified else EXIT_ERROR
 
 
-def _checked(args: argparse.Namespace) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The size exponents and keep thresholds the flags give, once every flag is checked and --out is a writable folder (or one
-    to make in an existing folder); else the `UsageError` naming the flag."""
-    from calibration.thresholds import parse_keep_thresholds, parse_size_exponents
+def _checked(args: argparse.Namespace) -> tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...]]:
+    """The size exponents, keep thresholds and recency windows the flags give, once every flag is checked and
+    --out is a writable folder (or one to make in an existing folder); else the `UsageError` naming the flag."""
+    from calibration.thresholds import parse_keep_thresholds, parse_recent_pairs, parse_size_exponents
 
     target = Path(args.out).resolve()
     if target.exists() and not target.is_dir():
@@ -111,7 +116,12 @@ def _checked(args: argparse.Namespace) -> tuple[tuple[float, ...], tuple[float, 
               "--keep-threshold, the keep threshold the compactor runs", file=sys.stderr)
     flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
     try:
-        return parse_size_exponents(args.size_exponents, args.size_aware), parse_keep_thresholds(args.keep_threshold)
+        windows = parse_recent_pairs(args.recent_pairs)
+        if args.target and windows != (0,):
+            raise UsageError(f"--recent-pairs {args.recent_pairs}: not with --target (budget mode is certified "
+                             "without a recency window)")
+        return (parse_size_exponents(args.size_exponents, args.size_aware), parse_keep_thresholds(args.keep_threshold),
+                windows)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -123,7 +133,8 @@ def _print(out: Console, result: Calibration, folder: str) -> None:
 
     s = result.overall
     if s.certified:
-        out.print(f"[bold]discard_threshold {s.discard_threshold:.6g}[/], keep_threshold {s.keep_threshold:.4g} "
+        window = f", preserve_recent_pairs {s.recent_pairs}" if s.recent_pairs else ""
+        out.print(f"[bold]discard_threshold {s.discard_threshold:.6g}[/], keep_threshold {s.keep_threshold:.4g}{window} "
                   f"-> {folder}/thresholds.json (use with jev compact --config)")
         out.print(f"expected: {s.chars_discarded:.1%} of candidate result characters let go, R_result "
                   f"{s.risk_result:.4f}, R_call {s.risk_call:.4f}")

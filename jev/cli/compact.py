@@ -83,6 +83,9 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
                                                            f"below this (default {defaults.discard_threshold})")
     p.add_argument("--preserve-recent", type=int,
                    help=f"newest messages never judged (default {defaults.preserve_recent_messages})")
+    p.add_argument("--preserve-recent-pairs", type=int,
+                   help="newest candidate pairs never judged, after every other pin (default "
+                        f"{defaults.preserve_recent_pairs}; `jev calibrate --recent-pairs` certifies one)")
     p.add_argument("--target-reduction", type=float,
                    help="budget mode: let go of the lowest-value results until this share (0..1) of the candidate "
                         "result characters is removed (the thresholds still cap it)")
@@ -110,7 +113,8 @@ def config_from_args(args: argparse.Namespace) -> CompactionConfig:
         if args.eligible_tools is not None:
             overrides["eligible_tools"] = frozenset(t.strip() for t in args.eligible_tools.split(",") if t.strip())
         for flag, field in (("keep_threshold", "keep_threshold"), ("discard_threshold", "discard_threshold"),
-                            ("preserve_recent", "preserve_recent_messages"), ("target_reduction", "target_reduction"),
+                            ("preserve_recent", "preserve_recent_messages"),
+                            ("preserve_recent_pairs", "preserve_recent_pairs"), ("target_reduction", "target_reduction"),
                             ("pricing", "pricing"), ("cost_gate", "cost_gate"), ("model", "model"),
                             ("thinking_policy", "thinking_policy")):
             if getattr(args, flag) is not None:
