@@ -309,7 +309,7 @@ def cli(argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, 
 SERVER_MODULES = {"test_servers", "test_systemone", "test_systemone_conformance", "test_judges_remote",
                   "test_openai_decisions"}  # each starts local HTTP servers for the judges' wires
 SERVER_FIXTURES = {"seaweed", "sparrow"}  # a real SeaweedFS or sparrow-decider server
-CHECK_MODULES = {"test_checks", "test_docs"}  # ruff, mypy and the docs build over the whole tree
+CHECK_MODULES = {"test_checks", "test_docs", "test_layers"}  # ruff, mypy, the layers, the docs build
 
 
 def _markers(item: pytest.Item) -> list[str]:
