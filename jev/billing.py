@@ -39,9 +39,9 @@ from .cost import (
     next_trigger,
     plans_cold,
     pricing,
-    tokens_of_text,
 )
 from .decision import Mode, Status
+from .state import estimate_tokens
 from .transcript import Message, ToolResultBlock
 from .validate import require_integer
 
@@ -140,7 +140,7 @@ class _Clearing(Policy):
         self.copies: dict[tuple[int, frozenset[tuple[str, str]]], tuple[Message, Message]] = {}
         self.done: set[tuple[str, str]] = set()
         self.by_place = {(transcript.messages[p.result_message].id, p.call_id): p.key for p in transcript.pairs}
-        self.sizes = {(transcript.messages[p.result_message].id, p.call_id): tokens_of_text(p.result.text)
+        self.sizes = {(transcript.messages[p.result_message].id, p.call_id): estimate_tokens(p.result.text)
                       for p in transcript.pairs}
 
     def _results(self, messages: Sequence[Message]) -> list[tuple[str, str]]:

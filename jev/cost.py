@@ -29,7 +29,7 @@ from typing import Any
 from .analysis import Transcript
 from .canonical import canonical_json
 from .errors import ConfigError
-from .state import estimate_tenths, estimate_tenths_each
+from .state import estimate_tenths, estimate_tenths_each, estimate_tokens, whole_tokens
 from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from .validate import require_in, require_integer, require_text
 
@@ -131,7 +131,7 @@ def _billed(blocks: Sequence[Any]) -> tuple[str, int]:
 def _content_tokens(tenths: int, media: int) -> int:
     """What text of `tenths` tenths of a token and `media` images or documents cost: the text rounded up,
     each medium `MEDIA_TOKENS`."""
-    return MEDIA_TOKENS * media + -(-tenths // 10)
+    return MEDIA_TOKENS * media + whole_tokens(tenths)
 
 
 def tokens_each(messages: Sequence[Message]) -> list[int]:
@@ -143,11 +143,6 @@ def tokens_each(messages: Sequence[Message]) -> list[int]:
         media.append(n)
     return [MESSAGE_TOKENS + _content_tokens(tenths, n)
             for n, tenths in zip(media, estimate_tenths_each(texts), strict=True)]
-
-
-def tokens_of_text(text: str) -> int:
-    """SPEC §4's estimate of one text."""
-    return -(-estimate_tenths(text) // 10)
 
 
 Counter = Callable[[Message], int]  # one message's tokens: `message_tokens` or a host's tokenizer
@@ -276,11 +271,11 @@ def sampled_tokens(texts: Sequence[str]) -> int:
     scaled to their length: one pass over the sample, whatever their number."""
     total = sum(map(len, texts))
     if total <= SAMPLE_CHARS:
-        return tokens_of_text("\n".join(texts))
+        return estimate_tokens("\n".join(texts))
     step = max(1, int(total // SAMPLE_CHARS))
     sample = texts[::step]
     chars = sum(map(len, sample))
-    return round(tokens_of_text("\n".join(sample)) * total / chars) if chars else 0
+    return round(estimate_tokens("\n".join(sample)) * total / chars) if chars else 0
 
 
 def exact_indices(transcript: Transcript) -> frozenset[int]:

@@ -11,7 +11,7 @@ from .analysis import Pair
 from .canonical import canonical_json
 from .errors import StateBudgetError
 from .quick import quick_init
-from .state import estimate_tenths
+from .state import estimate_tenths, whole_tokens
 
 ENVELOPE_TOKENS = 20
 
@@ -99,7 +99,7 @@ def pair_tenths(pair: Pair) -> int:
 
 def questions_tokens_of(count: int, tenths: int) -> int:
     """Estimated tokens of a questions map of `count` pairs whose `pair_tenths` sum to `tenths`."""
-    return -(-(_BRACES + tenths + _COMMA * max(0, count - 1)) // 10)
+    return whole_tokens(_BRACES + tenths + _COMMA * max(0, count - 1))
 
 
 def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_request_tokens: int | None
@@ -116,7 +116,7 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
         own = pair_tenths(pair) if sized else 0
         add = own + _COMMA if current else own
         if current and (len(current) + 2 > max_questions or tenths + add > room):
-            out.append(Batch(tuple(current), -(-tenths // 10) if sized else 0))
+            out.append(Batch(tuple(current), whole_tokens(tenths) if sized else 0))
             current, tenths, add = [], _BRACES, own
         if len(current) + 2 > max_questions or tenths + add > room:
             raise StateBudgetError(f"no room for compaction questions: pair {pair.key} does not fit "
@@ -124,7 +124,7 @@ def batches(pairs: Sequence[Pair], state_tokens: int, max_questions: int, max_re
         current.extend(questions_for(pair))
         tenths += add
     if current:
-        out.append(Batch(tuple(current), -(-tenths // 10) if sized else 0))
+        out.append(Batch(tuple(current), whole_tokens(tenths) if sized else 0))
     return out
 
 

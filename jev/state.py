@@ -113,9 +113,14 @@ def estimate_tenths(text: str) -> int:
     return estimate_tenths_utf8(text.encode())
 
 
+def whole_tokens(tenths: int) -> int:
+    """Tenths of a token as whole tokens, rounded up: the one rounding every estimate makes."""
+    return -(-tenths // 10)
+
+
 def estimate_tokens(text: str) -> int:
     """Deterministic token estimate (SPEC §4): letter runs cost 1 + (L-1)//6, digits 1/2 each, symbols 0.9."""
-    return -(-estimate_tenths(text) // 10)
+    return whole_tokens(estimate_tenths(text))
 
 
 def cut(text: str, cap: int) -> str:
@@ -166,7 +171,7 @@ def build_state(transcript: Transcript, input_cap: int) -> dict[str, Any]:
 
 def state_tokens(value: dict[str, Any]) -> int:
     """The token estimate of a state's canonical JSON."""
-    return -(-estimate_tenths_utf8(canonical_json(value)) // 10)
+    return whole_tokens(estimate_tenths_utf8(canonical_json(value)))
 
 
 def stage_name(cap: int) -> str:

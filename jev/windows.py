@@ -21,7 +21,7 @@ from .canonical import canonical_json
 from .errors import StateBudgetError
 from .policy import CompactionConfig
 from .questions import ENVELOPE_TOKENS, Batch, batches, pair_tenths, questions_tokens_of
-from .state import INPUT_CAPS, STATE_CONTEXT, estimate_tenths_utf8, fit_state, history_entries, stage_name
+from .state import INPUT_CAPS, STATE_CONTEXT, estimate_tenths_utf8, fit_state, history_entries, stage_name, whole_tokens
 
 WINDOW_CONTEXT = 4  # neighbouring messages on each side of a window's pairs, as far as the budget allows
 WINDOW_NOTE = (" Only part of the history is shown: the task and the messages around the tool calls asked "
@@ -150,13 +150,9 @@ class _Window:
                 "history": [self.entries.values[k] for k in sorted(self.held)]}
 
 
-def _tokens(tenths: int) -> int:
-    return -(-tenths // 10)
-
-
 def _fits(state_tenths: int, pairs: int, question_tenths: int, config: CompactionConfig, share: float = 1.0) -> bool:
     """Whether a window of this size with `pairs` pairs (their questions' tenths summed) fits one request."""
-    state = _tokens(state_tenths)
+    state = whole_tokens(state_tenths)
     return (state <= config.max_state_tokens * share and 2 * pairs <= config.max_questions
             and state + questions_tokens_of(pairs, question_tenths) + ENVELOPE_TOKENS <= config.max_request_tokens)
 
@@ -183,7 +179,7 @@ def _pack(entries: _Entries, judged: Sequence[Pair], start: int, config: Compact
             if 0 <= k <= last and k not in window.held and _fits(window.cost_with(k, k), len(taken), asked, config):
                 window.add(k)
     state = window.state()
-    state_tokens = _tokens(window.tenths)
+    state_tokens = whole_tokens(window.tenths)
     (batch,) = batches(taken, state_tokens, config.max_questions, config.max_request_tokens)
     return JudgeCall(state, batch, state_tokens, stage_name(entries.cap))
 
