@@ -189,20 +189,37 @@ class Pins:
         return [p for p in transcript.pairs if p.key not in self.why]
 
 
-def _rule_pinned(transcript: Transcript, config: CompactionConfig) -> set[int]:
-    """Indices of the messages pinned by a rule other than thinking: first, last, recent window, system,
-    by id or metadata, holding content jev does not read."""
-    n = len(transcript.messages)
-    pinned = {0, n - 1} if n else set()
-    pinned.update(range(max(0, n - config.preserve_recent_messages), n))
+def _message_pins(transcript: Transcript, config: CompactionConfig) -> dict[int, str]:
+    """The messages pinned by a rule other than thinking, each with the first rule that pins it, in words:
+    the first message, the recent window, the last message, a system message, a pinned id, its metadata,
+    content jev does not read (said as thinking when the message holds thinking too). System messages and
+    `jev_pinned` metadata are found by the analysis (`Transcript.self_pinned`)."""
+    messages, n = transcript.messages, len(transcript.messages)
+    why: dict[int, str] = {}
+    if n:
+        why[0] = "the first message"
+    for i in range(max(0, n - config.preserve_recent_messages), n):
+        why.setdefault(i, "in the recent window")
+    if n:
+        why.setdefault(n - 1, "the last message (a history ends as it ended)")
+    for i in sorted(transcript.self_pinned):
+        if messages[i].role == "system":
+            why.setdefault(i, "a system message")
     if config.pinned_message_ids:
-        pinned.update(i for i, message in enumerate(transcript.messages) if message.id in config.pinned_message_ids)
-    return pinned | transcript.self_pinned | transcript.opaque  # system, `jev_pinned`: found by the analysis
+        for i, message in enumerate(messages):
+            if message.id in config.pinned_message_ids:
+                why.setdefault(i, "a pinned message id")
+    for i in sorted(transcript.self_pinned):
+        why.setdefault(i, "pinned by its metadata")
+    for i in sorted(transcript.opaque):
+        why.setdefault(i, "its message holds thinking" if i in transcript.thinking
+                       else "its message holds content other than text (an image, a file)")
+    return why
 
 
 def pinned_message_indices(transcript: Transcript, config: CompactionConfig) -> set[int]:
     """Indices of the messages no judgment may change (SPEC §3): the rules', and those carrying thinking."""
-    return _rule_pinned(transcript, config) | transcript.thinking
+    return set(_message_pins(transcript, config)) | transcript.thinking
 
 
 def _pair_rule(pair: Pair, config: CompactionConfig) -> str | None:
@@ -226,8 +243,7 @@ def _pair_rule(pair: Pair, config: CompactionConfig) -> str | None:
 def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
     """The one place pinning is decided (SPEC §3, amended: a call in a message carrying thinking leaves its
     result truncatable)."""
-    n = len(transcript.messages)
-    ruled = _rule_pinned(transcript, config)
+    ruled = _message_pins(transcript, config)
     thinking = transcript.thinking
     model, rules = resolve(transcript.messages, config.model)
     held = frozen_until(transcript.messages, rules, config.thinking_policy) if thinking else -1
@@ -242,20 +258,9 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
         if rule is None:
             pinned_at = (pair.call_message if pair.call_message in ruled
                          else pair.result_message if pair.result_message in ruled else None)
-            if pinned_at is None and pair.result_message in thinking:
-                pinned_at = pair.result_message
-            if pinned_at is not None:
-                message = transcript.messages[pinned_at]
-                rule = ("the first message" if pinned_at == 0
-                        else "in the recent window" if pinned_at >= n - config.preserve_recent_messages
-                        else "the last message (a history ends as it ended)" if pinned_at == n - 1
-                        else "a system message" if message.role == "system"
-                        else "a pinned message id" if message.id in config.pinned_message_ids
-                        else "pinned by its metadata" if message.pinned_by_metadata
-                        else "its message holds thinking" if pinned_at in thinking
-                        else "its message holds content other than text (an image, a file)")
-            else:
-                rule = _pair_rule(pair, config)
+            rule = (ruled[pinned_at] if pinned_at is not None
+                    else "its message holds thinking" if pair.result_message in thinking
+                    else _pair_rule(pair, config))
         if rule is not None:
             why[pair.key] = rule
         elif pair.call_message in thinking or pair.call_id in staying:
