@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jev.policy import table
-
-from .thresholds import SIZE_RULE, Rows
+from .thresholds import SIZE_RULE, Rows, decided
 
 JUDGES = ("oracle-5", "beta", "overconfident", "random")
 
@@ -38,7 +36,7 @@ def realised_risks(rows: Rows, d: float, score: np.ndarray | None = None, keep: 
     truncated, by its own decision table) and R_call (needed calls it drops). `score` defaults to the raw
     result score."""
     score = rows.keep_result if score is None else score
-    dropped, truncated = table((score <= d) & (rows.keep_result < keep), rows.keep_call <= d, rows.keep_call >= keep)
+    dropped, truncated = decided(d, keep, rows, score)
     let_go = dropped | truncated
     _ids, inv = np.unique(rows.sessions, return_inverse=True)
 

@@ -554,8 +554,7 @@ class ThresholdSelector:
         # the compactor's own rule at every grid point (`jev.policy.table`, keep threshold and recency window
         # included), so what is certified is what a compactor with these settings lets go: (grid, rows),
         # dropped or truncated
-        low = (score[None, :] <= raw[:, None]) & judged(test, k, window)[None, :]
-        dropped, truncated = table(low, test.keep_call[None, :] <= raw[:, None], (test.keep_call >= k)[None, :])
+        dropped, truncated = decided(raw, k, test, score, window)
         below = dropped | truncated
         outcome = _test(test, below, dropped, alpha, delta, bound)
         chars = np.maximum(test.result_chars, 0).astype(float)
@@ -673,13 +672,22 @@ def judged(rows: Rows, k: float, window: int = 0) -> np.ndarray:
     return out
 
 
+def decided(d: float | np.ndarray, k: float, rows: Rows, score: np.ndarray, window: int = 0
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The compactor's decision table (`jev.policy.table`) with discard threshold `d`, keep threshold `k`
+    and recency window `window` on every row at once: (dropped, truncated). `d` may be an array of
+    thresholds: then one row of outcomes per threshold."""
+    d = np.asarray(d, dtype=float)
+    d = d[:, None] if d.ndim else d
+    return table((score <= d) & judged(rows, k, window), rows.keep_call <= d, rows.keep_call >= k)
+
+
 def applied(d: float, k: float, rows: Rows, score: np.ndarray, window: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """What the compactor does with thresholds (d, k) and recency window `window` — `jev.policy.table`, the
     product's own rule, on every row at once: the rows let go (dropped or truncated) and the rows left
     UNCERTAIN. A raw result score >= k is always kept, and so is a row among its point's newest `window`."""
-    low = (score <= d) & judged(rows, k, window)
-    drop, truncate = table(low, rows.keep_call <= d, rows.keep_call >= k)
-    return drop | truncate, low & ~drop & ~truncate
+    drop, truncate = decided(d, k, rows, score, window)
+    return drop | truncate, (score <= d) & judged(rows, k, window) & ~drop & ~truncate
 
 
 def select_thresholds(rows: Rows, alpha: float, delta: float, **params: Any) -> Calibration:
