@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from calibration import Rows, select_thresholds
 from calibration.synthetic import JUDGES, realised_risks, synthetic
 from calibration.thresholds import applied, parse_keep_thresholds, result_score
+from calibration.train_local import READ_DEPTH
 
 
 def naive(rows: Rows, alpha: float) -> float:
@@ -110,7 +111,7 @@ def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (
     print("|---|---|---|---|---|---|---|---|")
     data = {}
     for name, path in SETS.items():
-        rows = build_rows(path, workers=2)
+        rows = build_rows(path, workers=2, scan_chars=READ_DEPTH)
         found = out_of_fold(name, rows, path)
         scores = (found.p_result, found.p_call)
         data[name] = real_rows(rows, *scores)

@@ -11,12 +11,18 @@ later-needed results let go, pooled over the half's points and, as the guarantee
 go. Keep-last-N is read at the judge's pooled risk and, separately, at its per-session risk. Keep-last-N
 lets go of every candidate but the newest N at each point; its savings at the judge's realised risk are
 read off its (risk, savings) curve over N (linear between neighbouring N). Ratio = judge / keep-last-N.
+The best threshold in hindsight is the most the certified rule's family (calibration's grid of discard
+thresholds, every candidate window, the chosen keep threshold and size exponent) lets go of on the measuring
+half with its per-session risk <= alpha, chosen knowing that half's labels; judge / hindsight counts a
+resplit that certified nothing as 0. The last two columns count the resplits letting go of at least 10 % of
+the result characters, and those where the judge saves at least what keep-last-N saves at its per-session
+risk (one that certified nothing counts as neither).
 Each proxy calibrates and is measured on its own labels. An instance is one certifying unit (its runs
 are not independent); where a set has several runs per instance the table also shows runs as units,
 which is optimistic.
 
-    python benchmarks/equal_risk.py [--alpha 0.1] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
-                                    [--recent-pairs 0,4,8,16]
+    python benchmarks/equal_risk.py [--alpha 0.1[,0.05]] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
+                                    [--recent-pairs 0,4,8,16 [--recent-pairs 0 ...]] [--across-only]
     python benchmarks/equal_risk.py --held-out PATH [--held-out PATH ...] [--model FILE]
     python benchmarks/equal_risk.py --labelled FILE [--labelled FILE ...]
 
@@ -49,7 +55,17 @@ from quality import (
 from calibration import select_thresholds
 from calibration.dataset import TrainingRows, build_rows, group_of
 from calibration.risk import session_losses
-from calibration.thresholds import Rows, applied, parse_recent_pairs, parse_size_exponents, recency_rank, result_score
+from calibration.thresholds import (
+    GRID,
+    Rows,
+    applied,
+    decided,
+    parse_recent_pairs,
+    parse_size_exponents,
+    recency_rank,
+    result_score,
+)
+from calibration.train_local import READ_DEPTH
 
 
 def labelled(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Rows:
@@ -83,11 +99,30 @@ def at_risk(risk: np.ndarray, saved: np.ndarray, target: float) -> float:
     return float(np.interp(target, risk[order], saved[order]))
 
 
+def hindsight(held: Rows, exponent: float, keep: float, windows: tuple[int, ...], alpha: float) -> float:
+    """The most the certified rule's family (every discard threshold of calibration's grid, every candidate
+    window, the keep threshold and size exponent chosen) lets go of on the measuring half with its realised
+    per-session risk <= alpha: the best threshold in hindsight, which no calibration can beat."""
+    score = result_score(held, True, exponent)
+    grid = GRID[(GRID >= 0) & (keep > GRID)]
+    chars = held.result_chars.astype(float)
+    best = 0.0
+    for window in windows:
+        dropped, truncated = decided(grid, keep, held, score, window)
+        let_go = dropped | truncated
+        safe = session_losses(let_go, held.needed_result, held.unit_ids).mean(axis=1) <= alpha
+        if safe.any():
+            best = max(best, float((let_go[safe] * chars).sum(axis=1).max() / max(chars.sum(), 1.0)))
+    return best
+
+
 def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
          splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,), windows: tuple[int, ...] = (0,)
          ) -> list[tuple[float, ...]]:
-    """(judge risk, judge savings, keep-last-N savings at that risk, ratio, size exponent chosen) per certified
-    resplit; NaN where nothing was certified. Halves are always drawn by instance."""
+    """Per resplit: (judge risk, judge savings, keep-last-N savings at that risk, ratio, size exponent
+    chosen, per-session risk, keep-last-N savings at it, ratio, window chosen, savings of the best threshold
+    in hindsight); the first nine NaN where nothing was certified (savings then 0). Halves are always drawn
+    by instance."""
     data = labelled(rows, p_result, p_call, needed, by_run)
     instance = np.asarray([group_of(s) for s in rows.sessions])
     groups = np.unique(instance)
@@ -97,11 +132,13 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
         calibration = select_thresholds(data.take(calibrate), alpha, delta, size_aware=True, seed=seed,
                                         size_exponents=exponents, recent_pairs=windows)
         chosen = calibration.overall
+        held = data.take(~calibrate)
+        best = hindsight(held, calibration.size_exponent, chosen.keep_threshold if chosen.certified
+                         else calibration.keep_threshold, windows, alpha)
         if not chosen.certified:
-            out.append((float("nan"),) * 9)
+            out.append((float("nan"),) * 9 + (best,))
             continue
         test = np.flatnonzero(~calibrate)
-        held = data.take(~calibrate)
         # the compactor's own decision table at the certified thresholds: what is certified is what is let go
         let_go, _unsure = applied(chosen.discard_threshold, chosen.keep_threshold, held,
                                   result_score(held, True, calibration.size_exponent), calibration.recent_pairs)
@@ -114,60 +151,31 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
         session_baseline = at_risk(by_session, kept_saved, per_session)
         out.append((risk, saved, baseline, saved / baseline if baseline > 0 else float("inf"),
                     calibration.size_exponent, per_session, session_baseline,
-                    saved / session_baseline if session_baseline > 0 else float("inf"), calibration.recent_pairs))
+                    saved / session_baseline if session_baseline > 0 else float("inf"), calibration.recent_pairs,
+                    best))
     return out
 
 
-def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[tuple[float, ...], tuple[int, ...]]:
-    """`--size-exponents` and `--recent-pairs` as numbers, or the parser exits naming the flag and the rule
-    (the selector's)."""
-    try:
-        return parse_size_exponents(args.size_exponents), parse_recent_pairs(args.recent_pairs)
-    except ValueError as exc:
-        parser.error(str(exc))
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--alpha", type=float, default=0.1)
-    parser.add_argument("--delta", type=float, default=0.1)
-    parser.add_argument("--splits", type=int, default=10, help="random halvings of the instances")
-    parser.add_argument("--size-exponents", default="1",
-                        help="size exponents calibration chooses among (comma-separated, e.g. 0.5,1,2; each "
-                             "certified at delta over their number), as `jev calibrate --size-exponents`")
-    parser.add_argument("--recent-pairs", default="0",
-                        help="recency windows calibration chooses among (comma-separated, e.g. 0,4,8,16), as `jev "
-                             "calibrate --recent-pairs`")
-    held_out_arguments(parser)
-    args = parser.parse_args()
-    exponents, windows = checked(parser, args)
-    sources = checked_held_out(parser, args)
-    started = time.monotonic()
-    if args.labelled:
-        found = labelled_cells(parser, args)
-    elif sources:
-        found = held_out_cells(sources, args.model)
-    else:
-        rows = {name: build_rows(path, workers=2) for name, path in SETS.items()}
-        (a, ra), (b, rb) = rows.items()
-        found = [out_of_fold(f"within {name} (5-fold CV, nested)", r, SETS[name]) for name, r in rows.items()]
-        found.append(scored(f"train {a} → test {b}", trained(ra), rb, SETS[b]))
-        found.append(scored(f"train {b} → test {a}", trained(rb), ra, SETS[a]))
-    cells = [(c.title, c.rows, c.p_result, c.p_call) for c in found]
-    print(f"alpha {args.alpha}, delta {args.delta}, {args.splits} resplits (calibrate on half the instances, "
-          "measure on the other half); medians over certified resplits [min, max]\n")
+def table_at(cells: list, alpha: float, delta: float, splits: int, exponents: tuple[float, ...],
+             windows: tuple[int, ...]) -> None:
+    """One table: every cell and proxy calibrated at `alpha` over `splits` resplits."""
+    print(f"## alpha {alpha}, recency windows {', '.join(map(str, windows))}\n")
+    print(f"alpha {alpha}, delta {delta}, {splits} resplits (calibrate on half the instances, measure on the other "
+          "half); medians over certified resplits [min, max]\n")
     chose, windowed = len(exponents) > 1, len(windows) > 1
     print(f"Size exponents chosen among {', '.join(f'{e:g}' for e in exponents)}; recency windows (newest candidate "
           f"pairs never judged) among {', '.join(map(str, windows))}.\n")
     print("| cell | proxy | certified | judge risk, pooled | judge saves | keep-last-N saves at that risk | ratio | "
-          "judge risk, per session | keep-last-N saves at that per-session risk | ratio, per session |"
-          + (" exponents chosen |" if chose else "") + (" windows chosen |" if windowed else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if chose else "") + ("---|" if windowed else ""))
+          "judge risk, per session | keep-last-N saves at that per-session risk | ratio, per session | "
+          "best in hindsight saves | judge / hindsight | resplits letting go >= 10 % | resplits >= keep-last-N, "
+          "per session |" + (" exponents chosen |" if chose else "") + (" windows chosen |" if windowed else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if chose else "")
+          + ("---|" if windowed else ""))
     runs = [(title + " (runs as sessions)", r, pr, pc, True) for title, r, pr, pc in cells
             if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
         for proxy, needed in proxies(r).items():  # a file labelled before a proxy rode along has fewer
-            results = np.asarray(cell(r, p_result, p_call, needed, args.alpha, args.delta, args.splits, by_run,
+            results = np.asarray(cell(r, p_result, p_call, needed, alpha, delta, splits, by_run,
                                       exponents, windows))
             ok = results[~np.isnan(results[:, 0])]
 
@@ -176,10 +184,70 @@ def main() -> None:
                         else "—")
             def ratio(k: int) -> str:
                 return f"{np.median(ok[:, k]):.2f}× [{ok[:, k].min():.2f}, {ok[:, k].max():.2f}]" if len(ok) else "—"
-            print(f"| {title} | {proxy} | {len(ok)}/{args.splits} | {f(0)} | {f(1)} | {f(2)} | {ratio(3)} | "
-                  f"{f(5)} | {f(6)} | {ratio(7)} |"
+            saved = np.nan_to_num(results[:, 1])  # a resplit certifying nothing lets go of nothing
+            best = results[:, 9]
+            share = np.where(best > 0, saved / np.maximum(best, 1e-12), np.nan)
+            beats = int(np.sum(~np.isnan(results[:, 7]) & (results[:, 7] >= 1)))
+            print(f"| {title} | {proxy} | {len(ok)}/{splits} | {f(0)} | {f(1)} | {f(2)} | {ratio(3)} | "
+                  f"{f(5)} | {f(6)} | {ratio(7)} | {np.median(best):.3f} [{best.min():.3f}, {best.max():.3f}] | "
+                  + (f"{np.nanmedian(share):.2f}× [{np.nanmin(share):.2f}, {np.nanmax(share):.2f}]"
+                     if np.isfinite(share).any() else "—")
+                  + f" | {int(np.sum(saved >= 0.1))}/{splits} | {beats}/{splits} |"
                   + (f" {', '.join(f'{e:g}' for e in ok[:, 4])} |" if chose else "")
                   + (f" {', '.join(f'{w:g}' for w in ok[:, 8])} |" if windowed else ""), flush=True)
+
+
+def checked(parser: argparse.ArgumentParser, args: argparse.Namespace
+            ) -> tuple[tuple[float, ...], list[tuple[int, ...]]]:
+    """`--size-exponents` and each `--recent-pairs` as numbers, or the parser exits naming the flag and the
+    rule (the selector's)."""
+    try:
+        return (parse_size_exponents(args.size_exponents),
+                [parse_recent_pairs(text) for text in args.recent_pairs or ["0"]])
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--alpha", default="0.1", help="the alphas to calibrate at, comma-separated (a table each, "
+                                                       "from the same scores)")
+    parser.add_argument("--delta", type=float, default=0.1)
+    parser.add_argument("--splits", type=int, default=10, help="random halvings of the instances")
+    parser.add_argument("--size-exponents", default="1",
+                        help="size exponents calibration chooses among (comma-separated, e.g. 0.5,1,2; each "
+                             "certified at delta over their number), as `jev calibrate --size-exponents`")
+    parser.add_argument("--recent-pairs", action="append",
+                        help="recency windows calibration chooses among (comma-separated, e.g. 0,4,8,16), as `jev "
+                             "calibrate --recent-pairs`; repeat for a table each (default: 0)")
+    parser.add_argument("--across-only", action="store_true",
+                        help="only the cells across agent models (the within cells train the recipe five times a set)")
+    held_out_arguments(parser)
+    args = parser.parse_args()
+    exponents, window_sets = checked(parser, args)
+    try:
+        alphas = [float(a) for a in args.alpha.split(",")]
+    except ValueError:
+        parser.error(f"--alpha {args.alpha!r}: must be comma-separated numbers in (0, 1)")
+    if not all(0 < a < 1 for a in alphas):
+        parser.error(f"--alpha {args.alpha!r}: must be comma-separated numbers in (0, 1)")
+    sources = checked_held_out(parser, args)
+    started = time.monotonic()
+    if args.labelled:
+        found = labelled_cells(parser, args)
+    elif sources:
+        found = held_out_cells(sources, args.model)
+    else:
+        rows = {name: build_rows(path, workers=2, scan_chars=READ_DEPTH) for name, path in SETS.items()}
+        (a, ra), (b, rb) = rows.items()
+        found = [] if args.across_only else [out_of_fold(f"within {name} (5-fold CV, nested)", r, SETS[name])
+                                             for name, r in rows.items()]
+        found.append(scored(f"train {a} → test {b}", trained(ra), rb, SETS[b]))
+        found.append(scored(f"train {b} → test {a}", trained(rb), ra, SETS[a]))
+    cells = [(c.title, c.rows, c.p_result, c.p_call) for c in found]
+    for alpha in alphas:  # the scores are made once; each alpha and set of windows is its own table
+        for windows in window_sets:
+            table_at(cells, alpha, args.delta, args.splits, exponents, windows)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 

@@ -59,6 +59,12 @@ def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
+def strict_shares(strict: float) -> tuple[float, ...]:
+    """The recipe's parts' shares for a point of this curve: the strict part's `strict`, labels-v2-reuse's
+    the rest, labels-v1's none (the curve is the two proxies' trade-off)."""
+    return tuple({ALT_LABEL_VERSION: 1 - strict, STRICT_LABEL_VERSION: strict}.get(p, 0.0) for p in recipe.PARTS)
+
+
 def curve(rows: TrainingRows, parts: np.ndarray, bases: np.ndarray, test_of: list[np.ndarray],
           p_call: np.ndarray, boot: int) -> Curve:
     """(share, exponent, gap closed with its interval per proxy) of every point on the curve: `parts` (one
@@ -67,7 +73,7 @@ def curve(rows: TrainingRows, parts: np.ndarray, bases: np.ndarray, test_of: lis
     for share in SHARES:
         mixture = np.zeros(len(rows.X))
         for ix, base in zip(test_of, bases, strict=True):
-            weights = recipe.part_weights(base.tolist(), share)
+            weights = recipe.part_weights(base.tolist(), strict_shares(share))
             mixture[ix] = mixed([parts[p, ix] for p in range(len(recipe.PARTS))], weights)
         for exponent in EXPONENTS:
             tallies = tally(rows, mixture, p_call, labels, recipe.BUDGET, recipe.MIN_CHARS, size_exponent=exponent)

@@ -44,7 +44,7 @@ from calibration.rarity import Rarity
 from calibration.train_local import scores_of
 from calibration.yardstick import let_go, points
 from jev.analysis import analyze
-from jev.judges.features import command_text
+from jev.judges.features import SCAN_CHARS, command_text
 from jev.judges.local import load_model
 from jev.transcript import ToolUseBlock
 
@@ -67,7 +67,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def cases(name: str, source: Path, per_cell: int, seed: int = 0) -> list[dict]:
     """`per_cell` let-go, proxy-needed cases per proxy of one dev set, with their evidence."""
     model = load_model()
-    rows = build_rows(source, workers=2, rarity=Rarity.of(model.get("rarity")))
+    rows = build_rows(source, workers=2, scan_chars=model.get("scan_chars", SCAN_CHARS), rarity=Rarity.of(model.get("rarity")))
     p_result, p_call = scores_of(model, rows.X)
     needed = {LABEL_VERSION: rows.needed_result, ALT_LABEL_VERSION: rows.needed_result_alt,
               STRICT_LABEL_VERSION: rows.needed_strict}

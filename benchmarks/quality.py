@@ -68,11 +68,10 @@ from calibration.dataset import TrainingRows, build_rows, group_of, trajectories
 from calibration.join import read_records
 from calibration.labels import STRICT_LABEL_VERSION, pair_uses
 from calibration.rarity import Rarity
-from calibration.train_local import checked_scan_chars, corpus_name, scores_of, train
+from calibration.train_local import READ_DEPTH, checked_scan_chars, corpus_name, scores_of, train
 from calibration.yardstick import POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals
 from jev.analysis import analyze
 from jev.errors import ConfigError
-from jev.judges.features import SCAN_CHARS
 from jev.judges.local import MODEL, load_model
 
 DATA = ROOT.parent / "shared" / "data"
@@ -311,18 +310,18 @@ def main() -> None:
     parser.add_argument("--identifiers", action="store_true",
                         help="also score every cell on labels-v1 counting identifier-shaped uses only (a diagnostic "
                              "of the proxy's prose-word noise)")
-    parser.add_argument("--scan-chars", type=int, default=SCAN_CHARS, metavar="N",
-                        help=f"characters of each result end the judge's features read (default {SCAN_CHARS}, "
+    parser.add_argument("--scan-chars", type=int, default=READ_DEPTH, metavar="N",
+                        help=f"characters of each result end the judge's features read (default {READ_DEPTH}, "
                              "the shipped judge's)")
     held_out_arguments(parser)
     args = parser.parse_args()
     checked_scan_chars(parser, args.scan_chars)
     sources = checked_held_out(parser, args)
-    if sources and (args.in_sample or args.scan_chars != SCAN_CHARS):
+    if sources and (args.in_sample or args.scan_chars != READ_DEPTH):
         parser.error("--held-out scores weights as they are: --in-sample and --scan-chars retrain, so they do not "
                      "go with it (train weights with `python -m calibration.train_local --scan-chars N`, then "
                      "pass them as --model)")
-    if args.labelled and (args.in_sample or args.scan_chars != SCAN_CHARS or args.why_lost or args.identifiers):
+    if args.labelled and (args.in_sample or args.scan_chars != READ_DEPTH or args.why_lost or args.identifiers):
         parser.error("--labelled scores recorded judgments as they are: --in-sample, --scan-chars, --why-lost and "
                      "--identifiers need trajectories and weights, so they do not go with it")
     started = time.monotonic()

@@ -2,38 +2,44 @@
 
     python -m calibration.train_local --out FILE [--data PATH ...] [--scan-chars N] [--no-cells]
 
-Version 3 weights (`jev-local-5`). Two heads on the same decision-time features:
+Version 3 weights (`jev-local-6`). Two heads on the same decision-time features:
 
 - `keep_result`, a mixture: shallow gradient-boosted trees (scikit-learn's histogram GBT, depth 3,
   exported as arrays and scored with numpy, checked against scikit-learn's own scores) fitted once per
-  label proxy — labels-v2-reuse (copied lines, re-runs, edits of files read) and labels-v3-strict (a rare
-  identifier this result alone introduced, written later) — their probabilities summed with weights
-  inverse to each proxy's base rate (`STRICT_SHARES`: the strict part's share of that sum), then a
-  logistic map of the sum's log onto P(needed under either proxy), fitted on out-of-fold sums.
+  label proxy — labels-v1 (an identifier this result last provided, used later, or a re-run: what `jev
+  calibrate` certifies by default), labels-v2-reuse (copied lines, re-runs, edits of files read) and
+  labels-v3-strict (a rare identifier this result alone introduced, written later) — their probabilities
+  summed with weights inverse to each proxy's base rate (`SHARES`: each part's share of that sum), then a
+  logistic map of the sum's log onto P(needed under any proxy), fitted on out-of-fold sums. One model
+  serves every label calibration uses.
 - `keep_call`, as before: the mean of a standardised logistic regression (isotonic map on instance-grouped
   out-of-fold scores) and boosted trees, on labels-v1's "call needed" or either of the older proxies'
   "result needed" (`TRAINING_LABEL`).
 
-The trees' capacity, the strict share and the size exponent budget mode ranks with (P / saves ** a) are
+The trees' capacity, the parts' shares and the size exponent budget mode ranks with (P / saves ** a) are
 chosen by instance-grouped 5-fold cross-validation on the yardstick itself (`calibration.yardstick`:
 half of the candidate result characters let go at points with 30 000 of them; the mean of the gap
-closed under the two proxies, out of fold); sessions are never split, DeepSeek runs of one instance stay
+closed under the three proxies, out of fold); sessions are never split, DeepSeek runs of one instance stay
 together. The chosen exponent ships as `size_exponent`. The words more than 2 % of the training instances
 show ship as `rarity` (the strict proxy's tokens and the features' word hashes), computed from the
 training data before any row is built. Features whose scale is one agent's habit — absolute result
 sizes and lines, message positions, history lengths — are left out: their rank versions carry the same
-order and transfer across agents. Deterministic: same data, same weights.
+order and transfer across agents. What the features read — the depth of each result end, and whether
+the agent's own words and line numbers — is `READ_DEPTH` and `NOT_READ`, chosen the same way among depths
+and optional feature sets within the judge's latency budget (`benchmarks/judge_reading.py`).
+Deterministic: same data, same weights.
 
 Unless `--no-cells`, the card also gives the cross-model cells: the same recipe (selection included)
 trained on each dev set and scored on the other, under each proxy, with 95 % intervals over instances
 (the common tables stay both dev sets': they define the strict proxy; no test label enters training).
 `--out` is required: the shipped weights are only replaced when that is the path named. `--scan-chars`
-sets how many characters of each result end the features read (120 by default).
+sets how many characters of each result end the features read (`READ_DEPTH` by default).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -50,7 +56,7 @@ from sklearn.model_selection import GroupKFold
 
 from jev import formats
 from jev.analysis import analyze
-from jev.judges.features import FEATURE_NAMES, SCAN_CHARS
+from jev.judges.features import AGENT_FEATURES, FEATURE_NAMES, LINE_NUMBER_FEATURES
 from jev.judges.local import DEPTH, link, logistic, mixed, score, score_trees
 
 from .dataset import TrainingRows, build_rows, group_of, raw_trajectories
@@ -63,8 +69,8 @@ DEFAULT_DATA = (_DATA / "mini-swe-agent-swebench-dev.tar.xz", _DATA / "mini-swe-
 CORPORA = {"mini-swe-agent-swebench-dev": "mini-swe-agent 1 (Gemini 3 Pro) on SWE-bench Verified",
            "mini-swe-agent-deepseek-dev": "mini-swe-agent 2.x (DeepSeek chat/reasoner/lite) on SWE-bench Lite"}
 TRAINING_LABEL = f"{LABEL_VERSION} call, or {LABEL_VERSION} or {ALT_LABEL_VERSION} result"  # the call head's
-PARTS = (ALT_LABEL_VERSION, STRICT_LABEL_VERSION)  # the result head's mixture: a part per proxy
-RESULT_LABEL = f"{ALT_LABEL_VERSION} or {STRICT_LABEL_VERSION}"  # what the result head's probability is of
+PARTS = (LABEL_VERSION, ALT_LABEL_VERSION, STRICT_LABEL_VERSION)  # the result head's mixture: a part per proxy
+RESULT_LABEL = " or ".join(PARTS)  # what the result head's probability is of
 C = 0.1
 FOLDS = 5
 BLEND = 0.5  # the weight of the linear head in the call head's mean
@@ -72,13 +78,33 @@ BLEND = 0.5  # the weight of the linear head in the call head's mean
 # every head for every pair, and must stay within 2x the floor at 400 pairs)
 CAPACITIES = ({"max_iter": 80, "learning_rate": 0.15, "min_samples_leaf": 300},
               {"max_iter": 80, "learning_rate": 0.15, "min_samples_leaf": 1000})
-STRICT_SHARES = (0.4, 0.5, 0.6)
+# each part's share of the mixture's weights (in `PARTS` order), plainest first: none for labels-v1 (the
+# recipe before it joined), then a growing one
+SHARES = ((0.0, 0.6, 0.4), (0.0, 0.5, 0.5), (0.2, 0.5, 0.3), (0.2, 0.4, 0.4), (0.34, 0.33, 0.33))
 SIZE_EXPONENTS = (1.0, 1.5, 2.0)
 BUDGET, MIN_CHARS = 0.5, 30_000  # the yardstick's point: half the candidate characters where there are 30 000
 # one agent's scale, not a transferable signal: their rank_* versions stay (see the module's docstring)
 LEFT_OUT = frozenset({"result_chars", "result_lines", "position", "age_messages", "history_pairs", "history_edits"})
-FEATURES = tuple(name for name in FEATURE_NAMES if name not in LEFT_OUT)
+FEATURES_ALL = tuple(name for name in FEATURE_NAMES if name not in LEFT_OUT)
+# what the shipped judge reads, chosen by `benchmarks/judge_reading.py` (its table: judge_reading.md): the
+# depth and the optional features (the agent's own words, line numbers) with the best cross-validated
+# criterion within the latency budget
+READ_DEPTH = 120
+NOT_READ = AGENT_FEATURES | LINE_NUMBER_FEATURES
+FEATURES = tuple(name for name in FEATURES_ALL if name not in NOT_READ)
 COLUMNS = np.asarray([FEATURE_NAMES.index(name) for name in FEATURES])
+
+
+@contextlib.contextmanager
+def reading(features: tuple[str, ...]) -> Iterator[None]:
+    """The recipe run on these features instead of `FEATURES` (what `benchmarks/judge_reading.py` compares)."""
+    global FEATURES, COLUMNS
+    before = FEATURES, COLUMNS
+    FEATURES, COLUMNS = tuple(features), np.asarray([FEATURE_NAMES.index(name) for name in features])
+    try:
+        yield
+    finally:
+        FEATURES, COLUMNS = before
 TREES = dict(max_iter=80, max_depth=3, max_leaf_nodes=None, min_samples_leaf=200, l2_regularization=1.0,
              learning_rate=0.18, early_stopping=False, random_state=0)
 _ALWAYS_LEFT = float(np.finfo(float).max)  # a split every finite value passes to the left
@@ -216,18 +242,19 @@ def call_label(rows: TrainingRows) -> np.ndarray:
 
 def part_labels(rows: TrainingRows) -> dict[str, np.ndarray]:
     """What each part of the result head learns: its proxy's "needed" (`PARTS`)."""
-    return {ALT_LABEL_VERSION: rows.needed_result_alt, STRICT_LABEL_VERSION: rows.needed_strict}
+    return {LABEL_VERSION: rows.needed_result, ALT_LABEL_VERSION: rows.needed_result_alt,
+            STRICT_LABEL_VERSION: rows.needed_strict}
 
 
 def result_label(rows: TrainingRows) -> np.ndarray:
-    """What the result head's probability is of: either proxy calls the result needed."""
-    return rows.needed_result_alt | rows.needed_strict
+    """What the result head's probability is of: any proxy calls the result needed."""
+    return rows.needed_result | rows.needed_result_alt | rows.needed_strict
 
 
-def part_weights(base_rates: list[float], strict_share: float) -> list[float]:
-    """The parts' weights: each the inverse of its proxy's base rate, the strict part's share of them
-    `strict_share`, scaled to sum to 1."""
-    raw = [(1 - strict_share) / base_rates[0], strict_share / base_rates[1]]
+def part_weights(base_rates: list[float], shares: tuple[float, ...]) -> list[float]:
+    """The parts' weights: each its share over its proxy's base rate, scaled to sum to 1 (a rare proxy's
+    signal counts as much as a common one's at equal shares)."""
+    raw = [share / base for share, base in zip(shares, base_rates, strict=True)]
     return [w / sum(raw) for w in raw]
 
 
@@ -239,11 +266,11 @@ def fit_link(mixture: np.ndarray, y: np.ndarray) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Choice:
-    """What grouped cross-validation chose: the trees' capacity, the strict share, the size exponent;
+    """What grouped cross-validation chose: the trees' capacity, the parts' shares, the size exponent;
     with every candidate's out-of-fold gaps (`table`) and the chosen one's out-of-fold probabilities."""
 
     capacity: dict[str, Any]
-    strict_share: float
+    shares: tuple[float, ...]  # in `PARTS` order
     size_exponent: float
     link: dict[str, float]  # the logistic map of the log sum, fitted on the chosen candidate's out-of-fold sums
     table: list[dict[str, Any]]
@@ -252,11 +279,11 @@ class Choice:
 
 
 def choose(rows: TrainingRows, oof_call: np.ndarray, progress: Callable[[str], None] | None = None) -> Choice:
-    """Capacity, strict share and size exponent by instance-grouped 5-fold cross-validation on the
-    yardstick: each candidate's result head is fitted without a fold and ranks that fold's decision
-    points in budget mode beside the call head's out-of-fold probabilities (`oof_call`, from the same
-    folds); the mean of its gap closed under the two proxies, pooled out of fold, decides (the first
-    best in grid order, the plainer candidates first)."""
+    """Capacity, shares and size exponent by instance-grouped 5-fold cross-validation on the yardstick:
+    each candidate's result head is fitted without a fold and ranks that fold's decision points in budget
+    mode beside the call head's out-of-fold probabilities (`oof_call`, from the same folds); the mean of
+    its gap closed under the three proxies, pooled out of fold, decides (the first best in grid order, the
+    plainer candidates first)."""
     X, groups = columns(rows.X), groups_of(rows)
     folds = list(GroupKFold(FOLDS).split(X, rows.needed_result, groups))
     labels = part_labels(rows)
@@ -273,7 +300,7 @@ def choose(rows: TrainingRows, oof_call: np.ndarray, progress: Callable[[str], N
     table, best, chosen = [], -np.inf, None
     union = result_label(rows)
     for c, capacity in enumerate(CAPACITIES):
-        for share in STRICT_SHARES:
+        for share in SHARES:
             mixture = np.zeros(len(X))
             for f, (_train_ix, test_ix) in enumerate(folds):
                 weights = part_weights(bases[f].tolist(), share)
@@ -282,11 +309,11 @@ def choose(rows: TrainingRows, oof_call: np.ndarray, progress: Callable[[str], N
             p_result = link(mixture, fitted["slope"], fitted["intercept"])
             for exponent in SIZE_EXPONENTS:
                 if progress:
-                    progress(f"capacity {c + 1}, strict share {share:g}, size exponent {exponent:g}")
+                    progress(f"capacity {c + 1}, shares {share}, size exponent {exponent:g}")
                 gaps = {proxy: t.gap() for proxy, t in tally(rows, p_result, oof_call, labels, BUDGET, MIN_CHARS,
                                                                size_exponent=exponent).items()}
                 criterion = float(np.mean(list(gaps.values())))
-                table.append({"capacity": c, "strict_share": share, "size_exponent": exponent,
+                table.append({"capacity": c, "shares": dict(zip(PARTS, share, strict=True)), "size_exponent": exponent,
                               **{proxy: round(g, 4) for proxy, g in gaps.items()}, "mean": round(criterion, 4)})
                 if criterion > best:
                     best, chosen = criterion, (capacity, share, exponent, fitted, p_result)
@@ -298,12 +325,12 @@ def choose(rows: TrainingRows, oof_call: np.ndarray, progress: Callable[[str], N
 
 def fit_mixture(rows: TrainingRows, choice: Choice) -> dict[str, Any]:
     """The result head as shipped: a part per proxy on every row at the chosen capacity, weighted by the
-    base rates of these rows and the chosen strict share; the link the chosen candidate's (fitted on its
+    base rates of these rows and the chosen shares (a part of no share left out); the link the chosen candidate's (fitted on its
     out-of-fold sums)."""
     X, labels = columns(rows.X), part_labels(rows)
-    weights = part_weights([float(labels[p].mean()) for p in PARTS], choice.strict_share)
+    weights = part_weights([float(labels[p].mean()) for p in PARTS], choice.shares)
     parts = [{"label": p, "weight": w, "trees": fit_trees(X, labels[p], choice.capacity)}
-             for p, w in zip(PARTS, weights, strict=True)]
+             for p, w in zip(PARTS, weights, strict=True) if w > 0]  # a part of no share is not shipped
     return {"mixture": {"parts": parts, "link": choice.link}}
 
 
@@ -320,7 +347,7 @@ def scores_of(model: dict[str, Any], X: np.ndarray) -> tuple[np.ndarray, np.ndar
                  for head in ("keep_result", "keep_call"))
 
 
-def train(rows: TrainingRows, corpora: list[str] | None = None, scan_chars: int = SCAN_CHARS,
+def train(rows: TrainingRows, corpora: list[str] | None = None, scan_chars: int = READ_DEPTH,
           rarity: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The model document: feature names, the depth they read (`rows` must be built reading it, with
     `rarity`'s tables), both heads, the size exponent and the model card's numbers."""
@@ -340,7 +367,7 @@ def train(rows: TrainingRows, corpora: list[str] | None = None, scan_chars: int 
         "auroc": round(float(roc_auc_score(union, choice.oof)), 4),
         "brier": round(float(brier_score_loss(union, choice.oof)), 4), "ece": round(ece(choice.oof, union), 4),
         "base_rate": round(float(union.mean()), 4), "reliability": reliability(choice.oof, union),
-        "chosen": {"capacity": choice.capacity, "strict_share": choice.strict_share,
+        "chosen": {"capacity": choice.capacity, "shares": dict(zip(PARTS, choice.shares, strict=True)),
                    "size_exponent": choice.size_exponent},
         "selection": choice.table}
     model["card"]["keep_call"] = call_metrics
@@ -408,8 +435,8 @@ def main(argv: list[str] | None = None) -> int:
                         "several (default: both dev sets in ../shared/data)")
     parser.add_argument("--out", required=True, help="where to write the model (the shipped weights are "
                         "jev/judges/local_model.json: name that path to replace them)")
-    parser.add_argument("--scan-chars", type=int, default=SCAN_CHARS, metavar="N",
-                        help=f"characters of each result end the features read (default {SCAN_CHARS}; recorded in "
+    parser.add_argument("--scan-chars", type=int, default=READ_DEPTH, metavar="N",
+                        help=f"characters of each result end the features read (default {READ_DEPTH}; recorded in "
                              "the file, and the judge reads that depth)")
     parser.add_argument("--no-cells", dest="cells", action="store_false",
                         help="leave the cross-model cells out of the card (they train the recipe twice more)")

@@ -72,7 +72,9 @@ def _path(where: str | int, k: int) -> str:
 
 
 CARRIED_OVER = -1  # the `call_message` of a result whose call is not in the history (see `analyze`)
-READ_RESULT, READ_CALL, READ_TEXT = 0, 1, 2  # the kinds of `Transcript.order`
+# the kinds of `Transcript.order`: a result, a call, a text block outside assistant messages (the task, a user's
+# words), the agent's own words (an assistant's text or thinking block: what it says it is about to use)
+READ_RESULT, READ_CALL, READ_TEXT, READ_AGENT = 0, 1, 2, 3
 
 
 @quick_init
@@ -113,12 +115,14 @@ class Transcript:
     mixed_results: frozenset[int] = frozenset()
     sizes: tuple[int, ...] = ()  # model-visible characters of each message (`visible_chars`)
     mutable: tuple[Any, ...] = ()  # the mutable values inside the blocks, in order (what a change guard re-reads)
-    # the reading order of what a judge reads — each call, result and non-assistant text block — as
-    # (kind, message index, number) triples of int64, flat: kind READ_RESULT (number: its call's in `calls`,
-    # -1 for a carried-over result), READ_CALL (its number in `calls`) or READ_TEXT (in `texts`)
+    # the reading order of what a judge reads — each call, result, text and thinking block — as (kind, message
+    # index, number) triples of int64, flat: kind READ_RESULT (number: its call's in `calls`, -1 for a
+    # carried-over result), READ_CALL (its number in `calls`), READ_TEXT or READ_AGENT (its number in `texts`)
     order: bytes = b""
     calls: tuple[ToolUseBlock, ...] = ()  # the call blocks, in the order they appear
-    texts: tuple[str, ...] = ()  # the text of the text blocks outside assistant messages (the task), in order
+    # the text of each text block (READ_TEXT outside assistant messages, READ_AGENT in them) and of each thinking
+    # block (READ_AGENT), in order: read by the embedded judge in process, never sent to a remote one
+    texts: tuple[str, ...] = ()
     # indices of the messages that pin themselves by role or metadata: system messages, `jev_pinned` ones
     self_pinned: frozenset[int] = frozenset()
     # who this analysis is, and whose it grew from (`extend`: the earlier messages proven unchanged), so that a
@@ -278,11 +282,13 @@ class _Scan:
             for j, block in enumerate(message.content):
                 kind, json = type(block), None
                 if kind is TextBlock:
-                    if message.role != "assistant":
-                        read((READ_TEXT, i, len(texts)))
-                        texts.append(block.text)
+                    read((READ_TEXT if message.role != "assistant" else READ_AGENT, i, len(texts)))
+                    texts.append(block.text)
                 elif kind is ThinkingBlock:
                     thinking.add(i)
+                    if block.thinking:
+                        read((READ_AGENT, i, len(texts)))
+                        texts.append(block.thinking)
                 elif kind is ToolUseBlock:
                     if not block.id.strip() or block.id in open_calls:
                         _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import DEEPSEEK, SWEBENCH, call, msg, needs_data, other_tools_history, result, text
 
-from jev import ConfigError, JudgeError, formats
+from jev import ConfigError, JudgeError, ThinkingBlock, formats
 from jev.analysis import analyze
 from jev.judges import JudgeRequest, LocalJudge
 from jev.judges.features import CATEGORIES, FEATURE_NAMES, category, transcript_features
@@ -27,7 +27,8 @@ needs_sets = needs_data(SWEBENCH, DEEPSEEK)
 def rows():
     """The rows the shipped judge is trained on: both dev sets."""
     from calibration.dataset import TrainingRows, build_rows
-    return TrainingRows.concat([build_rows(DATA), build_rows(DEEPSEEK)])
+    from calibration.train_local import READ_DEPTH
+    return TrainingRows.concat([build_rows(DATA, scan_chars=READ_DEPTH), build_rows(DEEPSEEK, scan_chars=READ_DEPTH)])
 
 
 @pytest.fixture(scope="session")
@@ -244,6 +245,75 @@ def test_features_mean_what_their_names_say() -> None:
     assert t1["latest_run"] == 0 and t5["latest_run"] == pytest.approx(np.log1p(2))
 
 
+def test_the_agents_own_words_and_line_numbers_mean_what_their_names_say() -> None:
+    """The agent's text and thinking are read apart from calls: a result's words it wrote since, those its
+    newest words name, and the unsaid counts with its words counted as said; line numbers a result showed
+    and the later calls whose line ranges cover them."""
+    bash = lambda cid, command: call(cid, "bash", {"command": command})  # noqa: E731
+    out = lambda cid, output: result(cid, output, name="bash")  # noqa: E731
+    messages = [
+        msg("0", "user", text("Fix the parser")),
+        msg("1", "assistant", bash("a", "grep -n parse_row lib/rows.py")),
+        msg("2", "tool", out("a", "41:def parse_row(line):\n57:    return split_cells(line)")),
+        msg("3", "assistant", text("parse_row calls split_cells; I'll read lines 40 to 60."),
+            bash("b", "sed -n '40,60p' lib/rows.py")),
+        msg("4", "tool", out("b", "    40\tdef parse_row(line):\n    41\t    cells = other_fn_9(line)")),
+        msg("5", "assistant", ThinkingBlock("other_fn_9 must be the culprit"), bash("c", "ls")),
+        msg("6", "tool", out("c", "lib README.md")),
+        msg("7", "assistant", bash("d", "ls lib")),
+        msg("8", "tool", out("d", "rows.py")),
+        msg("9", "assistant", bash("e", "ls -a")),
+        msg("10", "tool", out("e", "lib")),
+    ]
+    f = {key: _named(v) for key, v in transcript_features(analyze(messages), 600).items()}
+    t1, t2 = f["t1"], f["t2"]
+    # of t1's words only split_cells was first shown by it (its call wrote parse_row and the path); the agent's
+    # text wrote it after
+    assert t1["agent_refs"] == pytest.approx(np.log1p(1))
+    assert t1["agent_ref_age"] == pytest.approx(np.log1p(len(messages) - 1 - 3))
+    # t2 introduced other_fn_9; the agent's thinking (message 5) wrote it: held and introduced words it wrote
+    assert t2["intro_agent"] == pytest.approx(np.log1p(1)) and t2["held_agent"] >= np.log1p(1)
+    assert t2["intro_unique_unsaid"] == pytest.approx(np.log1p(1))  # no call wrote it
+    assert t2["intro_unwritten"] == 0  # but the agent did
+    # the newest three pairs (t3, t4, t5) and the agent's words among them: the thinking names other_fn_9
+    assert t2["agent_recent"] == pytest.approx(np.log1p(1)) and t1["agent_recent"] == 0
+    # line numbers: t1 showed 41 and 57; t2's sed covers 40..60 (both), after t1's result
+    assert t1["line_numbers"] == pytest.approx(np.log1p(2)) and t1["line_used"] == pytest.approx(np.log1p(2))
+    assert t1["line_use_age"] == pytest.approx(np.log1p(len(messages) - 1 - 3))
+    assert t2["line_numbers"] == pytest.approx(np.log1p(2)) and t2["line_used"] == 0  # nothing after covers them
+    # reading neither leaves those columns 0 and every other column as it was
+    from jev.judges.features import AGENT_FEATURES, LINE_NUMBER_FEATURES, feature_matrix
+    t = analyze(messages)
+    _keys, full = feature_matrix(t, 600)
+    _keys, lean = feature_matrix(t, 600, agent=False, numbers=False)
+    skipped = [FEATURE_NAMES.index(n) for n in AGENT_FEATURES | LINE_NUMBER_FEATURES]
+    assert np.array_equal(np.delete(lean, skipped, axis=1), np.delete(full, skipped, axis=1))
+    # read as if the agent wrote nothing and no line number showed: no uses, ages of "never" (older than any
+    # message), and the unwritten counts those of the words no call wrote
+    never = np.log1p(2 * len(messages) - 1)
+    for name in ("agent_refs", "agent_recent", "held_agent", "intro_agent", "line_numbers", "line_used"):
+        assert not lean[:, FEATURE_NAMES.index(name)].any()
+    for name in ("agent_ref_age", "line_use_age"):
+        assert (lean[:, FEATURE_NAMES.index(name)] == never).all()
+    for unwritten, unsaid in (("live_unwritten", "live_unsaid_words"), ("intro_unwritten", "intro_unique_unsaid")):
+        assert np.array_equal(lean[:, FEATURE_NAMES.index(unwritten)], lean[:, FEATURE_NAMES.index(unsaid)])
+
+
+def test_line_numbers_shown_and_addressed_in_the_shapes_tools_print() -> None:
+    from jev.judges.features import line_numbers, line_ranges
+    from jev.judges.words import Buffer
+
+    shown = Buffer.of(["<returncode>0</returncode>\n12:def f\n13-  x\npath/a.py:44:foo\n   55\tbar\n"
+                       "   66\u2192x\n 1.5 x 2023", "  7:x"])
+    segment, number = line_numbers(shown)
+    assert segment.tolist() == [0, 0, 0, 0, 0, 1] and number.tolist() == [12, 13, 44, 55, 66, 7]
+    addressed = Buffer.of(["sed -n '120,140p' a.py && sed -i '123s/x/y/' b.py; 1.2,3", "{\"file_path\":\"a\","
+                           "\"limit\":30,\"offset\":100}", "sed 44d f; head -n 20 x"])
+    segment, first, last = line_ranges(addressed)
+    assert sorted(zip(segment.tolist(), first.tolist(), last.tolist(), strict=True)) == [
+        (0, 120, 140), (0, 123, 123), (1, 100, 130), (2, 44, 44)]
+
+
 def test_calls_of_any_tool_are_read_by_their_whole_input() -> None:
     """Nothing hinges on bash: a tool's category comes from its verb and name, two calls are the same
     command only when their inputs agree (two editor `view`s of two files are two reads; a shell command
@@ -340,17 +410,17 @@ def test_mini_swe_agent_round_trip_on_every_dev_trajectory() -> None:
 @pytest.mark.timeout(600)
 def test_training_reproduces_the_shipped_weights(rows) -> None:
     """`python -m calibration.train_local` on both dev sets gives the shipped weights: the same choice
-    (capacity, strict share, size exponent) and the same numbers (the rows are built with the shipped
+    (capacity, shares, size exponent) and the same numbers (the rows are built with the shipped
     common words, which training computes from these sessions)."""
     from threadpoolctl import threadpool_limits
 
-    from calibration.train_local import train
+    from calibration.train_local import READ_DEPTH, train
     shipped = load_model()
     # beside another test worker, scikit-learn's OpenMP threads would wait on each other for a core: one
     # thread then (a tree's histograms are summed feature by feature, so the weights are the same)
     with threadpool_limits(1 if os.environ.get("PYTEST_XDIST_WORKER") else None):
         model = train(rows, rarity=shipped["rarity"])
-    assert model["features"] == shipped["features"] and model["scan_chars"] == shipped["scan_chars"] == 120
+    assert model["features"] == shipped["features"] and model["scan_chars"] == shipped["scan_chars"] == READ_DEPTH
     assert model["size_exponent"] == shipped["size_exponent"]
     assert model["card"]["keep_result"]["chosen"] == shipped["card"]["keep_result"]["chosen"]
     assert model["card"]["keep_result"]["auroc"] >= 0.75 and model["card"]["keep_call"]["auroc"] >= 0.8
@@ -376,7 +446,7 @@ def test_jev_local_4_stays_loadable_with_local_file(tmp_path: Path) -> None:
     path = Path(__file__).parent / "data" / "local_model-jev-local-4.json"
     assert json.loads(path.read_text())["version"] == 2
     judge = judge_from(f"local:{path}", None, None)
-    assert isinstance(judge, LocalJudge) and judge.model == "jev-local-5:local_model-jev-local-4.json"
+    assert isinstance(judge, LocalJudge) and judge.model == "jev-local-6:local_model-jev-local-4.json"
     assert judge.size_exponent == 1.0
     messages = [msg("0", "user", text("Fix a.py")), msg("c", "assistant", call("x")), msg("r", "tool", result("x"))]
     scores = _ask(judge, messages)

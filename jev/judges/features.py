@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis import READ_CALL, READ_RESULT, READ_TEXT, Transcript
+from ..analysis import READ_AGENT, READ_CALL, READ_RESULT, READ_TEXT, Transcript
 from ..canonical import canonical_json
 from .words import Buffer, KeyedWords, RawWords, Words, portable, raw_words, run_starts
 
@@ -37,11 +38,29 @@ FEATURE_NAMES = (
     # provenance: the rare distinctive words (not the task's, not `common`) a result showed first
     "intro_words", "intro_unsaid", "intro_unique_unsaid", "intro_unique_unsaid_paths", "intro_unsaid_per_char",
     "intro_said_age", "rank_intro_unique_unsaid",
+    # the agent's own words (its text and reasoning): the result's words it wrote since, when last, those
+    # its newest words name (what it says it is about to use), of the words a result holds and introduced
+    "agent_refs", "agent_ref_age", "agent_recent", "held_agent", "intro_agent",
+    # the unsaid words again, now counting the agent's own words as said (as the labels do: a word the agent
+    # already wrote is no longer the result's to give), their share per 1 000 characters and rank
+    "live_unwritten", "held_unwritten", "held_unwritten_per_char", "intro_unwritten", "rank_intro_unwritten",
+    # line numbers a result showed (`grep -n`, `cat -n`, an editor's view) and those a later call addresses
+    # (`sed -n 120,140p`, `sed -i '123s/…/'`, a view range, a read's offset), and when last
+    "line_numbers", "line_used", "line_use_age",
 )
+
+# the features that need the agent's own words read, and those that need line numbers read: a model
+# without any of them need not pay for that reading (`FeatureReader`'s `agent`, `numbers`)
+AGENT_FEATURES = frozenset({"agent_refs", "agent_ref_age", "agent_recent", "held_agent", "intro_agent", "live_unwritten",
+                            "held_unwritten", "held_unwritten_per_char", "intro_unwritten", "rank_intro_unwritten"})
+LINE_NUMBER_FEATURES = frozenset({"line_numbers", "line_used", "line_use_age"})
 
 SCAN_CHARS = 120  # characters of a result read from each end by default: the words that matter sit near
 # its edges (a model file may name another depth, `scan_chars`, and is scored reading that)
 _WORDS_OF_COMMAND = 600  # characters of a command read for words (a heredoc's body adds little)
+_AGENT_END = 150  # characters of the agent's text or reasoning read from each end: what it says it will do
+_LINE_NUMBERS = 40  # line numbers read per result (its scanned ends'), at most
+_LINE_SLACK = 5  # a call's line range counts a line shown this close to it as used (a range around a hit)
 _HEAD = 160  # characters of a command its category is read from
 RECENT_PAIRS = 3  # the newest pairs, as a host keeps them: what the agent works on now
 # a non-zero return code leading a result, found over all segments at once (each follows a separator)
@@ -49,6 +68,17 @@ _RETURNCODE = re.compile(rb"\x00\s*<returncode>(?!0</)-?\d+</returncode>")
 # the marks of an error and of a truncated output, anywhere in a result's ends
 _ERROR_MARK = (b"Traceback (most recent call last)", b"Error:")
 _TRUNCATION_MARK = (b"<warning>", b"too long", b"truncated", b"elided")
+# line numbers are found over bytes with numpy (a regular expression tries every position: too slow here):
+# shown at a line's start after at most `_INDENT` blanks and followed by `:`, `-`, a tab or `→` (`grep -n`,
+# `cat -n`, `nl`, an editor's view, Claude Code's Read), or between colons (`grep -rn`'s `path:12:`);
+# addressed as a range `120,140` (sed's `p`/`d`/`s`, a view range `[120, 140]`), one line (`123s/…/`, `123d`,
+# `123p`) or a read's offset (canonical JSON: `"limit":40,"offset":120`, or no limit)
+_INDENT = 8
+_DIGITS = 7  # longer runs of digits are not line numbers
+_READ_OFFSET = re.compile(rb'"offset":(\d{1,7})')
+_LIMIT_BEFORE = re.compile(rb'"limit":(\d{1,7}),\Z')  # the key canonical JSON puts just before "offset"
+_READ_LIMIT = 200  # the lines a read from an offset without a limit is taken to show
+_MAX_RANGE = 5000  # a pair `a,b` reads as a range only when a <= b <= a + this
 
 # --- the category of a command ------------------------------------------------------------------
 
@@ -151,7 +181,85 @@ def command_text(value: object) -> str:
     return value if isinstance(value, str) else canonical_json(value).decode()
 
 
-_RESULT, _CALL, _TEXT = READ_RESULT, READ_CALL, READ_TEXT
+def _bytes_in(values: bytes) -> np.ndarray:
+    table = np.zeros(256, dtype=bool)
+    table[list(values)] = True
+    return table
+
+
+_DIGIT, _BLANK, _LINE_START = _bytes_in(b"0123456789"), _bytes_in(b" \t"), _bytes_in(b"\n\x00")
+_AFTER_SHOWN, _WORDY = _bytes_in(b":-\t\xe2"), _bytes_in(string.ascii_letters.encode() + b"0123456789_.,")
+_SLASHES = _bytes_in(b"/\\|#")
+
+
+def _digit_runs(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of at most `_DIGITS` digits in `data` (with a byte of padding after it): the bytes as an
+    array, each run's start, end and value."""
+    raw = np.frombuffer(data + b"\x00", dtype=np.uint8)
+    digit = _DIGIT[raw]
+    edges = np.flatnonzero(digit[1:] != digit[:-1]) + 1
+    if digit[0]:
+        edges = np.concatenate(([0], edges))
+    starts, ends = edges[::2], edges[1::2]
+    keep = ends - starts <= _DIGITS
+    starts, ends = starts[keep], ends[keep]
+    k = np.arange(_DIGITS)
+    width = (ends - starts)[:, None]
+    places = raw[np.minimum(starts[:, None] + k, raw.size - 1)].astype(np.int64) - 48
+    values = (np.where(k < width, places, 0) * 10 ** np.maximum(width - 1 - k, 0) * (k < width)).sum(axis=1)
+    return raw, starts, ends, values
+
+
+def line_numbers(buffer: Buffer) -> tuple[np.ndarray, np.ndarray]:
+    """The line numbers each segment shows (see `_INDENT`): segment, number."""
+    raw, starts, ends, values = _digit_runs(buffer.data)
+    if not starts.size:
+        return _NONE, _NONE
+    blank = np.flatnonzero(~_BLANK[raw])  # where the bytes that are not blanks sit
+    before = blank[np.maximum(np.searchsorted(blank, starts) - 1, 0)]  # the last such byte before each run
+    after = raw[ends]
+    led = _LINE_START[raw[before]] & (starts - before - 1 <= _INDENT) & _AFTER_SHOWN[after]
+    arrow = after == 0xE2  # `→` is e2 86 92
+    led &= ~arrow | (raw[np.minimum(ends + 2, raw.size - 1)] == 0x92)
+    colons = (raw[np.maximum(starts - 1, 0)] == ord(":")) & (after == ord(":"))
+    found = led | colons
+    return buffer.segment_of(starts[found]), values[found]
+
+
+def line_ranges(buffer: Buffer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The line ranges each segment addresses (see `_INDENT`): segment, first, last."""
+    raw, starts, ends, values = _digit_runs(buffer.data)
+    if starts.size:
+        free = ~_WORDY[raw[np.maximum(starts - 1, 0)]]  # not inside a word or a number
+        # a range: a run, blanks, a comma, blanks, the next run, its end not inside a word
+        comma = np.concatenate(([0], np.cumsum(raw == ord(","))))
+        blank = np.concatenate(([0], np.cumsum(_BLANK[raw])))
+        gap_start, gap_end = ends[:-1], starts[1:]
+        between = gap_end - gap_start
+        pair = (free[:-1] & (comma[gap_end] - comma[gap_start] == 1)
+                & (blank[gap_end] - blank[gap_start] == between - 1) & (raw[ends[1:]] != ord(".")))
+        a, b = values[:-1], values[1:]
+        pair &= (a <= b) & (b <= a + _MAX_RANGE)
+        nxt = raw[np.minimum(ends + 1, raw.size - 1)]
+        after = raw[ends]
+        one = free & ((np.isin(after, (ord("p"), ord("d"))) & ~_WORDY[nxt])
+                      | (np.isin(after, (ord("s"), ord("a"), ord("c"))) & _SLASHES[nxt]))
+        where = np.concatenate((starts[:-1][pair], starts[one]))
+        first, last = np.concatenate((a[pair], values[one])), np.concatenate((b[pair], values[one]))
+    else:
+        where = first = last = _NONE
+    data = buffer.data
+    reads = [(m.start(), int(m.group(1)), int(limit.group(1)) if (limit := _LIMIT_BEFORE.search(
+        data, max(0, m.start() - 20), m.start())) else _READ_LIMIT) for m in _READ_OFFSET.finditer(data)]
+    if reads:
+        at, offset, count = (np.asarray(column, dtype=np.int64) for column in zip(*reads, strict=True))
+        where, first, last = (np.concatenate((where, at)), np.concatenate((first, offset)),
+                              np.concatenate((last, offset + count)))
+    return buffer.segment_of(where), first, last
+
+
+_RESULT, _CALL, _TEXT, _AGENT = READ_RESULT, READ_CALL, READ_TEXT, READ_AGENT
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +278,9 @@ class _Reading:
     call_at: np.ndarray  # per call: message index (-1 for the stand-in call of a carried-over result)
     commands: np.ndarray  # per call: its command's category (index), runs, last message index running it
     calls_read: int  # the calls that sit in the history (the first `calls_read` of `call_at`, ascending)
+    agent_at: np.ndarray  # per segment of the agent's own words (`_Read.agent_words`): its message index
+    shown: tuple[np.ndarray, ...]  # the line numbers results showed: result number, line number
+    addressed: tuple[np.ndarray, ...]  # the line ranges calls addressed: first, last, message
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +293,8 @@ class _Read:
     lineage: object  # the transcript it was read from
     scan: int
     lines: bool
+    agent: bool  # the agent's own words read
+    numbers: bool  # line numbers read
     result_texts: list[str]
     result_chars: list[int]
     result_lines: list[int]
@@ -195,25 +308,47 @@ class _Read:
     returncode: np.ndarray  # segments opening with a non-zero return code
     error: np.ndarray  # segments holding an error mark
     truncation: np.ndarray  # segments holding a truncation mark
+    agent_words: RawWords  # the words of the agent's own texts and reasoning (its segments numbered apart)
+    agent_at: np.ndarray  # per agent segment: its message index
+    shown: tuple[np.ndarray, ...]  # the line numbers results' scanned ends show: result, number
+    addressed: tuple[np.ndarray, ...]  # the line ranges calls address: call, first, last
 
 
-_NOTHING_READ = _Read(None, 0, False, [], [], [], [], {}, [], [], [], [],
-                      KeyedWords.of(RawWords(*(np.zeros(0, dtype=t) for t in (np.uint64, np.uint64, bool, bool))), 0),
-                      *(np.zeros(0, dtype=np.intp) for _ in range(3)))
+_NO_RAW_WORDS = RawWords(*(np.zeros(0, dtype=t) for t in (np.uint64, np.uint64, bool, bool)))
+_NO_SEGMENTS = np.zeros(0, dtype=np.intp)
+_NOTHING_READ = _Read(None, 0, False, False, False, [], [], [], [], {}, [], [], [], [], KeyedWords.of(_NO_RAW_WORDS, 0),
+                      _NO_SEGMENTS, _NO_SEGMENTS, _NO_SEGMENTS, _NO_RAW_WORDS, _NONE, (_NONE, _NONE),
+                      (_NONE, _NONE, _NONE))
 
 
-def _read(transcript: Transcript, scan: int, lines: bool, before: _Read | None = None) -> tuple[_Reading, _Read]:
+def _agent_text(text: str) -> str:
+    """What is read of one of the agent's texts: `_AGENT_END` characters from each end."""
+    return text if len(text) <= 2 * _AGENT_END else text[:_AGENT_END] + " " + text[-_AGENT_END:]
+
+
+def _then(before: tuple[np.ndarray, ...], found: tuple[np.ndarray, ...], done: int) -> tuple[np.ndarray, ...]:
+    """Facts per segment read before, and those found in a buffer of the `done`-th segment on."""
+    return tuple(np.concatenate((a, b + done if k == 0 else b)) for k, (a, b) in enumerate(zip(before, found,
+                                                                                              strict=True)))
+
+
+def _read(transcript: Transcript, scan: int, lines: bool, agent_read: bool = True, numbers: bool = True,
+          before: _Read | None = None) -> tuple[_Reading, _Read]:
     """The segments and facts, in reading order (a word's first segment is where it was first seen);
     `scan` characters of each result's ends are read for words; each result's lines are counted when
     `lines` (the one fact read over whole results), else 0. A carried-over result (its call before the
     history) answers a stand-in call of category "other", run once, at message -1, which shows no words.
-    `before`: what reading the transcript this one grew from gave (else None): only what was added is
-    read, the rest taken from it."""
-    order = np.frombuffer(transcript.order, dtype=np.int64).reshape(-1, 3)
+    `agent_read`: the agent's own texts and reasoning are read for words; `numbers`: line numbers are read
+    (else neither is: see `feature_matrix`). `before`: what reading the transcript this one grew from
+    gave (else None): only what was added is read, the rest taken from it."""
+    every_read = np.frombuffer(transcript.order, dtype=np.int64).reshape(-1, 3)
+    agent_kind = every_read[:, 0] == _AGENT
+    agent, order = every_read[agent_kind], every_read[~agent_kind]  # the agent's own words are read apart
     kinds, at, number = order[:, 0], order[:, 1], order[:, 2]
     is_result, is_call = kinds == _RESULT, kinds == _CALL
     pairs, calls = transcript.pairs, transcript.calls
-    if before is None or before.lineage is not transcript.extends or (before.scan, before.lines) != (scan, lines):
+    if before is None or before.lineage is not transcript.extends or (
+            before.scan, before.lines, before.agent, before.numbers) != (scan, lines, agent_read, numbers):
         before = _NOTHING_READ
     new_pairs = pairs[len(before.result_texts):]
     texts_of = [pair.result.text for pair in new_pairs]
@@ -262,18 +397,31 @@ def _read(transcript: Transcript, scan: int, lines: bool, before: _Read | None =
     place[is_result] = np.arange(len(result_texts))
     place[is_call] = len(result_texts) + np.arange(len(call_texts))
     is_text = kinds == _TEXT
-    place[is_text] = len(result_texts) + len(call_texts) + np.arange(int(is_text.sum()))
+    place[is_text] = len(result_texts) + len(call_texts) + number[is_text]  # its number in `transcript.texts`
     every = [*result_texts, *call_texts, *transcript.texts]
     new_texts = [every[k] for k in place[done:].tolist()]
     buffer = Buffer.of(new_texts)
-    read = _Read(transcript.lineage, scan, lines, result_texts, result_chars, result_lines, not_success, known,
+    agent_done = before.agent_at.size
+    agent_texts = [_agent_text(transcript.texts[k]) for k in agent[agent_done:, 2].tolist()] if agent_read else []
+    agent_words = before.agent_words.then(raw_words(Buffer.of(agent_texts)), agent_done) if agent_texts \
+        else before.agent_words
+    new_results, new_calls = result_texts[len(before.result_texts):], call_texts[len(before.call_texts):]
+    read = _Read(transcript.lineage, scan, lines, agent_read, numbers, result_texts, result_chars, result_lines,
+                 not_success, known,
                  command_of, kinds_of, call_texts, before.texts + new_texts,
                  before.words.then(raw_words(buffer), done + len(new_texts)),
                  np.concatenate((before.returncode, buffer.segments_matching(_RETURNCODE) + done)),
                  np.concatenate((before.error, buffer.segments_containing(_ERROR_MARK) + done)),
-                 np.concatenate((before.truncation, buffer.segments_containing(_TRUNCATION_MARK) + done)))
+                 np.concatenate((before.truncation, buffer.segments_containing(_TRUNCATION_MARK) + done)),
+                 agent_words, np.concatenate((before.agent_at, agent[agent_done:agent_done + len(agent_texts), 1])),
+                 _then(before.shown, line_numbers(Buffer.of(new_results)) if numbers else (_NONE, _NONE),
+                       len(before.result_texts)),
+                 _then(before.addressed, line_ranges(Buffer.of(new_calls)) if numbers else (_NONE,) * 3,
+                       len(before.call_texts)))
+    addressed_call, first, last = read.addressed
     reading = _Reading(read.texts, kinds, at, owner, static, result_call, at[is_result],
-                       np.concatenate((call_at, np.full(carried.size, -1, dtype=np.int64))), commands, len(calls))
+                       np.concatenate((call_at, np.full(carried.size, -1, dtype=np.int64))), commands, len(calls),
+                       read.agent_at, read.shown, (first, last, call_at[addressed_call]))
     return reading, read
 
 
@@ -312,10 +460,39 @@ and of them those some edit names."""
     intro_unique_unsaid: np.ndarray
     intro_unique_unsaid_paths: np.ndarray
     intro_last_said: np.ndarray
+    agent_refs: np.ndarray  # per result: the words it showed first that the agent wrote in its own words since
+    agent_last_ref: np.ndarray  # and when last (-1: never)
+    agent_recent: np.ndarray  # its words the agent's newest words name
+    held_agent: np.ndarray  # the words it holds that the agent wrote since it showed them
+    intro_agent: np.ndarray  # the distinctive words it introduced that the agent wrote since
+    live_unwritten: np.ndarray  # `unsaid`, `held_unsaid`, `intro_unique_unsaid` with the agent's words as said
+    held_unwritten: np.ndarray
+    intro_unwritten: np.ndarray
 
 
-def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: int, common: np.ndarray
-                ) -> _WordFacts:
+def _agent_facts(words: Words, lead: np.ndarray, agent_words: RawWords, agent_at: np.ndarray, recent_from: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per word group (`lead`: each group's first entry): the last message in which the agent wrote the
+    word in its own words (-1: never), and whether it did in its newest ones (from `recent_from`). The
+    agent's words are hashed apart, so they are matched by the hash's top bits, as `Words.hash` holds them."""
+    n_groups = lead.size
+    if not agent_words.hash.size:
+        return np.full(n_groups, -1, dtype=np.int64), np.zeros(n_groups, dtype=bool)
+    keys = agent_words.hash >> np.uint64(words.shift)
+    when = agent_at[agent_words.segment.astype(np.intp)]
+    sort = np.lexsort((when, keys))  # by key, then message: each key's last entry is its latest
+    keys, when = keys[sort], when[sort]
+    last = np.roll(run_starts(keys), -1)
+    unique, latest = keys[last], when[last]
+    hashes = words.hash[lead]
+    k = np.minimum(np.searchsorted(unique, hashes), unique.size - 1)
+    found = unique[k] == hashes
+    last_written = np.where(found, latest[k], -1)
+    return last_written, last_written >= recent_from
+
+
+def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: int, common: np.ndarray,
+                agent_words: RawWords) -> _WordFacts:
     kind, at, owner = (a[words.segment] for a in (reading.kind, reading.at, reading.owner))
     n_results, n_calls = reading.result_at.size, reading.call_at.size
     # groups: one per distinct word, its first segment leading
@@ -323,7 +500,7 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
     group = np.cumsum(new) - 1
     n_groups = int(group[-1]) + 1 if group.size else 0
     lead = np.flatnonzero(new)
-    is_said = kind != _RESULT
+    is_said = kind != _RESULT  # a call or a text outside the agent's (those are read apart: `_agent_facts`)
     shown = np.bincount(group, weights=~is_said, minlength=n_groups)
     said = np.bincount(group, weights=is_said, minlength=n_groups)
     last_said = np.full(n_groups, -1, dtype=np.int64)
@@ -398,6 +575,13 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
     unique_unsaid = unsaid_intro & (shown[intro_groups] == 1)
     intro_last_said = np.full(n_results, -1, dtype=np.int64)
     np.maximum.at(intro_last_said, intro_holder, last_said[intro_groups])
+    # the agent's own words: of the words a result showed first, holds and introduced, those it wrote since
+    agent_last, agent_recent = _agent_facts(words, lead, agent_words, reading.agent_at, recent_from)
+    agent_used = agent_last[novel_groups] > reading.result_at[holder]
+    agent_last_ref = np.full(n_results, -1, dtype=np.int64)
+    np.maximum.at(agent_last_ref, holder[agent_used], agent_last[novel_groups][agent_used])
+    result_entries = group[is_result]
+    unwritten = (said == 0) & (agent_last < 0)  # per group: neither a call, a text nor the agent wrote it
     return _WordFacts(np.bincount(holder, minlength=n_results), recent, recent_share, call_recent,
                       np.bincount(holder, weights=live, minlength=n_results),
                       np.bincount(holder, weights=live & (said[novel_groups] == 0), minlength=n_results),
@@ -413,7 +597,16 @@ def _word_facts(reading: _Reading, words: Words, edit: np.ndarray, recent_from: 
                       np.bincount(intro_holder, weights=unsaid_intro, minlength=n_results),
                       np.bincount(intro_holder, weights=unique_unsaid, minlength=n_results),
                       np.bincount(intro_holder, weights=unique_unsaid & is_path_group[intro_groups],
-                                  minlength=n_results), intro_last_said)
+                                  minlength=n_results), intro_last_said,
+                      np.bincount(holder, weights=agent_used, minlength=n_results), agent_last_ref,
+                      np.bincount(owner[is_result], weights=agent_recent[result_entries], minlength=n_results),
+                      np.bincount(holding, weights=agent_last[held_groups] > reading.result_at[holding],
+                                  minlength=n_results),
+                      np.bincount(intro_holder, weights=agent_last[intro_groups] > reading.result_at[intro_holder],
+                                  minlength=n_results),
+                      np.bincount(holder, weights=live & unwritten[novel_groups], minlength=n_results),
+                      np.bincount(holding, weights=unwritten[held_groups], minlength=n_results),
+                      np.bincount(intro_holder, weights=unique_unsaid & unwritten[intro_groups], minlength=n_results))
 
 
 def _results_in(segments: np.ndarray, reading: _Reading) -> np.ndarray:
@@ -442,13 +635,16 @@ _NO_WORDS = np.zeros(0, dtype=np.uint64)
 
 
 def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: bool = True,
-                   common: np.ndarray = _NO_WORDS) -> tuple[list[str], np.ndarray]:
+                   common: np.ndarray = _NO_WORDS, agent: bool = True, numbers: bool = True
+                   ) -> tuple[list[str], np.ndarray]:
     """The pair keys and their feature rows (`FEATURE_NAMES` order), at the end of the transcript, reading
     `scan_chars` characters of each result's ends for words. `lines=False` skips counting each result's
     lines, the one pass over whole results (a model without `result_lines`, as the shipped one, need not
     pay for it): that column is then NaN. `common`: the `portable` hashes of words too common to count as
-    a result's own (the provenance features leave them out)."""
-    return FeatureReader(scan_chars, lines, common)(transcript)
+    a result's own (the provenance features leave them out). `agent=False` skips reading the agent's own
+    words, `numbers=False` line numbers: `AGENT_FEATURES` and `LINE_NUMBER_FEATURES` then read as if the
+    agent wrote nothing and no result showed a line number (a model not scored on them need not pay)."""
+    return FeatureReader(scan_chars, lines, common, agent, numbers)(transcript)
 
 
 class FeatureReader:
@@ -456,14 +652,15 @@ class FeatureReader:
     gave, and a transcript grown from that one (`jev.analysis.extend`, its earlier messages proven
     unchanged) has only its new pairs, calls and segments read — the same rows as a first reading."""
 
-    def __init__(self, scan_chars: int = SCAN_CHARS, lines: bool = True, common: np.ndarray = _NO_WORDS) -> None:
-        self.scan_chars, self.lines, self.common = scan_chars, lines, common
+    def __init__(self, scan_chars: int = SCAN_CHARS, lines: bool = True, common: np.ndarray = _NO_WORDS,
+                 agent: bool = True, numbers: bool = True) -> None:
+        self.scan_chars, self.lines, self.common, self.agent, self.numbers = scan_chars, lines, common, agent, numbers
         self._last: _Read | None = None  # replaced whole, never changed: a reader shared by threads stays sound
 
     def __call__(self, transcript: Transcript) -> tuple[list[str], np.ndarray]:
         if not transcript.pairs:
             return [], np.zeros((0, len(FEATURE_NAMES)))
-        reading, self._last = _read(transcript, self.scan_chars, self.lines, self._last)
+        reading, self._last = _read(transcript, self.scan_chars, self.lines, self.agent, self.numbers, self._last)
         return _rows(transcript, reading, self._last, self.lines, self.common)
 
 
@@ -475,7 +672,7 @@ def _rows(transcript: Transcript, reading: _Reading, read: _Read, lines: bool, c
     n_messages, n_pairs = len(messages), len(pairs)
     calls_at = reading.call_at[: reading.calls_read]  # the history's calls, in call order, so ascending
     recent_from = int(calls_at[-min(RECENT_PAIRS, calls_at.size)]) if calls_at.size else 0
-    w = _word_facts(reading, read.words.words(), edit, recent_from, common)
+    w = _word_facts(reading, read.words.words(), edit, recent_from, common, read.agent_words)
     failed = np.zeros(reading.result_at.size, dtype=bool)  # a non-zero return code leads the result
     failed[_results_in(read.returncode, reading)] = True
     reading.static[_results_in(read.error, reading), 2] = 1
@@ -542,7 +739,46 @@ def _rows(transcript: Transcript, reading: _Reading, read: _Read, lines: bool, c
     X[:, i + 4] = np.log1p(w.intro_unsaid * per_kchar)
     X[:, i + 5] = np.log1p(n_messages - 1 - np.where(w.intro_last_said >= 0, w.intro_last_said, never))
     X[:, i + 6] = _rank(X[:, i + 2])
+    a = i + 7
+    X[:, a] = np.log1p(w.agent_refs)
+    X[:, a + 1] = np.log1p(n_messages - 1 - np.where(w.agent_last_ref >= 0, w.agent_last_ref, never))
+    X[:, a + 2] = np.log1p(w.agent_recent)
+    X[:, a + 3] = np.log1p(w.held_agent)
+    X[:, a + 4] = np.log1p(w.intro_agent)
+    X[:, a + 5] = np.log1p(w.live_unwritten)
+    X[:, a + 6] = np.log1p(w.held_unwritten)
+    X[:, a + 7] = np.log1p(w.held_unwritten * per_kchar)
+    X[:, a + 8] = np.log1p(w.intro_unwritten)
+    X[:, a + 9] = _rank(X[:, a + 8])
+    a += 5
+    shown, used, last_use = _lines_used(reading, n_pairs)
+    X[:, a + 5] = np.log1p(shown)
+    X[:, a + 6] = np.log1p(used)
+    X[:, a + 7] = np.log1p(n_messages - 1 - np.where(last_use >= 0, last_use, never))
     return [p.key for p in pairs], X
+
+
+def _lines_used(reading: _Reading, n_pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per result: the line numbers it showed, those a later call addressed (within `_LINE_SLACK` of a
+    range), and the last message doing so (-1: none). Each shown number is looked up in the elementary
+    spans of the ranges' ends, each span holding the latest message addressing it (ranges laid on in
+    message order: a later one overwrites)."""
+    result, number = reading.shown
+    first, last, when = reading.addressed
+    shown = np.bincount(result, minlength=n_pairs)
+    if not number.size or not first.size:
+        return shown, np.zeros(n_pairs), np.full(n_pairs, -1, dtype=np.int64)
+    ends = np.unique(np.concatenate((first - _LINE_SLACK, last + _LINE_SLACK + 1)))
+    latest = np.full(ends.size, -1, dtype=np.int64)  # span k: [ends[k], ends[k + 1])
+    starts, stops = np.searchsorted(ends, first - _LINE_SLACK), np.searchsorted(ends, last + _LINE_SLACK + 1)
+    for k in np.argsort(when, kind="stable").tolist():
+        latest[starts[k]:stops[k]] = when[k]
+    span = np.searchsorted(ends, number, side="right") - 1
+    at = np.where(span >= 0, latest[np.maximum(span, 0)], -1)
+    used = at > reading.result_at[result]
+    last_use = np.full(n_pairs, -1, dtype=np.int64)
+    np.maximum.at(last_use, result[used], at[used])
+    return shown, np.bincount(result, weights=used, minlength=n_pairs), last_use
 
 
 def _rank(values: np.ndarray) -> np.ndarray:

@@ -24,9 +24,9 @@ import orjson
 
 from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
-from .features import FEATURE_NAMES, SCAN_CHARS, FeatureReader
+from .features import AGENT_FEATURES, FEATURE_NAMES, LINE_NUMBER_FEATURES, SCAN_CHARS, FeatureReader
 
-MODEL = "jev-local-5"  # a new name with new weights: thresholds calibrated for the old ones are refused
+MODEL = "jev-local-6"  # a new name with new weights: thresholds calibrated for the old ones are refused
 _HEADS = ("keep_call", "keep_result")
 
 
@@ -324,7 +324,9 @@ class LocalJudge:
         self._common = np.asarray((spec.get("rarity") or {}).get("common_words", []), dtype=np.uint64)
         self.size_exponent: float = float(spec.get("size_exponent", 1.0))  # what its ranking was tuned at
         # the features, read again only where a history grew from the last one read
-        self._reader = FeatureReader(self.scan_chars, self._lines, self._common)
+        named = set(spec["features"])  # what the model is scored on: reading nothing it does not use
+        self._reader = FeatureReader(self.scan_chars, self._lines, self._common, not AGENT_FEATURES.isdisjoint(named),
+                                     not LINE_NUMBER_FEATURES.isdisjoint(named))
         # the last transcript scored, held weakly: a plan's batches share one scoring, and nothing of a
         # history outlives its plan here
         self._last: tuple[weakref.ref[Any], dict[str, float]] | None = None

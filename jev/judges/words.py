@@ -13,6 +13,7 @@ alone does not count, a hyphenated word does.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import string
@@ -94,8 +95,11 @@ class Buffer:
         data = joined.encode()
         if len(data) == len(joined):  # ASCII: characters are bytes
             lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        else:
-            lengths = np.fromiter((len(t.encode()) for t in texts), dtype=np.int64, count=len(texts))
+            return cls(data, 1 + np.cumsum(lengths + 1))
+        separators = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0)
+        if separators.size == len(texts):  # one before each text, none inside one: they mark the bounds
+            return cls(data, np.append(separators[1:], len(data)) + 1)
+        lengths = np.fromiter((len(t.encode()) for t in texts), dtype=np.int64, count=len(texts))
         return cls(data, 1 + np.cumsum(lengths + 1))
 
     def segment_of(self, positions: np.ndarray) -> np.ndarray:
@@ -103,13 +107,16 @@ class Buffer:
 
     def segments_containing(self, literals: tuple[bytes, ...]) -> np.ndarray:
         """The segments holding any of `literals` (none holds the separator), found with `bytes.find`:
-        a literal search is many times faster than a regular expression's alternation."""
-        data, ends = self.data, []
+        a literal search is many times faster than a regular expression's alternation. Once a literal is
+        found in a segment, the search goes on from the segment's end."""
+        data, bounds, ends = self.data, self.bounds.tolist(), []
         for literal in literals:
             at = data.find(literal)
             while at >= 0:
-                ends.append(at + len(literal) - 1)
-                at = data.find(literal, at + 1)
+                end = at + len(literal) - 1
+                ends.append(end)
+                segment = bisect.bisect_right(bounds, end)
+                at = data.find(literal, bounds[segment]) if segment < len(bounds) else -1
         return self.segment_of(np.asarray(ends, dtype=np.int64))
 
     def segments_matching(self, pattern: re.Pattern[bytes]) -> np.ndarray:
