@@ -107,7 +107,8 @@ def test_cli_restore_picks_an_occurrence(tmp_path) -> None:
     proc = subprocess.run(base + ["compact", str(source), "--mode", "enforce", "--archive", str(archive_dir),
                                   "--user", "u", "--agent", "airline", "--session", "s", "--judge", "local",
                                   "--eligible-tools", "search_direct_flight,search_onestop_flight",
-                                  "--target-reduction", "0.5", "--keep-threshold", "0.99",  # what is judged needed is beside the point
+                                  # what the judge deems needed is beside the point here: a high keep threshold
+                                  "--target-reduction", "0.5", "--keep-threshold", "0.99",
                                   "--out", str(tmp_path / "plan.json")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
