@@ -111,7 +111,7 @@ def main() -> None:
     seconds = time.time() - started
     print(f"\n{seconds:.0f} s", file=sys.stderr)
     if args.out:
-        write_table(args.out, "Horizon rules by replay", "python benchmarks/horizon.py",
+        write_table(args.out, "Horizon rules by replay", f"python benchmarks/horizon.py --rules {args.rules}",
                     "Each cell: the history's billed input × no compaction (needed results let go, labels-v1). A rule "
                     "holds where every cell is at most 1.000.", lines, seconds)
 
