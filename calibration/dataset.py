@@ -36,7 +36,7 @@ def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.name.endswith(formats.TRANSCRIPT_SUFFIXES) and p.is_file())
         for file in _trajectories_only(files, str):
-            yield _session(file.relative_to(path).as_posix()), file.read_bytes()
+            yield formats.session_id(file.as_posix(), path.as_posix()), file.read_bytes()
         return
     found: list[tuple[str, bytes]] = []
     with tarfile.open(path, "r|*") as tar:  # one streaming pass: random access into .xz is quadratic
@@ -44,7 +44,7 @@ def raw_trajectories(source: str | Path) -> Iterator[tuple[str, bytes]]:
             if member.isfile() and member.name.endswith(formats.TRANSCRIPT_SUFFIXES):
                 found.append((member.name, tar.extractfile(member).read()))  # type: ignore[union-attr]
     for name, data in _trajectories_only(sorted(found), lambda item: item[0]):
-        yield _session(name), data
+        yield formats.session_id(name, ""), data
 
 
 T = TypeVar("T")
@@ -60,15 +60,6 @@ def trajectories(source: str | Path, format: str = "mini-swe-agent") -> Iterator
     """(session id, messages) of every trajectory in `source`."""
     for session, data in raw_trajectories(source):
         yield session, formats.load(orjson.loads(data), format)
-
-
-def _session(name: str) -> str:
-    """The session id of a trajectory file: its path below `trajectories/` (the run folder stays, so the
-    runs of one instance are told apart) without the JSON suffix."""
-    parts = Path(name).parts
-    if "trajectories" in parts:
-        parts = parts[parts.index("trajectories") + 1:]
-    return formats.session_id("/".join(parts))
 
 
 def group_of(session: str) -> str:

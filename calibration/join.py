@@ -67,6 +67,7 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
     """Labelled rows for every judged pair of every record whose session transcript is found."""
     report = report if report is not None else LabelReport()
     fs, base = fsspec.core.url_to_fs(transcripts_url)
+    files: dict[str, str] | None = None  # listed at the first record that needs a transcript
     cache: dict[str, Any] = {}
     common = Rarity.shipped().tokens  # the strict proxy's rarity cut, from the dev sets (never these sessions)
     for record in read_records(records_url):
@@ -86,8 +87,10 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
         if not session or not isinstance(point, int) or point < 1:
             report.skipped["no session_id or history_messages"] += 1
             continue
+        if files is None:
+            files = formats.by_session(fs.find(base), base)
         if session not in cache:
-            cache[session] = _load(fs, base, session, format, common)
+            cache[session] = _load(fs, files, session, format, common)
         uses = cache[session]
         if uses is None:
             report.skipped[MISSING] += 1
@@ -123,26 +126,23 @@ def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int)
     return seen[-1] if seen else None
 
 
-def _conversation(fs: Any, base: str, session: str, format: str) -> list[Any] | None:
-    """The messages a record's session id names: its file's (what `load` reads, as `jev compact` judged it), or
-    for `<session>#stretch-<k>` (`jev replay` of a session Claude Code compacted itself) that file's k-th
-    conversation; None when no file holds it."""
-    def found(name: str) -> str | None:
-        return next((path for suffix in formats.TRANSCRIPT_SUFFIXES
-                     if fs.exists(path := f"{base.rstrip('/')}/{name}{suffix}")), None)
-
-    path = found(session)
+def _conversation(fs: Any, files: dict[str, str], session: str, format: str) -> list[Any] | None:
+    """The messages a record's session id names: its file's (`files`, by `formats.by_session`: what `load`
+    reads, as `jev compact` judged it), or for `<session>#stretch-<k>` (`jev replay` of a session Claude Code
+    compacted itself) that file's k-th conversation; None when no file holds it."""
+    path = files.get(session)
     if path is not None:
         return formats.load(formats.parse(fs.cat_file(path)), format)
     owner, k = formats.parse_conversation_id(session)
-    if k is None or (path := found(owner)) is None:
+    if k is None or (path := files.get(owner)) is None:
         return None
     every = formats.conversations(formats.parse(fs.cat_file(path)), format)
     return every[k - 1] if k <= len(every) else None
 
 
-def _load(fs: Any, base: str, session: str, format: str, common: frozenset[str]) -> dict[str, Any] | None:
-    messages = _conversation(fs, base, session, format)
+def _load(fs: Any, files: dict[str, str], session: str, format: str, common: frozenset[str]
+          ) -> dict[str, Any] | None:
+    messages = _conversation(fs, files, session, format)
     if messages is None:
         return None
     transcript = analyze(messages)

@@ -27,7 +27,7 @@ from .errors import (
     StateBudgetError,
     TranscriptError,
 )
-from .policy import Action, CompactionConfig, Scores
+from .policy import Action, CompactionConfig, PairReason, Scores
 from .providers import ThinkingPolicy
 from .records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
 from .scope import Archive, Scope
@@ -52,7 +52,7 @@ __all__ = [
     "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError",
     "CostEstimate", "Decision", "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError",
     "JudgeError", "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
-    "OtherBlock", "PairRecord", "PairRows", "PairView", "Plan", "PricingProfile", "Reason", "Record", "Scope",
+    "OtherBlock", "PairReason", "PairRecord", "PairRows", "PairView", "Plan", "PricingProfile", "Reason", "Record", "Scope",
     "Scores", "StateBudgetError", "Status", "TextBlock", "ThinkingBlock", "ThinkingPolicy", "ToolResultBlock",
     "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens", "formats",
 ]

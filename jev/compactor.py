@@ -38,6 +38,7 @@ from .policy import (
     Action,
     CompactionConfig,
     Judged,
+    PairReason,
     action_of,
     budget,
     deepened,
@@ -58,6 +59,8 @@ from .windows import JudgeCall, plan_requests
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 REFITS = 3  # times a token target's plan asks for more when its first choice leaves the history over the target
 _log = logging.getLogger("jev")
+_HELD_BECAUSE = {PairReason.NEEDED_RESULT: "confidently needed (raw keep_result >= keep_threshold)",
+                 PairReason.REFUSED: "refused by the judge", PairReason.SHORT_RESULT: "too short to cut"}
 
 
 def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: bool = False,
@@ -70,8 +73,7 @@ def shortfall(plan: Plan, transcript: Transcript, reachable: bool = True, deep: 
     rows = plan.rows
     for action, pinned, reason, chars in zip(rows.action, rows.pinned, rows.reason, rows.result_chars, strict=True):
         if action is Action.KEEP:
-            why = pinned or {"NEEDED_RESULT": "confidently needed (raw keep_result >= keep_threshold)",
-                             "REFUSED": "refused by the judge", "SHORT_RESULT": "too short to cut"}.get(reason)
+            why = pinned or _HELD_BECAUSE.get(reason)
             if why:
                 held[why] = held.get(why, 0) + chars
     other = transcript.chars - sum(p.result_chars for p in transcript.pairs)
@@ -129,7 +131,7 @@ class _Judgments:
     keep_result: list[float | None]
     truncates: list[int]
     drops: list[int]
-    table: list[str]
+    table: list[PairReason]
     scaled: list[float | None]
     budgeted: list[Judged]
 
@@ -158,7 +160,7 @@ class _Choice:
     characters (else None), the pairs a token target dropped whole though the table keeps their calls, and
     the host's count of what the plan leaves (a token target's plan only, else None)."""
 
-    reasons: list[str]
+    reasons: list[PairReason]
     actions: list[Action]
     compacted: list[Message]
     results_removed: int
@@ -460,7 +462,8 @@ class Compactor:
         return strip_thinking(sent, compacted)
 
     @staticmethod
-    def _riding(candidates: Sequence[Pair], chosen: dict[str, str], table: dict[str, str]) -> dict[str, str]:
+    def _riding(candidates: Sequence[Pair], chosen: dict[str, PairReason], table: dict[str, PairReason]
+                ) -> dict[str, PairReason]:
         """A token target's budget plan, deepened: every pair the threshold table lets go whose edit sits at
         or after the plan's first edit is let go too. Everything from the first edit on is re-billed at
         the write price anyway, so these cost nothing more to write now, make the write smaller, and free
@@ -475,14 +478,14 @@ class Compactor:
         out = dict(chosen)
         for p in candidates:
             action = action_of(table[p.key])
-            if chosen[p.key] == "WITHIN_BUDGET" and action is not Action.KEEP and _edited_at(p, action) >= first:
+            if chosen[p.key] is PairReason.WITHIN_BUDGET and action is not Action.KEEP and _edited_at(p, action) >= first:
                 out[p.key] = table[p.key]
         return out
 
     @staticmethod
-    def _placed(transcript: Transcript, candidates: Sequence[Pair], chosen: dict[str, str],
+    def _placed(transcript: Transcript, candidates: Sequence[Pair], chosen: dict[str, PairReason],
                 gone: LetGo, tokens: HistoryTokens, horizon: int, cold: bool, config: CompactionConfig
-                ) -> dict[str, str]:
+                ) -> dict[str, PairReason]:
         """The table's let-gos from the start that bills least (`jev.cost.cheapest_start`) on: one before it
         stays, reason CACHED_PREFIX (letting it go would re-bill more than it saves). When no start pays,
         the let-gos stay as the table wants them and the gate refuses the plan (UNPROFITABLE)."""
@@ -501,7 +504,7 @@ class Compactor:
             return chosen
         out = dict(chosen)
         for key in early:
-            out[key] = "CACHED_PREFIX"
+            out[key] = PairReason.CACHED_PREFIX
         return out
 
     async def _left(self, transcript: Transcript, compacted: Sequence[Message], tokens: HistoryTokens) -> int:
@@ -560,7 +563,7 @@ class Compactor:
         return merged, sum(r[1] for r in results), sum(r[2] for r in results)
 
     def _budget(self, candidates: Sequence[Pair], judged: list[Judged], goal: int | None
-                ) -> tuple[dict[str, str] | None, int | None, frozenset[str]]:
+                ) -> tuple[dict[str, PairReason] | None, int | None, frozenset[str]]:
         """Budget mode's reason per judged pair (its action is `action_of` it), the characters it must
         remove, and the pairs whose calls the table keeps that it dropped whole; (None, None, {}) on the
         threshold table, which decides pair by pair. `judged`: each candidate's scores and what letting it

@@ -9,7 +9,7 @@ from typing import Any
 
 from .cost import CostEstimate
 from .errors import ConfigError
-from .policy import Action, Scores
+from .policy import Action, PairReason, Scores
 from .quick import quick_init
 from .transcript import Message
 from .validate import require_positive, require_text
@@ -128,7 +128,7 @@ class PairView:
     keep_call: float | None
     keep_result: float | None
     action: Action
-    reason: str
+    reason: PairReason
     pinned: str = ""  # why the pair was never judged ("" for a judged one)
     scaled_result: float | None = None  # the result score the threshold table compared (size-aware: per 1000 chars)
     truncate_saves: int = 0  # characters a TRUNCATE_RESULT of this pair would remove (0 for a pinned pair)
@@ -155,7 +155,7 @@ class PairRows:
     keep_call: tuple[float | None, ...] = ()
     keep_result: tuple[float | None, ...] = ()
     action: tuple[Action, ...] = ()
-    reason: tuple[str, ...] = ()
+    reason: tuple[PairReason, ...] = ()
     pinned: tuple[str, ...] = ()
     scaled_result: tuple[float | None, ...] = ()
     truncate_saves: tuple[int, ...] = ()

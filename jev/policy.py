@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
 from .analysis import CARRIED_OVER, Pair, Transcript
@@ -30,6 +30,22 @@ class Action(str, Enum):
     DROP_PAIR = "DROP_PAIR"
 
 
+class PairReason(StrEnum):
+    """Why a plan does what it does to one pair (`Scores.reason`, records' `reason`). A let-go's reason is
+    its action's name; every other reason keeps the pair (`action_of`). A `StrEnum`, so records, tables and
+    f-strings show the bare name, as they did when reasons were strings."""
+
+    DROP_PAIR = "DROP_PAIR"  # the table (or a budget, or a token target) drops the call and its result
+    TRUNCATE_RESULT = "TRUNCATE_RESULT"  # the result is cut to its head and a marker; the call stays
+    NEEDED_RESULT = "NEEDED_RESULT"  # the result's score is at or above the keep threshold
+    UNCERTAIN = "UNCERTAIN"  # between the thresholds: keep when unsure
+    REFUSED = "REFUSED"  # the judge gave no score for the pair
+    SHORT_RESULT = "SHORT_RESULT"  # a truncation would remove nothing: the result is no longer than its head
+    WITHIN_BUDGET = "WITHIN_BUDGET"  # budget mode reached its target before this pair
+    CACHED_PREFIX = "CACHED_PREFIX"  # letting it go would re-bill more of the cached prefix than it saves
+    PINNED = "PINNED"  # a rule (SPEC §3) keeps it unjudged; `Pins.why` says which
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Scores:
@@ -37,10 +53,10 @@ class Scores:
 
     keep_call: float | None
     keep_result: float | None
-    reason: str
+    reason: PairReason
 
 
-PINNED_SCORES = Scores(1.0, 1.0, "PINNED")
+PINNED_SCORES = Scores(1.0, 1.0, PairReason.PINNED)
 
 
 def _names(name: str, values: Iterable[str]) -> frozenset[str]:
@@ -336,18 +352,18 @@ class Judged:
 
 
 def budget_order(judged: Sequence[Judged], config: CompactionConfig
-                 ) -> tuple[dict[str, str], list[tuple[Judged, Action, int]]]:
+                 ) -> tuple[dict[str, PairReason], list[tuple[Judged, Action, int]]]:
     """Budget mode's ranking, before any cut: the pairs it never lets go (a refusal, a raw `keep_result` ≥
     `keep_threshold`) with their reasons, and the others lowest value first — P(needed) per character the
     let-go would remove — each with its action (TRUNCATE_RESULT when `keep_call` ≥ `keep_threshold`, else
     DROP_PAIR) and what it removes. Calibration certifies targets along this same order."""
-    fixed: dict[str, str] = {}
+    fixed: dict[str, PairReason] = {}
     order: list[tuple[float, int, Judged, Action, int]] = []
     for position, j in enumerate(judged):
         if j.keep_call is None or j.keep_result is None:
-            fixed[j.key] = "REFUSED"
+            fixed[j.key] = PairReason.REFUSED
         elif j.keep_result >= config.thresholds(j.tool)[1]:
-            fixed[j.key] = "NEEDED_RESULT"
+            fixed[j.key] = PairReason.NEEDED_RESULT
         else:
             truncate = j.truncate_only or j.keep_call >= config.thresholds(j.tool)[1]
             action = Action.TRUNCATE_RESULT if truncate else Action.DROP_PAIR
@@ -361,7 +377,7 @@ def budget_target(judged: Sequence[Judged], target_reduction: float) -> int:
     return math.ceil(target_reduction * sum(j.result_chars for j in judged))
 
 
-def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, str], int, int]:
+def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str, PairReason], int, int]:
     """Budget mode (`target_reduction` = R): walk `budget_order` and let go until the result characters
     removed reach R × the candidates' result characters (a let-go that would remove nothing is not one).
     Returns each pair's reason (as `verdict` gives the table's: its action is `action_of` it), the
@@ -372,15 +388,15 @@ def budget(judged: Sequence[Judged], config: CompactionConfig) -> tuple[dict[str
     removed = 0
     for j, action, saves in order:
         if removed >= target or saves <= 0:
-            out[j.key] = "WITHIN_BUDGET"
+            out[j.key] = PairReason.WITHIN_BUDGET
             continue
         removed += saves
-        out[j.key] = action.value
+        out[j.key] = PairReason(action.value)
     return out, removed, target
 
 
-def deepened(judged: Sequence[Judged], reasons: dict[str, str], removed: int, target: int,
-             call_chars: Sequence[int]) -> tuple[dict[str, str], int]:
+def deepened(judged: Sequence[Judged], reasons: dict[str, PairReason], removed: int, target: int,
+             call_chars: Sequence[int]) -> tuple[dict[str, PairReason], int]:
     """A host's token target that letting go of results did not reach (`removed` < `target`, characters):
     whole pairs whose call the threshold table keeps are dropped too, least needed first — the higher of
     the pair's two scores per character the drop removes beyond its result's let-go, its call's input
@@ -392,17 +408,17 @@ def deepened(judged: Sequence[Judged], reasons: dict[str, str], removed: int, ta
     order: list[tuple[float, int, str, int]] = []
     for position, (j, call) in enumerate(zip(judged, call_chars, strict=True)):
         reason = reasons[j.key]
-        if reason in ("DROP_PAIR", "NEEDED_RESULT") or j.truncate_only or j.drop_saves is None \
+        if reason in (PairReason.DROP_PAIR, PairReason.NEEDED_RESULT) or j.truncate_only or j.drop_saves is None \
                 or j.keep_call is None or j.keep_result is None:
             continue
-        adds = j.drop_saves + call - (j.truncate_saves if reason == "TRUNCATE_RESULT" else 0)
+        adds = j.drop_saves + call - (j.truncate_saves if reason == PairReason.TRUNCATE_RESULT else 0)
         if adds > 0:
             order.append((max(j.keep_call, j.keep_result) / adds, position, j.key, adds))
     out = dict(reasons)
     for _value, _position, key, adds in sorted(order):
         if removed >= target:
             break
-        out[key] = "DROP_PAIR"
+        out[key] = PairReason.DROP_PAIR
         removed += adds
     return out, removed
 
@@ -439,43 +455,44 @@ def decide(keep_call: float | None, keep_result: float | None, config: Compactio
 
 
 def verdict(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
-            result_chars: int = 0, truncate_saves: int | None = None, truncate_only: bool = False) -> str:
-    """`decide`'s reason alone (its action is `action_of` the reason): what a plan keeps per pair, a string
-    the garbage collector does not track."""
+            result_chars: int = 0, truncate_saves: int | None = None, truncate_only: bool = False) -> PairReason:
+    """`decide`'s reason alone (its action is `action_of` the reason): what a plan keeps per pair, a shared
+    member the garbage collector does not track."""
     return verdicts((keep_call,), (keep_result,), (tool,), (result_chars,), (truncate_saves,), (truncate_only,),
                     config)[0][0]
 
 
 def verdicts(keep_calls: Sequence[float | None], keep_results: Sequence[float | None], tools: Sequence[str],
              result_chars: Sequence[int], truncate_saves: Sequence[int | None], truncate_only: Sequence[bool],
-             config: CompactionConfig) -> tuple[list[str], list[float | None]]:
+             config: CompactionConfig) -> tuple[list[PairReason], list[float | None]]:
     """`verdict` of many pairs (the columns of their arguments), and each one's `value_score` (None for a
     refused result): the rule for a whole plan, its per-tool thresholds looked up once per tool."""
     limits = {tool: config.thresholds(tool) for tool in set(tools)}
-    reasons: list[str] = []
+    reasons: list[PairReason] = []
     scaled: list[float | None] = []
     for c, r, tool, chars, saves, only in zip(keep_calls, keep_results, tools, result_chars, truncate_saves,
                                               truncate_only, strict=True):
         v = None if r is None else value_score(r, chars, config)
         scaled.append(v)
         if c is None or r is None or v is None:
-            reasons.append("REFUSED")
+            reasons.append(PairReason.REFUSED)
             continue
         d, k = limits[tool]
         if r >= k:  # a result the judge is sure is needed is kept, however large
-            reasons.append("NEEDED_RESULT")
+            reasons.append(PairReason.NEEDED_RESULT)
             continue
         drop, truncate = table(v <= d, c <= d, c >= k, only)
-        reasons.append("DROP_PAIR" if drop
-                       else ("SHORT_RESULT" if saves is not None and saves <= 0 else "TRUNCATE_RESULT") if truncate
-                       else "NEEDED_RESULT" if v >= k else "UNCERTAIN")
+        reasons.append(PairReason.DROP_PAIR if drop
+                       else (PairReason.SHORT_RESULT if saves is not None and saves <= 0
+                             else PairReason.TRUNCATE_RESULT) if truncate
+                       else PairReason.NEEDED_RESULT if v >= k else PairReason.UNCERTAIN)
     return reasons, scaled
 
 
-_LET_GO = {"DROP_PAIR": Action.DROP_PAIR, "TRUNCATE_RESULT": Action.TRUNCATE_RESULT}
+_LET_GO = {PairReason.DROP_PAIR: Action.DROP_PAIR, PairReason.TRUNCATE_RESULT: Action.TRUNCATE_RESULT}
 
 
-def action_of(reason: str) -> Action:
+def action_of(reason: PairReason | str) -> Action:
     """The action a pair's reason stands for: a let-go's reason is its action's name; every other reason
     (REFUSED, NEEDED_RESULT, SHORT_RESULT, UNCERTAIN, WITHIN_BUDGET, CACHED_PREFIX, PINNED) keeps it."""
     return _LET_GO.get(reason, Action.KEEP)

@@ -318,3 +318,44 @@ def test_the_common_tables_count_instances_not_runs_or_occurrences() -> None:
     setup = portable(find_words(Buffer.of(["setup.py"]))).tolist()
     assert table["common_words"] == setup and session_words(sessions[0][1]).size == 2
     assert rarity_table(sessions, share=0.005)["common"] == ["pkg/own.py", "setup.py"]
+
+
+def test_one_file_has_one_session_id_in_every_command(tmp_path: Path) -> None:
+    """A run's file below `trajectories/` gets the same id from `jev compact`, `jev replay` (of any folder
+    above it), `jev label` and calibration's datasets (folder or archive), so records, labels and training
+    rows join; two files that would give one id are refused by name."""
+    import tarfile
+
+    from calibration.dataset import raw_trajectories
+    unpacked = tmp_path / "unpacked"
+    run = unpacked / "trajectories" / "run1"
+    run.mkdir(parents=True)
+    doc = json.dumps(formats.dump(session()))
+    (run / "inst.traj.json").write_text(doc)
+    (run / "inst.json").write_text(doc)  # the same session under a second suffix: the .traj.json is it
+    flags = ["--eligible-tools", "bash", "--preserve-recent", "2"]
+
+    proc = cli(["compact", run / "inst.traj.json", "--records", tmp_path / "c.jsonl", *flags])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads((tmp_path / "c.jsonl").read_text())["session_id"] == "run1/inst"
+    for source in (unpacked, unpacked / "trajectories", run):
+        records = tmp_path / f"r-{source.name}.jsonl"
+        proc = cli(["replay", source, "--records", records, "--every", "2", *flags])
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert {json.loads(line)["session_id"] for line in records.read_text().splitlines()} == {"run1/inst"}
+    out = tmp_path / "labels.jsonl"
+    proc = cli(["label", tmp_path / "r-unpacked.jsonl", "--transcripts", unpacked, "--out", out])
+    assert proc.returncode == 0 and b"no transcript" not in proc.stderr, proc.stderr.decode()
+    assert {json.loads(line)["session_id"] for line in out.read_text().splitlines()} == {"run1/inst"}
+    with tarfile.open(tmp_path / "runs.tar", "w") as tar:
+        tar.add(unpacked, arcname="somewhere")
+    for source in (unpacked, tmp_path / "runs.tar"):
+        assert [session for session, _data in raw_trajectories(source)] == ["run1/inst"]
+
+    elsewhere = unpacked / "copy" / "trajectories" / "run1"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "inst.jsonl").write_text(doc)
+    proc = cli(["replay", unpacked, "--records", tmp_path / "r2.jsonl", *flags])
+    assert proc.returncode == 2 and b"both hold session 'run1/inst'" in proc.stderr, proc.stderr.decode()
+    assert formats.session_id("/a/b/c.jsonl") == "c" and formats.session_id("/a/b/c.jsonl", "/a") == "b/c"
+    assert formats.session_id("b/c.json", "") == "b/c" and formats.session_id("/q/c.json", "/a") == "c"

@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     with out.status(f"judging {len(messages)} messages…") if out.is_terminal else nullcontext():
         # a record names its session so that `jev label` can join it; stdin names none, so records of a plan
         # read from stdin carry no session unless --session gives one (label reports them, never mis-joins)
-        session = args.session or (None if args.input == "-" else session_id(os.path.basename(args.input)))
+        session = args.session or (None if args.input == "-" else session_id(args.input))
         decision = compactor.plan_sync(messages, scope=scope, context={"session_id": session} if session else None,
                                        horizon=args.horizon)
     if observer is not None and observer.error is not None:  # records are SHADOW's whole output: exit 3

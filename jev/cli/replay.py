@@ -26,12 +26,12 @@ from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import (
     TRANSCRIPT_SUFFIXES,
+    by_session,
     claude_code,
     conversation_id,
     conversations,
     detect,
     parse,
-    session_id,
 )
 from ..policy import Action
 from ..state import estimate_tokens
@@ -96,13 +96,9 @@ def _sources(url: str) -> list[tuple[str, Any]]:
     else:
         base = str(Path(paths[0]).parent) if paths else ""
         found = paths
-    out = []
-    for path in sorted(found):
-        if not path.endswith(TRANSCRIPT_SUFFIXES) or not fs.isfile(path):
-            continue
-        rel = path[len(base):].lstrip("/") if base and path.startswith(base) else Path(path).name
-        out.append((session_id(rel), (fs, path)))
-    return out
+    files = by_session((path for path in found if path.endswith(TRANSCRIPT_SUFFIXES) and fs.isfile(path)),
+                       base or None)
+    return [(session, (fs, path)) for session, path in files.items()]
 
 
 def decision_points(messages: list[Message], every: int | None, trigger_tokens: int | None) -> list[int]:

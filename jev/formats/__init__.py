@@ -8,7 +8,7 @@ format name raises a `FormatError` that lists the available ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import import_module
 from types import ModuleType
 from typing import Any
@@ -154,13 +154,54 @@ def _glued(line: bytes | str) -> list[Any] | None:
 TRANSCRIPT_SUFFIXES = (".traj.json", ".json", ".jsonl")  # what a transcript file's name ends with
 
 
-def session_id(name: str) -> str:
-    """The session a transcript file holds, by its name (or path below a folder): without its suffix.
-    `jev compact`'s records, `jev replay`'s records and `jev label`'s lookup all name sessions this way."""
+RUNS_FOLDER = "trajectories"  # the folder mini-swe-agent writes its runs under: ids start below it
+
+
+def session_id(path: str, root: str | None = None) -> str:
+    """The session a transcript file holds — the one id every command gives it (`jev compact`, `jev replay`,
+    `jev label`, calibration's datasets), so a file's records, labels and training rows join. Its path below
+    the last `trajectories/` folder the path passes (mini-swe-agent runs' layout: the same id whichever
+    command reads the file, from wherever it was unpacked); else its path below `root`, the folder a command
+    was given ("" for a path already relative, as an archive's members are); else (no `root`, or a path
+    outside it) the file's name. Without its suffix (`TRANSCRIPT_SUFFIXES`)."""
+    parts = [part for part in path.split("/") if part and part != "."]
+    runs = [i for i, part in enumerate(parts[:-1]) if part == RUNS_FOLDER]
+    base = None if root is None else root.rstrip("/")
+    if runs:
+        parts = parts[runs[-1] + 1:]
+    elif base is None or (base and not path.startswith(base + "/")):
+        parts = parts[-1:]
+    elif base:
+        parts = [part for part in path[len(base) + 1:].split("/") if part and part != "."]
+    name = "/".join(parts)
     for suffix in TRANSCRIPT_SUFFIXES:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def by_session(paths: Iterable[str], root: str | None = None) -> dict[str, str]:
+    """The transcript files among `paths` by their `session_id` below `root`, in id order. Where one folder
+    holds a session under two suffixes, the first of `TRANSCRIPT_SUFFIXES` is the session's (as mini-swe-agent
+    writes `x.traj.json`); two files elsewhere that give one id are refused (ValueError), never joined to
+    the same records."""
+    found: dict[str, tuple[int, str]] = {}
+    for path in paths:
+        rank = next((k for k, suffix in enumerate(TRANSCRIPT_SUFFIXES) if path.endswith(suffix)), None)
+        if rank is None:
+            continue
+        session = session_id(path, root)
+        seen = found.get(session)
+        if seen is None or (_stem(seen[1]) == _stem(path) and rank < seen[0]):
+            found[session] = (rank, path)
+        elif _stem(seen[1]) != _stem(path):
+            raise ValueError(f"{seen[1]!r} and {path!r} both hold session {session!r}: name the folder of one")
+    return {session: path for session, (_rank, path) in sorted(found.items())}
+
+
+def _stem(path: str) -> str:
+    """`path` without its transcript suffix."""
+    return next((path[: -len(suffix)] for suffix in TRANSCRIPT_SUFFIXES if path.endswith(suffix)), path)
 
 
 STRETCH_MARK = "#stretch-"  # between a session's id and the number of one of its conversations
@@ -272,5 +313,5 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
                           "those messages afresh") from None
 
 
-__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "conversation_id", "conversations", "detect",
+__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "by_session", "conversation_id", "conversations", "detect",
            "dump", "load", "parse", "parse_conversation_id", "session_id", "writable"]
