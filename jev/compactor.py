@@ -32,8 +32,9 @@ from .cost import (
 from .decision import Decision, ExecutionOptions, Mode, PairRows, Plan, Reason, Status
 from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
 from .history import Remeasured, Taken, chars_after, sizes_each, take, unchanged
-from .judges.base import Judge, JudgeRequest, judge_name, receives_state, validate_answers
+from .judges.base import Judge, JudgeRequest, JudgeTraits, traits, validate_answers
 from .policy import (
+    DEFAULT_SIZE_EXPONENT,
     PINNED_SCORES,
     Action,
     CompactionConfig,
@@ -42,7 +43,6 @@ from .policy import (
     action_of,
     budget,
     deepened,
-    judge_exponent,
     no_candidates_detail,
     pins,
     verdicts,
@@ -59,6 +59,12 @@ from .windows import JudgeCall, plan_requests
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 REFITS = 3  # times a token target's plan asks for more when its first choice leaves the history over the target
 _log = logging.getLogger("jev")
+
+
+def judge_exponent(judged_by: JudgeTraits) -> float:
+    """The size exponent a judge's probabilities were tuned to be ranked with, else `DEFAULT_SIZE_EXPONENT`
+    (1.0: the SPEC §6 amendment)."""
+    return DEFAULT_SIZE_EXPONENT if judged_by.size_exponent is None else judged_by.size_exponent
 _HELD_BECAUSE = {PairReason.NEEDED_RESULT: "confidently needed (raw keep_result >= keep_threshold)",
                  PairReason.REFUSED: "refused by the judge", PairReason.SHORT_RESULT: "too short to cut"}
 
@@ -204,12 +210,12 @@ class Compactor:
         if not isinstance(self.options, ExecutionOptions):
             raise ConfigError("options must be a jev.ExecutionOptions")
         if self.config.size_exponent is None:  # the judge's own: what its probabilities were tuned to rank with
-            self.config = dataclasses.replace(self.config, size_exponent=judge_exponent(judge))
+            self.config = dataclasses.replace(self.config, size_exponent=judge_exponent(traits(judge)))
         if self.options.mode is Mode.ENFORCE and archive is None:
             raise ConfigError("ENFORCE requires durable archive")
         if not callable(getattr(judge, "ask", None)):
             raise ConfigError("judge must have an async ask(request) method")
-        stamped, name = self.config.calibrated_for, judge_name(judge)
+        stamped, name = self.config.calibrated_for, traits(judge).name
         if stamped is not None and stamped != name:
             raise ConfigError(f"calibrated_for: these thresholds were certified for judge {stamped!r}, not {name!r}; "
                               "shadow, label and calibrate again with this judge")
@@ -358,7 +364,7 @@ class Compactor:
         if not candidates:
             detail = no_candidates_detail(transcript, config)
             return Decision(Status.SKIPPED, Reason.NO_CANDIDATES, detail=detail), PairRows(), ()
-        requests = plan_requests(transcript, candidates, config, receives_state(self.judge))
+        requests = plan_requests(transcript, candidates, config, traits(self.judge).receives_state)
         probabilities, tokens_in, tokens_out = await self._ask_all(requests.calls, transcript)
 
         if not unchanged(messages, taken):
@@ -604,5 +610,5 @@ class Compactor:
         size = len(messages) if isinstance(messages, Sequence) else 0
         record = build_record(decision, version=self.options.version, mode=self.options.mode.value,
                               elapsed_ms=elapsed_ms, pairs=pair_records(rows), session_id=session_of(scope, context),
-                              history_messages=size, judge=judge_name(self.judge))
+                              history_messages=size, judge=traits(self.judge).name)
         deliver(self.options.observer, context, record)

@@ -94,7 +94,7 @@ class CompactionConfig:
     max_transcript_chars: int = 5_000_000
     eligible_tools: frozenset[str] = field(default_factory=frozenset)
     pinned_message_ids: frozenset[str] = field(default_factory=frozenset)
-    size_exponent: float | None = None  # None: the judge's own (`judge_exponent`); 0.0 is SPEC §6's plain table
+    size_exponent: float | None = None  # None: the judge's own (`jev.judges.base.traits`); 0.0 is SPEC §6's plain table
     size_reference_chars: int = 1000
     tool_thresholds: tuple[tuple[str, float, float], ...] = ()
     target_reduction: float | None = None  # budget mode: let go of this share of candidate result characters
@@ -324,14 +324,6 @@ def value_score(keep_result: float, result_chars: int, config: CompactionConfig)
     if not exponent:
         return keep_result
     return keep_result * (config.size_reference_chars / max(result_chars, 1)) ** exponent
-
-
-def judge_exponent(judge: object) -> float:
-    """The size exponent a judge's probabilities were tuned to be ranked with (`size_exponent`, as the
-    local judge's weights carry), else `DEFAULT_SIZE_EXPONENT` (1.0: the SPEC §6 amendment)."""
-    exponent = getattr(judge, "size_exponent", None)
-    return float(exponent) if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) \
-        and 0 <= exponent <= 4 else DEFAULT_SIZE_EXPONENT
 
 
 @quick_init

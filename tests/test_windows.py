@@ -12,7 +12,7 @@ from jev import CompactionConfig, Mode, Reason, Status
 from jev.analysis import analyze
 from jev.canonical import canonical_json
 from jev.judges import LocalJudge, ReplayJudge
-from jev.judges.base import receives_state
+from jev.judges.base import traits
 from jev.policy import candidates
 from jev.state import INPUT_CAPS, state_tokens
 from jev.transcript import ToolUseBlock
@@ -22,10 +22,23 @@ CONFIG = dict(eligible_tools=frozenset({"read"}), preserve_recent_messages=6, mi
 
 
 def test_judges_declare_whether_they_receive_the_state() -> None:
-    assert receives_state(LocalJudge()) is False
-    assert receives_state(ReplayJudge({})) is True
-    assert receives_state(ReplayJudge({}, receives_state=False)) is False
-    assert receives_state(ScriptedJudge()) is True  # a judge that does not say is taken to
+    assert traits(LocalJudge()).receives_state is False
+    assert traits(ReplayJudge({})).receives_state is True
+    assert traits(ReplayJudge({}, receives_state=False)).receives_state is False
+    assert traits(ScriptedJudge()).receives_state is True  # a judge that does not say is taken to
+
+
+def test_a_judge_says_its_name_and_size_exponent_or_takes_the_defaults() -> None:
+    """`traits` reads the optional attributes of the judge protocol once: a judge's own when usable, else
+    the default — its class name, no exponent (the compactor then ranks at the policy's default)."""
+    assert traits(LocalJudge()).size_exponent == LocalJudge().size_exponent
+    assert traits(LocalJudge()).name == LocalJudge().model
+    plain = traits(ScriptedJudge())
+    assert (plain.name, plain.size_exponent) == ("ScriptedJudge", None)
+    for bad in (True, "1.5", -1, 5, float("nan")):
+        judge = ScriptedJudge()
+        judge.size_exponent, judge.model = bad, "  "  # type: ignore[attr-defined]
+        assert traits(judge).size_exponent is None and traits(judge).name == "ScriptedJudge"
 
 
 @pytest.mark.parametrize("judge", [LocalJudge(), ReplayJudge({}, default=0.5, receives_state=False)],

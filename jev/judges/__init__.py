@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .base import REFUSAL, Answers, Judge, JudgeRequest, Refusal, validate_answers
+from .base import REFUSAL, Answers, Judge, JudgeRequest, JudgeTraits, Refusal, traits, validate_answers
 
 if TYPE_CHECKING:
     from .local import LocalJudge
@@ -37,5 +37,5 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__ = ["REFUSAL", "Answers", "Judge", "JudgeRequest", "LocalJudge", "OpenAIDecisionsJudge", "Refusal",
-           "RemoteJudge", "ReplayJudge", "RetryPolicy", "SystemOneJudge", "validate_answers"]
+__all__ = ["REFUSAL", "Answers", "Judge", "JudgeRequest", "JudgeTraits", "LocalJudge", "OpenAIDecisionsJudge",
+           "Refusal", "RemoteJudge", "ReplayJudge", "RetryPolicy", "SystemOneJudge", "traits", "validate_answers"]

@@ -52,22 +52,38 @@ class Answers:
 
 @runtime_checkable
 class Judge(Protocol):
-    """Anything with `async ask(request) -> Answers`. A judge that reads the transcript in process and never
-    sends the state anywhere sets `receives_state = False`: the state is then not built, and
-    `max_state_tokens` / `max_request_tokens` (limits on what a remote judge receives) do not bind it."""
+    """Anything with `async ask(request) -> Answers`: the one method a plan calls. Three attributes are
+    optional, and read once per use by `traits` (their defaults when absent or not of their type):
+
+    - `receives_state: bool` (True) — False for a judge that reads the transcript in process and never sends
+      the state anywhere: the state is then not built, and `max_state_tokens` / `max_request_tokens` (limits
+      on what a remote judge receives) do not bind it;
+    - `model: str` (its class name) — the name records and calibrated thresholds carry;
+    - `size_exponent: float` in [0, 4] (None: the policy's default) — the exponent its probabilities were
+      tuned to be ranked with (`CompactionConfig.size_exponent` None takes it)."""
 
     async def ask(self, request: JudgeRequest) -> Answers: ...
 
 
-def receives_state(judge: Any) -> bool:
-    """Whether the judge receives the state (a judge that does not say is taken to, as remote ones do)."""
-    return getattr(judge, "receives_state", True) is not False
+@dataclass(frozen=True, slots=True)
+class JudgeTraits:
+    """What a judge says of itself beyond `ask` (`Judge`'s optional attributes, defaults filled in)."""
+
+    name: str
+    receives_state: bool
+    size_exponent: float | None  # None: it names none
 
 
-def judge_name(judge: Any) -> str:
-    """The name records and calibrated thresholds carry for a judge: its `model`, else its class name."""
+def traits(judge: object) -> JudgeTraits:
+    """`judge`'s optional attributes (`Judge`), each with its default when absent or not of its type: a judge
+    that does not say receives the state (as remote ones do), is named by its class, and names no size
+    exponent."""
     model = getattr(judge, "model", None)
-    return model if isinstance(model, str) and model.strip() else type(judge).__name__
+    exponent = getattr(judge, "size_exponent", None)
+    usable = isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and 0 <= exponent <= 4
+    return JudgeTraits(model if isinstance(model, str) and model.strip() else type(judge).__name__,
+                       getattr(judge, "receives_state", True) is not False,
+                       float(exponent) if usable else None)  # type: ignore[arg-type]
 
 
 def check_probability(value: Any, where: str) -> float:
