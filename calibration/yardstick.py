@@ -59,6 +59,7 @@ class Pick:
     removed: int  # the characters that removed: what the other policies are matched to
     saves: np.ndarray  # per candidate, what letting it go saves under every policy
     age: np.ndarray  # candidates oldest first
+    biggest: np.ndarray  # candidates biggest saving first (ties oldest first)
 
 
 def judge_pick(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
@@ -79,7 +80,8 @@ def judge_pick(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: n
                                      strict=True)], config)
     picked = np.asarray([j for j, k in enumerate(keys) if action_of(chosen[k]) is not Action.KEEP], dtype=int)
     saves = np.where(calls >= config.keep_threshold, cut_saves, chars) if same_form else chars
-    return Pick(picked, removed, saves, np.argsort([int(k[1:]) for k in keys], kind="stable"))
+    return Pick(picked, removed, saves, np.argsort([int(k[1:]) for k in keys], kind="stable"),
+                np.argsort(-saves, kind="stable"))
 
 
 def matched_policies(pick: Pick, need: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -89,7 +91,7 @@ def matched_policies(pick: Pick, need: np.ndarray, rng: np.random.Generator) -> 
     oracle = np.lexsort((-saves, need))  # unneeded first, biggest saving first within
     return {"judge": pick.picked,
             "recency": matched(pick.age, saves, removed),
-            "biggest-first": matched(np.argsort(-saves, kind="stable"), saves, removed),
+            "biggest-first": matched(pick.biggest, saves, removed),
             "random": matched(rng.permutation(len(saves)), saves, removed),
             "oracle": matched(oracle, saves, removed),
             "drop-all": np.arange(len(saves))}
