@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 from jev.errors import ArchiveError
-from jev.scope import Archive, Scope
+from jev.model.scope import Archive, Scope
 
 from .base import DEFAULT_MAX_BYTES, ArchiveBase
 from .file import FileArchive

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jev.archived_pair import extract_pair
+from jev.applying.archived_pair import extract_pair
 from jev.errors import ArchiveError
-from jev.scope import Scope
-from jev.transcript import Message
-from jev.validate import require_integer
+from jev.model.scope import Scope
+from jev.model.transcript import Message
+from jev.support.validate import require_integer
 
 from . import snapshot
 from .snapshot import check_scope

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from jev.errors import ArchiveError
-from jev.scope import Scope
+from jev.model.scope import Scope
 
 from .base import DEFAULT_MAX_BYTES, ArchiveBase, check_max_bytes
 

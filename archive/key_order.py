@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from jev.errors import ArchiveError
-from jev.transcript import Message, OtherBlock, ToolResultBlock, ToolUseBlock
+from jev.model.transcript import Message, OtherBlock, ToolResultBlock, ToolUseBlock
 
 
 class _Orders:

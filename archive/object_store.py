@@ -20,7 +20,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from jev.errors import ArchiveError
-from jev.scope import Scope
+from jev.model.scope import Scope
 
 from . import snapshot
 from .base import DEFAULT_MAX_BYTES, ArchiveBase, check_max_bytes

@@ -9,11 +9,11 @@ from typing import Any, NoReturn
 
 import orjson
 
-from jev.canonical import canonical_json, unwritable
-from jev.checks import message_problem
 from jev.errors import ArchiveError, FormatError
-from jev.scope import Scope
-from jev.transcript import Message, messages_from_dicts
+from jev.model.canonical import canonical_json, unwritable
+from jev.model.scope import Scope
+from jev.model.transcript import Message, messages_from_dicts
+from jev.providers.checks import message_problem
 
 from . import key_order
 

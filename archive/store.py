@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 import orjson
 
 from jev.errors import ArchiveError, ConfigError
-from jev.scope import Scope
+from jev.model.scope import Scope
 
 from .base import DEFAULT_MAX_BYTES, REFUSED, ArchiveBase, check_max_bytes
 from .snapshot import check_scope

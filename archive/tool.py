@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jev.archived_pair import BLANK, DESCRIPTION, NAME, SCHEMA, describe, latest_pair, restore_latest
+from jev.applying.archived_pair import BLANK, DESCRIPTION, NAME, SCHEMA, describe, latest_pair, restore_latest
 from jev.errors import ArchiveError
-from jev.scope import Scope
+from jev.model.scope import Scope
 
 from .snapshot import check_reference
 

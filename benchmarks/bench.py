@@ -18,7 +18,7 @@ DATA = ROOT.parent / "shared" / "data" / "mini-swe-agent-swebench-dev.tar.xz"
 SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"  # 61 of them, shipped: where the dev set is absent
 
 from calibration.dataset import trajectories
-from jev.transcript import Message, ToolResultBlock, ToolUseBlock
+from jev.model.transcript import Message, ToolResultBlock, ToolUseBlock
 
 _SESSIONS: list[list[Message]] = []
 

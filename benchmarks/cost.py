@@ -13,7 +13,7 @@ labels-v1 and labels-v2-reuse, computed from each session's full history. A Clau
 Code compacted itself is replayed as one conversation per stretch between its compactions (3 of the 110
 dev sessions, once each: 113 conversations).
 
-Every set's transcripts record what the provider billed for each call (`jev.usage`): a least-squares line
+Every set's transcripts record what the provider billed for each call (`jev.billing.usage`): a least-squares line
 through them gives the tokens every request carried beyond its history (the system prompt, tool
 definitions: Claude Code's ~32 k), which each replay adds as its `prefix`, and the no-compaction replay is
 checked against the bill (printed under the table). "sent ×" and "billed ×" are the history's alone, as
@@ -45,11 +45,11 @@ from archive import MemoryStore, StoreArchive
 from calibration.dataset import raw_trajectories
 from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, formats
-from jev.analysis import analyze
 from jev.billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, calls_after, replay
-from jev.cost import DEFAULT_PROFILE
+from jev.billing.usage import Billed, calls_billed, check, fitted_prefix
+from jev.deciding.cost import DEFAULT_PROFILE
 from jev.judges import LocalJudge
-from jev.usage import Billed, calls_billed, check, fitted_prefix
+from jev.reading.analysis import analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"swebench": ("mini-swe-agent-swebench-dev.tar.xz", frozenset({"bash"})),
@@ -67,7 +67,7 @@ def sessions(name: str, limit: int | None) -> tuple[list[list[Any]], list[list[B
     """The conversations of a set's first `limit` sessions (all by default, `jev.formats.conversations`): a
     Claude Code session that Claude Code compacted itself is one per stretch (the model went on from the
     summary alone), every other session one. Beside each, what the provider billed for each of its model
-    calls (`jev.usage.calls_billed`), or None where the transcript does not record every one."""
+    calls (`jev.billing.usage.calls_billed`), or None where the transcript does not record every one."""
     out, usage = [], []
     for n, (_session, data) in enumerate(raw_trajectories(DATA / SETS[name][0]), 1):
         document = formats.parse(data)

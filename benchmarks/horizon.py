@@ -1,6 +1,6 @@
 """Which horizon rule holds: the cost gate's estimate of the later model calls, checked by replay on the dev sets.
 
-The gate adopts a plan when what it frees over the horizon repays the re-write it causes (`jev.cost`). A live
+The gate adopts a plan when what it frees over the horizon repays the re-write it causes (`jev.deciding.cost`). A live
 host rarely knows how many calls are left, so the library estimates them from the history. This replays jev at
 its defaults (the local judge, the threshold table, the gate; planning at a cold cache too) on every dev set, at
 each trigger and pricing profile, once per candidate rule, beside no compaction and the true number of later
@@ -40,13 +40,13 @@ from benchmarks.bench import write_table
 from benchmarks.cost import LABEL, SETS, billed, sessions
 from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
-from jev.analysis import (
+from jev.billing import JevCompaction, NoCompaction, calls_after
+from jev.billing.usage import fitted_prefix
+from jev.judges import LocalJudge
+from jev.reading.analysis import (
     Transcript,
     analyze,
 )
-from jev.billing import JevCompaction, NoCompaction, calls_after
-from jev.judges import LocalJudge
-from jev.usage import fitted_prefix
 
 
 def made(transcript: Transcript, point: int) -> int:

@@ -29,11 +29,11 @@ from decisions_server import DecisionsServer
 
 from calibration.train_local import checked_scan_chars
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json
-from jev.analysis import analyze, extend
 from jev.judges import LocalJudge, OpenAIDecisionsJudge
 from jev.judges.local import load_model
 from jev.judges.retry import NO_RETRIES
-from jev.transcript import ToolResultBlock
+from jev.model.transcript import ToolResultBlock
+from jev.reading.analysis import analyze, extend
 
 SIZES = (50, 200, 400, 800)
 LATENCY = 0.1
@@ -111,7 +111,7 @@ def local(scan_chars: int | None = None, model: str | None = None, sizes: tuple[
 
 def warm_time(judge: LocalJudge, messages: list, floor_of: Callable[[], object]) -> tuple[float, float]:
     """Median seconds of scoring `messages` once the judge has scored them `WARM_BEHIND` pairs back (the
-    host's earlier plan: the transcript grown by `jev.analysis.extend`), and the median ratio to the floor,
+    host's earlier plan: the transcript grown by `jev.reading.analysis.extend`), and the median ratio to the floor,
     timed round by round (each round reads the earlier history again, untimed, then the grown one)."""
     results = [k for k, m in enumerate(messages) if any(isinstance(b, ToolResultBlock) for b in m.content)]
     cut = results[-WARM_BEHIND - 1] + 1 if len(results) > WARM_BEHIND else 0

@@ -33,10 +33,10 @@ from benchmarks.bench import write_table
 from benchmarks.cost import LABEL, SETS, sessions
 from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
-from jev.analysis import analyze
 from jev.billing import ClearBatched, JevCompaction, NoCompaction, replay
+from jev.billing.usage import fitted_prefix
 from jev.judges import LocalJudge
-from jev.usage import fitted_prefix
+from jev.reading.analysis import analyze
 
 RESAMPLES = 400
 

@@ -26,9 +26,9 @@ import orjson
 from bench import paired, timeit, transcript
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, canonical_json, formats
-from jev.analysis import analyze
 from jev.judges import LocalJudge, ReplayJudge
-from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock
+from jev.model.transcript import TextBlock, ToolResultBlock, ToolUseBlock
+from jev.reading.analysis import analyze
 
 SIZES = (40, 400, 4000, 16000)
 CONFIG = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=6, max_state_tokens=20_000_000,

@@ -43,10 +43,10 @@ from calibration.labels import (
 from calibration.rarity import Rarity
 from calibration.train_local import scores_of
 from calibration.yardstick import let_go, points
-from jev.analysis import analyze
 from jev.judges.features import SCAN_CHARS, command_text
 from jev.judges.local import load_model
-from jev.transcript import ToolUseBlock
+from jev.model.transcript import ToolUseBlock
+from jev.reading.analysis import analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE": DATA / "mini-swe-agent-swebench-dev.tar.xz", "DeepSeek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}

@@ -3,7 +3,7 @@ sessions and agent models it never saw?
 
 Decision points every 8 pairs (newest 3 protected) on both dev sets; only points a host would trigger on
 (candidate results of at least `--min-chars` characters) count. At each point the product lets go of
-results by its own ranking — budget mode (`jev.policy.budget`, `target_reduction=--budget`, size-aware,
+results by its own ranking — budget mode (`jev.deciding.policy.budget`, `target_reduction=--budget`, size-aware,
 default thresholds) on the local judge's probabilities — and every other policy then lets go of whole
 results in its own order until it has removed at least as many characters (net of kept heads and
 markers): recency (oldest first), biggest-first, random, the oracle (unneeded first, biggest saving
@@ -70,9 +70,9 @@ from calibration.labels import STRICT_LABEL_VERSION, pair_uses
 from calibration.rarity import Rarity
 from calibration.train_local import READ_DEPTH, checked_scan_chars, corpus_name, scores_of, train
 from calibration.yardstick import POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals
-from jev.analysis import analyze
 from jev.errors import ConfigError
 from jev.judges.local import MODEL, load_model
+from jev.reading.analysis import analyze
 
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"SWE (Gemini)": DATA / "mini-swe-agent-swebench-dev.tar.xz",

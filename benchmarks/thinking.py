@@ -41,11 +41,11 @@ from cost import SETS, billed, sessions  # the cost benchmark's loader and repla
 from archive import MemoryStore, Scope, StoreArchive
 from calibration.labels import needed_later
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
-from jev.analysis import analyze
 from jev.billing import ClearBatched, JevCompaction, NoCompaction
+from jev.billing.usage import fitted_prefix
 from jev.judges import LocalJudge
 from jev.providers import ThinkingPolicy, check
-from jev.usage import fitted_prefix
+from jev.reading.analysis import analyze
 
 TOOLS = SETS["claude-code"][1]
 BEFORE = "claude-opus-4-6"  # a model without the prefix check: the plans the library made before issue 61

@@ -19,10 +19,10 @@ import numpy as np
 import orjson
 
 from jev import formats
-from jev.analysis import analyze, extend
-from jev.canonical import canonical_json
 from jev.judges.features import FEATURE_NAMES, SCAN_CHARS, FeatureReader
-from jev.transcript import Message
+from jev.model.canonical import canonical_json
+from jev.model.transcript import Message
+from jev.reading.analysis import analyze, extend
 
 from .labels import later_reuse, pair_uses, strict_uses
 from .rarity import Rarity

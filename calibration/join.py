@@ -18,7 +18,7 @@ import fsspec
 import orjson
 
 from jev import formats
-from jev.analysis import analyze
+from jev.reading.analysis import analyze
 
 from .labels import LABEL_VERSION, later_reuse, pair_uses, strict_uses
 from .rarity import Rarity

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from jev.analysis import Transcript
 from jev.judges.features import command_text, tool_words
-from jev.markers import is_tombstone
-from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock
+from jev.model.markers import is_tombstone
+from jev.model.transcript import TextBlock, ToolResultBlock, ToolUseBlock
+from jev.reading.analysis import Transcript
 
 T = TypeVar("T")
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from jev.analysis import Transcript
 from jev.judges.features import command_text
 from jev.judges.words import Buffer, find_words, portable
-from jev.transcript import ToolResultBlock, ToolUseBlock
+from jev.model.transcript import ToolResultBlock, ToolUseBlock
+from jev.reading.analysis import Transcript
 
 from .labels import RARE_SHARE, frequent, session_tokens
 

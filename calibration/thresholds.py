@@ -9,11 +9,11 @@ setting, on the larger of the two p-values).
 Settings certified: a discard threshold on the result score, with the keep threshold the compactor runs
 (`keep_threshold`, fixed before any data is seen) and its recency window in pairs (`recent_pairs`, the
 newest candidates never judged: `CompactionConfig.preserve_recent_pairs`), through the compactor's own
-decision table (`jev.policy.table`): a pair counts as let go exactly when a compactor with those settings
+decision table (`jev.deciding.policy.table`): a pair counts as let go exactly when a compactor with those settings
 drops or truncates it, so what is certified is what is let go. A window of N with every older candidate
 let go is keep-last-N: certifying windows beside thresholds lets the judge keep what recency keeps.
 With `target=True` also a budget-mode `target_reduction`, walked in the product's own order
-(`jev.policy.budget_order`).
+(`jev.deciding.policy.budget_order`).
 
 By default nothing is fitted before certifying: the threshold grid is fixed in advance, so every session
 certifies (certifying at alpha with probability >= 1 - delta needs at least log delta / log(1 - alpha)
@@ -21,7 +21,7 @@ sessions, and a split would spend a third of them). `fit_share` > 0 spends that 
 a grid at their score quantiles instead. The calibrated P(needed) reported beside a threshold is
 descriptive (a monotone map fitted on the fit sessions, or all of them); it is not part of the guarantee.
 
-`size_aware=True` thresholds the result score the compactor ranks by by default: `jev.policy.value_score`
+`size_aware=True` thresholds the result score the compactor ranks by by default: `jev.deciding.policy.value_score`
 (P(needed) per `size_reference_chars` characters of result).
 """
 
@@ -37,8 +37,16 @@ import numpy as np
 from sklearn.model_selection import GroupShuffleSplit
 
 from jev import formats
-from jev.policy import DEFAULT_SIZE_EXPONENT, CompactionConfig, Judged, budget_order, budget_target, table, value_score
-from jev.validate import require_in
+from jev.deciding.policy import (
+    DEFAULT_SIZE_EXPONENT,
+    CompactionConfig,
+    Judged,
+    budget_order,
+    budget_target,
+    table,
+    value_score,
+)
+from jev.support.validate import require_in
 
 from .fit import ScoreCalibrator
 from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
@@ -176,7 +184,7 @@ def size_rule(exponent: float) -> CompactionConfig:
 
 def result_score(rows: Rows, size_aware: bool, exponent: float = SIZE_RULE.size_exponent) -> np.ndarray:
     """The score a threshold applies to: the raw result probability, or the compactor's size-scaled one
-    (`jev.policy.value_score` with `size_exponent=exponent`)."""
+    (`jev.deciding.policy.value_score` with `size_exponent=exponent`)."""
     if not size_aware:
         return rows.keep_result
     rule = size_rule(exponent)
@@ -476,7 +484,7 @@ class ThresholdSelector:
         self.recent_pairs = recent_pairs
 
     def _validate(self, rows: Rows) -> None:
-        # ConfigError is a ValueError: the rules and their wording are jev's (jev.validate)
+        # ConfigError is a ValueError: the rules and their wording are jev's (jev.support.validate)
         for name in ("alpha", "delta"):
             require_in(name, getattr(self, name), 0, 1, open_low=True, open_high=True)
         if self.uncertain_rate is not None:
@@ -551,7 +559,7 @@ class ThresholdSelector:
         raw = raw[raw < k]  # a compactor refuses discard_threshold >= keep_threshold: never certify one
         calibrated = calibrator.predict(np.maximum(raw, 0.0))
         score = result_score(test, self.size_aware, exponent)
-        # the compactor's own rule at every grid point (`jev.policy.table`, keep threshold and recency window
+        # the compactor's own rule at every grid point (`jev.deciding.policy.table`, keep threshold and recency window
         # included), so what is certified is what a compactor with these settings lets go: (grid, rows),
         # dropped or truncated
         dropped, truncated = decided(raw, k, test, score, window)
@@ -674,7 +682,7 @@ def judged(rows: Rows, k: float, window: int = 0) -> np.ndarray:
 
 def decided(d: float | np.ndarray, k: float, rows: Rows, score: np.ndarray, window: int = 0
             ) -> tuple[np.ndarray, np.ndarray]:
-    """The compactor's decision table (`jev.policy.table`) with discard threshold `d`, keep threshold `k`
+    """The compactor's decision table (`jev.deciding.policy.table`) with discard threshold `d`, keep threshold `k`
     and recency window `window` on every row at once: (dropped, truncated). `d` may be an array of
     thresholds: then one row of outcomes per threshold."""
     d = np.asarray(d, dtype=float)
@@ -683,7 +691,7 @@ def decided(d: float | np.ndarray, k: float, rows: Rows, score: np.ndarray, wind
 
 
 def applied(d: float, k: float, rows: Rows, score: np.ndarray, window: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """What the compactor does with thresholds (d, k) and recency window `window` — `jev.policy.table`, the
+    """What the compactor does with thresholds (d, k) and recency window `window` — `jev.deciding.policy.table`, the
     product's own rule, on every row at once: the rows let go (dropped or truncated) and the rows left
     UNCERTAIN. A raw result score >= k is always kept, and so is a row among its point's newest `window`."""
     drop, truncate = decided(d, k, rows, score, window)

@@ -55,9 +55,9 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold
 
 from jev import formats
-from jev.analysis import analyze
 from jev.judges.features import AGENT_FEATURES, FEATURE_NAMES, LINE_NUMBER_FEATURES
 from jev.judges.local import DEPTH, link, logistic, mixed, score, score_trees
+from jev.reading.analysis import analyze
 
 from .dataset import TrainingRows, build_rows, group_of, raw_trajectories
 from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION

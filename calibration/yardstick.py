@@ -3,7 +3,7 @@ policy lets go of whole results in its own order until it has removed as many ch
 
 Shared by the yardstick (`benchmarks/quality.py`) and the training script, which chooses the local judge's
 capacity, blend and size exponent on it by grouped cross-validation: one rule for what "lost" means.
-Policies: the judge (`jev.policy.budget` on its probabilities), recency (oldest first), biggest-first,
+Policies: the judge (`jev.deciding.policy.budget` on its probabilities), recency (oldest first), biggest-first,
 random, the size-aware oracle (unneeded first, biggest saving first) and drop-all. L = the share of
 later-needed results let go, pooled over points; the gap closed = (L_recency - L_judge) / (L_recency -
 L_oracle); intervals resample groups (sessions, or instances when runs of one instance are grouped).
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jev.apply import SHORT_RESULT_SLACK, truncation_marker
-from jev.policy import Action, CompactionConfig, Judged, action_of, budget
+from jev.applying.apply import SHORT_RESULT_SLACK, truncation_marker
+from jev.deciding.policy import Action, CompactionConfig, Judged, action_of, budget
 
 from .dataset import TrainingRows, group_of
 
@@ -65,7 +65,7 @@ class Pick:
 def judge_pick(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: np.ndarray, share: float,
               same_form: bool = True, size_exponent: float = 1.0) -> Pick:
     """The judge's let-go at one point (budget mode at `share`, ranking by P(needed) / saves **
-    `size_exponent`: `jev.policy.budget`, the product's rule) and each candidate's saving (`let_go`)."""
+    `size_exponent`: `jev.deciding.policy.budget`, the product's rule) and each candidate's saving (`let_go`)."""
     ix = point.rows
     chars = rows.result_chars[ix].astype(int)
     default = CompactionConfig()

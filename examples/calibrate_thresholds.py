@@ -31,8 +31,8 @@ from archive import FileArchive, Scope  # noqa: E402
 from calibration import report, rows_from, select_thresholds  # noqa: E402
 from calibration.dataset import raw_trajectories  # noqa: E402
 from calibration.join import label  # noqa: E402
-from jev.analysis import analyze  # noqa: E402
 from jev.judges import LocalJudge  # noqa: E402
+from jev.reading.analysis import analyze  # noqa: E402
 
 SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"
 

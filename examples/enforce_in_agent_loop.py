@@ -69,7 +69,7 @@ def run(workdir: Path) -> None:
         jev.ExecutionOptions(jev.Mode.ENFORCE, budget=5.0, version="example"),
         archive,
     )
-    # the host expects about 10 more model calls: the cost gate (jev.cost) adopts a plan only if it pays by then
+    # the host expects about 10 more model calls: the cost gate (jev.deciding.cost) adopts a plan only if it pays by then
     middleware = JevCompactionMiddleware(compactor, trigger=("messages", 8), scope=Scope("demo", "coder", "s1"),
                                          keep_decisions=10, horizon=10)  # the last 10 plans (1 by default)
     agent = create_agent(model, tools=[read_file, middleware.restore_tool()], middleware=[middleware])

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import jev
 from archive import FileArchive, Scope
-from jev import scenario
 from jev.judges import ReplayJudge
+from jev.running import scenario
 
 
 async def main(workdir: Path) -> None:
-    history = scenario.messages()  # six messages; see jev/scenario.py
+    history = scenario.messages()  # six messages; see jev/running/scenario.py
     archive = FileArchive(workdir / "archive", max_bytes=1_000_000)
     judge = ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
     records: list[jev.Record] = []
@@ -36,7 +36,7 @@ async def main(workdir: Path) -> None:
     scope = Scope("demo", "compaction-demo", "context-demo")
 
     # the host expects about 20 more model calls: dropping the obsolete read re-bills the rest of the history
-    # once at the cache-write price and saves its tokens on every later call; it pays after ~7 (jev.cost)
+    # once at the cache-write price and saves its tokens on every later call; it pays after ~7 (jev.deciding.cost)
     compacted = await compactor.compact(history, scope=scope, horizon=20)  # the history the host uses now
     assert compacted is not None and judge.calls == 1, "one judge call, one adopted plan"
     print("record:", records[-1].status, records[-1].reason, records[-1].recommendation["pairs_removed"],

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jev
 from archive import Scope, open_archive, restore_tool
-from jev import scenario
 from jev.judges import ReplayJudge
+from jev.running import scenario
 
 
 def main() -> None:

@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 import jev  # noqa: E402
 from calibration.dataset import trajectories  # noqa: E402
-from jev.analysis import analyze  # noqa: E402
 from jev.judges import LocalJudge  # noqa: E402
+from jev.reading.analysis import analyze  # noqa: E402
 
 SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"
 

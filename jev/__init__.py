@@ -10,10 +10,10 @@ load when first used.
 
 from typing import TYPE_CHECKING, Any
 
-from . import formats
-from .canonical import canonical_json
-from .cost import CostEstimate, PricingProfile
-from .decision import Decision, ExecutionOptions, Mode, PairRows, PairView, Plan, Reason, Status
+from . import formats, old_paths
+from .deciding.cost import CostEstimate, PricingProfile
+from .deciding.decision import Decision, ExecutionOptions, Mode, PairRows, PairView, Plan, Reason, Status
+from .deciding.policy import Action, CompactionConfig, PairReason, Scores
 from .errors import (
     ArchiveError,
     ConfigError,
@@ -27,22 +27,23 @@ from .errors import (
     StateBudgetError,
     TranscriptError,
 )
-from .policy import Action, CompactionConfig, PairReason, Scores
+from .model.canonical import canonical_json
+from .model.scope import Archive, Scope
+from .model.transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from .providers import ThinkingPolicy
-from .records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
-from .scope import Archive, Scope
-from .state import estimate_tokens
-from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .reading.state import estimate_tokens
+from .running.records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
 
 if TYPE_CHECKING:
-    from .compactor import Compactor
+    from .running.compactor import Compactor
 
 __version__ = "0.3.0"
+old_paths.install()  # `import jev.compactor` and the other paths from before the stages: warned, for one release
 
 
 def __getattr__(name: str) -> Any:
     if name == "Compactor":  # with it asyncio, the judges' base and the plan's steps
-        from .compactor import Compactor
+        from .running.compactor import Compactor
 
         globals()["Compactor"] = Compactor
         return Compactor

@@ -46,7 +46,7 @@ VERBATIM = [{"type": "text", "text": "see the docs", "annotations": [{"type": "u
 
 def test_text_blocks_with_other_fields_are_read_verbatim_and_archived_exactly(tmp_path: Path) -> None:
     from jev import OtherBlock
-    from jev.transcript import message_to_dict, messages_from_dicts
+    from jev.model.transcript import message_to_dict, messages_from_dicts
     doc = [{"id": "a", "role": "user", "content": VERBATIM}]
     messages = messages_from_dicts(doc)
     assert all(isinstance(b, OtherBlock) for b in messages[0].content)

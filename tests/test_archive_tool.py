@@ -65,9 +65,9 @@ def test_restore_latest_looks_past_a_later_snapshot_that_holds_only_the_truncate
 
 def test_a_truncated_result_is_recognised_after_a_format_round_trip() -> None:
     from jev import formats
-    from jev.analysis import analyze
-    from jev.apply import apply_actions
-    from jev.markers import is_truncated
+    from jev.applying.apply import apply_actions
+    from jev.model.markers import is_truncated
+    from jev.reading.analysis import analyze
 
     messages = reference_messages()
     cut = apply_actions(analyze(messages), {"t1": Action.TRUNCATE_RESULT}, plain(30))

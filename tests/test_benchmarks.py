@@ -25,8 +25,8 @@ from quality import held_out_cells, labelled_cell  # noqa: E402
 
 from calibration.train_local import scores_of  # noqa: E402
 from jev import formats  # noqa: E402
-from jev.analysis import analyze  # noqa: E402
 from jev.judges.local import LocalJudge, load_model  # noqa: E402
+from jev.reading.analysis import analyze  # noqa: E402
 
 REAL = [ROOT / "examples" / "data" / "django__django-11163.traj.json",
         *sorted((ROOT / "tests" / "data").glob("*.traj.json"))]

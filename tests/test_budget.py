@@ -9,8 +9,9 @@ import math
 import pytest
 from conftest import ScriptedJudge, compactor, sized_history
 
-from jev import Action, CompactionConfig, ConfigError, Mode, Status, service
-from jev.policy import Judged, action_of, budget, deepened
+from jev import Action, CompactionConfig, ConfigError, Mode, Status
+from jev.deciding.policy import Judged, action_of, budget, deepened
+from jev.running import service
 
 
 def judged(key: str, call_p: float | None, result_p: float | None, chars: int, saves: int | None = None) -> Judged:

@@ -16,8 +16,8 @@ from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_pv
 from calibration.synthetic import realised_risks, synthetic
 from calibration.thresholds import TARGETS, applied, budget_let_go, result_score, split
 from jev import Action, CompactionConfig, Compactor, ConfigError
+from jev.deciding.policy import Judged, action_of, budget, decide
 from jev.judges.replay import ReplayJudge
-from jev.policy import Judged, action_of, budget, decide
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import Ran, cli
 
 from jev import FormatError, TextBlock, ThinkingBlock, ToolUseBlock, formats
-from jev.analysis import analyze
+from jev.reading.analysis import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = "4f35e220-c435-4cf7-b9b9-f40426042847"

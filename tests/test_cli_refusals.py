@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import cli
 
-from jev.cost import HORIZON_RULE
+from jev.deciding.cost import HORIZON_RULE
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAJ = ROOT / "examples" / "data" / "django__django-11163.traj.json"
@@ -95,7 +95,7 @@ def test_an_archive_that_cannot_take_snapshots_is_refused_before_judging(tmp_pat
 def test_an_unreadable_scope_folder_is_an_archive_error_not_an_empty_scope(tmp_path, monkeypatch) -> None:
     from archive import FileArchive, Scope
     from jev.errors import ArchiveError
-    from jev.transcript import Message, TextBlock
+    from jev.model.transcript import Message, TextBlock
     archive, scope = FileArchive(tmp_path / "snapshots"), Scope("u", "a", "s")
     ref = archive.save(scope, [Message("m", "user", (TextBlock("hi"),))])
 
@@ -118,7 +118,7 @@ def test_an_unreadable_scope_folder_is_an_archive_error_not_an_empty_scope(tmp_p
 
 def test_help_texts_take_their_defaults_from_the_code() -> None:
     from jev import CompactionConfig
-    from jev.cost import DEFAULT_PROFILE
+    from jev.deciding.cost import DEFAULT_PROFILE
     text = " ".join(cli(["compact", "--help"], text=True, env={**os.environ, "COLUMNS": "400"}).stdout.split())
     defaults = CompactionConfig()
     for said in (f"(default: {HORIZON_RULE})", f"(default {defaults.keep_threshold})",

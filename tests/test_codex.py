@@ -12,9 +12,9 @@ import pytest
 from conftest import CODEX, cli, needs_data
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, FormatError, Mode, Status, formats
-from jev.analysis import analyze
 from jev.judges import LocalJudge
 from jev.providers import check, model_of
+from jev.reading.analysis import analyze
 
 needs_codex = needs_data(CODEX)
 

@@ -33,7 +33,7 @@ from jev import (
     Status,
     canonical_json,
 )
-from jev.apply import truncation_marker
+from jev.applying.apply import truncation_marker
 from jev.judges import Answers, Judge, ReplayJudge
 
 
@@ -466,7 +466,7 @@ def test_plan_works_from_inside_a_running_loop() -> None:
 def test_repeated_compaction_keeps_earlier_tombstones_and_markers_and_restores_each_snapshot(tmp_path) -> None:
     from archive import FileArchive
     from jev import ToolResultBlock
-    from jev.markers import is_tombstone, is_truncated
+    from jev.model.markers import is_tombstone, is_truncated
     archive = FileArchive(tmp_path)
     config = reference_config(tombstones=True, restore_tool="restore_archived_result")
     judge = ScriptedJudge(lambda q: 0.99 if q.startswith("call_") or q == "result_t3" else 0.01)
@@ -488,7 +488,7 @@ def test_repeated_compaction_keeps_earlier_tombstones_and_markers_and_restores_e
 
 
 def test_the_pairs_table_joins_every_fact_and_says_why_a_pair_was_pinned() -> None:
-    from jev.analysis import analyze
+    from jev.reading.analysis import analyze
     messages = reference_messages()
     messages.insert(5, msg("c-other", "assistant", call("other", "write", {"path": "out.txt", "text": "x" * 200})))
     messages.insert(6, msg("r-other", "tool", result("other", "ok", name="write")))

@@ -20,7 +20,7 @@ from jev import (
     Status,
     formats,
 )
-from jev.cost import (
+from jev.deciding.cost import (
     PROFILES,
     PricingProfile,
     cheapest_start,
@@ -31,7 +31,7 @@ from jev.cost import (
     pricing,
     tokens_of,
 )
-from jev.transcript import Message, TextBlock
+from jev.model.transcript import Message, TextBlock
 
 
 def words(n: int) -> str:
@@ -359,7 +359,7 @@ def test_tokens_each_equals_tokens_of_one_message_at_a_time() -> None:
     each alone, for plain text, digits, symbols, non-ASCII text, letter runs at the edges and empty text."""
     import random
 
-    from jev.cost import tokens_each, tokens_of
+    from jev.deciding.cost import tokens_each, tokens_of
     rng = random.Random(7)
     alphabet = "abcXYZ 0189_./-:\n\té漢🙂" + "q" * 20
     texts = ["", "a", "abcdefg", "  x", "12.5%", "end with letters abcdefghijklm"]
@@ -373,9 +373,9 @@ def test_history_tokens_of_a_grown_history_measure_only_the_new_samples(monkeypa
     """The per-character rates are sampled over evenly spaced messages; given the counts of the history it
     grew from, only samples they had not measured are measured, and every figure is a fresh measure's. Given
     counts of another history, it measures afresh."""
-    import jev.cost
-    from jev.analysis import analyze, extend
-    from jev.cost import SAMPLE_CHARS, HistoryTokens
+    import jev.deciding.cost
+    from jev.deciding.cost import SAMPLE_CHARS, HistoryTokens
+    from jev.reading.analysis import analyze, extend
     messages = [msg("task", "user", text("Fix the parser. " * 20))]
     for k in range(160):
         messages += [msg(f"c{k}", "assistant", call(f"r{k}", input={"path": f"src/m{k}.py"})),
@@ -387,17 +387,17 @@ def test_history_tokens_of_a_grown_history_measure_only_the_new_samples(monkeypa
         part = analyze(messages[:cut])
         earlier = HistoryTokens(part)
         measured: list[int] = []
-        real = jev.cost._billed
-        monkeypatch.setattr(jev.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
+        real = jev.deciding.cost._billed
+        monkeypatch.setattr(jev.deciding.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
         grown = HistoryTokens(extend(part, messages), earlier)
-        monkeypatch.setattr(jev.cost, "_billed", real)
+        monkeypatch.setattr(jev.deciding.cost, "_billed", real)
         assert grown.per_char == fresh.per_char and grown.sampled == fresh.sampled
         assert grown.of_history() == fresh.of_history() and list(map(grown, messages)) == fresh.of_history()
         assert len(measured) == len(set(fresh.sampled) - set(earlier.sampled)) < len(fresh.sampled)
         measured.clear()
-        monkeypatch.setattr(jev.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
+        monkeypatch.setattr(jev.deciding.cost, "_billed", lambda blocks: measured.append(1) or real(blocks))
         unrelated = HistoryTokens(whole, earlier)  # not grown from `part`'s transcript: measured afresh
-        monkeypatch.setattr(jev.cost, "_billed", real)
+        monkeypatch.setattr(jev.deciding.cost, "_billed", real)
         assert len(measured) == len(fresh.sampled) and unrelated.of_history() == fresh.of_history()
 
 
@@ -405,8 +405,8 @@ def test_history_tokens_sample_each_role_apart_so_an_even_stride_does_not_see_on
     """A call, its result, the next call: with an even stride, a sample by position alone would read only
     the calls' messages and price the results' dense output at the calls' prose rate. Each role is sampled
     apart, at its own rate: the estimate stays within 1 % of measuring every message, each role too."""
-    from jev.analysis import analyze
-    from jev.cost import SAMPLE_CHARS, HistoryTokens, tokens_each
+    from jev.deciding.cost import SAMPLE_CHARS, HistoryTokens, tokens_each
+    from jev.reading.analysis import analyze
     messages = [msg("task", "user", text("Fix the parser in the reporting module. " * 10))]
     for k in range(330):
         messages += [msg(f"c{k}", "assistant", text("Looking at the next module to see how the values are read. " * 4),
@@ -428,9 +428,9 @@ def test_history_tokens_measure_every_message_of_a_history_under_the_sample_and_
     """Under `SAMPLE_CHARS` every message is measured, so each one's count is its own (not the history's
     average rate times its characters), and a message holding an image is measured whole: its base64
     characters and its 1 600 tokens never enter the rate the other messages are priced at."""
-    from jev.analysis import analyze, extend
-    from jev.cost import MESSAGE_TOKENS, HistoryTokens, tokens_each
-    from jev.transcript import OtherBlock
+    from jev.deciding.cost import MESSAGE_TOKENS, HistoryTokens, tokens_each
+    from jev.model.transcript import OtherBlock
+    from jev.reading.analysis import analyze, extend
     image = OtherBlock({"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                                               "data": "iVBORw0KGgo" * 2000}})
     messages = [msg("task", "user", text("Make the chart match the screenshot."), image),
@@ -488,7 +488,7 @@ def test_a_cold_cache_plans_from_a_fifth_of_the_trigger_and_the_replay_shows_wha
     from archive import MemoryStore, StoreArchive
     from jev import CompactionConfig, Compactor, ExecutionOptions, Mode
     from jev.billing import JevCompaction, NoCompaction, replay
-    from jev.cost import cold_trigger
+    from jev.deciding.cost import cold_trigger
     from jev.judges import ReplayJudge
     assert cold_trigger(50_000) == 10_000 and cold_trigger(3) == 1
     messages = long_history(30)
@@ -500,7 +500,7 @@ def test_a_cold_cache_plans_from_a_fifth_of_the_trigger_and_the_replay_shows_wha
                              minimum_reduction=0.01), ExecutionOptions(Mode.ENFORCE, 5.0), StoreArchive(MemoryStore()))
         return [NoCompaction(), JevCompaction(compactor(), trigger, name="cold"),  # a trigger never reached
                 JevCompaction(compactor(), trigger, name="warm", cold=False)]
-    from jev.cost import tokens_each
+    from jev.deciding.cost import tokens_each
     trigger = 5 * sum(tokens_each(messages[:38]))  # a fifth of it reached before the gap, the whole never
     bills = replay(stamped, policies(), "anthropic-5m")  # an hour's gap at message 40: a cold cache
     assert bills["cold"].adopted >= 1 and bills["cold"].billed < bills["warm"].billed == bills["no compaction"].billed

@@ -12,9 +12,9 @@ import pytest
 from conftest import CLAUDE_CODE, DEV_DATA, needs_data
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Reason, Status, formats
-from jev.analysis import analyze
 from jev.judges import LocalJudge, ReplayJudge
-from jev.transcript import ToolResultBlock
+from jev.model.transcript import ToolResultBlock
+from jev.reading.analysis import analyze
 
 DATA = DEV_DATA
 SETS = {"swebench": DATA / "mini-swe-agent-swebench-dev.tar.xz", "deepseek": DATA / "mini-swe-agent-deepseek-dev.tar.xz"}
@@ -94,7 +94,7 @@ def _answers(messages) -> dict[str, float]:
 @needs_sets
 def test_the_same_plan_reports_the_same_reduction_from_every_form_and_keeps_no_payload_twice(raw) -> None:
     from jev import canonical_json
-    from jev.transcript import TextBlock, ToolUseBlock
+    from jev.model.transcript import TextBlock, ToolUseBlock
     config = CompactionConfig(eligible_tools=frozenset({"bash"}), preserve_recent_messages=0, minimum_reduction=0.0,
                               cost_gate=False)  # where the edits begin depends on the form's message boundaries
     for _session, data in raw["swebench"][:3] + raw["deepseek"][:2]:
@@ -185,7 +185,7 @@ def test_a_plans_token_counts_stay_within_one_percent_of_measuring_every_message
     each message's own count wherever the history is under twice `SAMPLE_CHARS` (every message sampled).
     Before: up to 21 % off (a mini-swe-agent session sampled on its calls alone) and 29 % (a Claude Code
     session whose pasted images entered the rate)."""
-    from jev.cost import SAMPLE_CHARS, HistoryTokens, tokens_each
+    from jev.deciding.cost import SAMPLE_CHARS, HistoryTokens, tokens_each
     from jev.formats import claude_code
     histories = [formats.load(orjson.loads(data)) for items in raw.values() for _session, data in items]
     histories += [s for _name, data in _claude_code_sessions() for s in claude_code.stretches(formats.parse(data))]
@@ -210,7 +210,7 @@ def test_the_no_compaction_replay_bills_what_the_providers_billed_once_the_prefi
     hour-long cache) within a few percent, cache reads too; Gemini's implicit cache read far less than a
     replay that reads every shared prefix, so there the replay bills about half."""
     from jev.billing import NoCompaction, replay
-    from jev.usage import calls_billed, check, fitted_prefix
+    from jev.billing.usage import calls_billed, check, fitted_prefix
     sets = {name: [(d, m) for _s, data in items for d in [orjson.loads(data)] for m in formats.conversations(d)]
             for name, items in raw.items()}
     sets["claude-code"] = [(d, m) for _n, data in _claude_code_sessions() for d in [formats.parse(data)]

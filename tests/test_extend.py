@@ -1,4 +1,4 @@
-"""Reading a grown history from where the last plan ended (issue 37): `jev.analysis.extend` gives what
+"""Reading a grown history from where the last plan ended (issue 37): `jev.reading.analysis.extend` gives what
 `analyze` gives on the whole list — on real sessions, cut anywhere, a pending call or a reused call id
 across the cut included — and a compactor planning a growing history decides as a fresh one would, and
 reads a history whose earlier messages changed afresh."""
@@ -12,8 +12,8 @@ import pytest
 from conftest import CLAUDE_CODE, call, msg, needs_data, result, text
 
 from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode, TranscriptError, formats
-from jev.analysis import Transcript, analyze, extend
 from jev.judges import LocalJudge
+from jev.reading.analysis import Transcript, analyze, extend
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "data" / "swebench-sample.tar.xz"
@@ -114,11 +114,11 @@ def test_a_made_message_sharing_a_part_the_host_changed_is_measured_again() -> N
 
 
 def test_a_history_whose_earlier_messages_changed_is_read_afresh(monkeypatch) -> None:
-    import jev.history
+    import jev.reading.history
     whole, extended = [], []
-    real, real_extend = jev.history.analyze, jev.history.extend
-    monkeypatch.setattr(jev.history, "analyze", lambda m: whole.append(len(m)) or real(m))
-    monkeypatch.setattr(jev.history, "extend", lambda p, m: extended.append(len(m)) or real_extend(p, m))
+    real, real_extend = jev.reading.history.analyze, jev.reading.history.extend
+    monkeypatch.setattr(jev.reading.history, "analyze", lambda m: whole.append(len(m)) or real(m))
+    monkeypatch.setattr(jev.reading.history, "extend", lambda p, m: extended.append(len(m)) or real_extend(p, m))
     inputs = {"path": "a.py"}
     messages = [msg("u", "user", text("go")), msg("c1", "assistant", call("x", input=inputs)),
                 msg("r1", "tool", result("x", "one" * 400)), msg("end", "user", text("next"))]
@@ -190,8 +190,8 @@ def test_an_applier_reusing_last_plans_messages_writes_what_a_fresh_apply_writes
     Claude Code session has messages holding several calls, dropped together or one of them."""
     import dataclasses
 
-    from jev.apply import Applier, apply_actions
-    from jev.decision import Action
+    from jev.applying.apply import Applier, apply_actions
+    from jev.deciding.decision import Action
     if source == "claude-code" and not CLAUDE_CODE.exists():
         pytest.skip(f"dev Claude Code sessions not found at {CLAUDE_CODE}")
     messages = (_sessions(SAMPLE, ".traj.json", 1)[0] if source == "swebench" else
@@ -223,7 +223,7 @@ def test_an_applier_reusing_last_plans_messages_writes_what_a_fresh_apply_writes
 
 
 def test_remeasured_measures_only_what_its_last_call_did_not() -> None:
-    from jev.history import Remeasured, sizes_each
+    from jev.reading.history import Remeasured, sizes_each
     asked: list[int] = []
     remeasured = Remeasured(lambda ms: asked.append(len(ms)) or sizes_each(ms))
     a, b, c = msg("a", "user", text("one")), msg("b", "user", text("three")), msg("c", "user", text("fifteen"))
@@ -235,7 +235,7 @@ def test_remeasured_measures_only_what_its_last_call_did_not() -> None:
 def test_a_message_the_host_pins_between_plans_is_pinned_in_the_next() -> None:
     """Which messages pin themselves is read by the analysis; a host setting `jev_pinned` on an earlier
     message in place changes its metadata, so the next plan reads the history afresh and pins it."""
-    from jev.transcript import PINNED_METADATA_KEY
+    from jev.model.transcript import PINNED_METADATA_KEY
     meta: dict = {"note": "kept"}
     messages = [msg("u", "user", text("go")), msg("c1", "assistant", call("x")),
                 msg("r1", "tool", result("x"), metadata=meta), msg("c2", "assistant", call("y")),
@@ -253,7 +253,7 @@ def test_let_go_sizes_read_on_are_let_go_of_the_pairs() -> None:
     """A compactor sizes a grown history's let-gos from the last plan's (the same `Pair` objects) and the
     new pairs: the same sizes as `let_go` afresh, in the same order — also when the cut, the tombstones
     or the restore tool changed in between, which size every pair again."""
-    from jev.apply import LetGoSizes, let_go
+    from jev.applying.apply import LetGoSizes, let_go
     messages = _sessions(SAMPLE, ".traj.json", 1)[0]
     sizes, before = LetGoSizes(), None
     configs = [CompactionConfig(), CompactionConfig(truncate_head_chars=50), CompactionConfig(tombstones=False),

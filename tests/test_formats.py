@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jev import FormatError, formats
-from jev.analysis import analyze
-from jev.transcript import TextBlock, ToolUseBlock
+from jev.model.transcript import TextBlock, ToolUseBlock
+from jev.reading.analysis import analyze
 
 CHAT = [
     {"role": "system", "content": "You fix tests."},
@@ -42,7 +42,7 @@ def test_openai_chat_round_trip_and_pairs() -> None:
 
 def test_openai_chat_dump_after_dropping_one_of_two_calls() -> None:
     from jev import Action
-    from jev.apply import apply_actions
+    from jev.applying.apply import apply_actions
     messages = formats.load(CHAT, "openai-chat")
     out = formats.dump(apply_actions(analyze(messages), {"t2": Action.DROP_PAIR}, plain(300)), "openai-chat")
     assert [c["id"] for c in out[3]["tool_calls"]] == ["call_1"]
@@ -146,7 +146,7 @@ def test_responses_pairs_and_pending() -> None:
 
 def test_anthropic_pairs_states_and_a_compacted_payload() -> None:
     from jev import Action
-    from jev.apply import apply_actions
+    from jev.applying.apply import apply_actions
     messages = formats.load(ANTHROPIC, "anthropic")
     t = analyze(messages)
     assert [(p.call_id, p.result.state) for p in t.pairs] == [("tu_1", "success"), ("tu_2", "error")]
@@ -236,7 +236,7 @@ def test_langchain_objects_and_dicts_round_trip() -> None:
 
 def test_langchain_compacted_history_is_valid() -> None:
     from jev import Action
-    from jev.apply import apply_actions
+    from jev.applying.apply import apply_actions
     loaded = formats.load(_lc_messages(), "langchain")
     out = formats.dump(apply_actions(analyze(loaded), {"t1": Action.TRUNCATE_RESULT, "t2": Action.DROP_PAIR}, plain(10)),
                        "langchain")
@@ -269,7 +269,7 @@ def test_agentscope_round_trip_split_and_merge() -> None:
     assert [(p.call_id, p.result.state) for p in t.pairs] == [("c1", "success"), ("c2", "error")]
     assert messages[4].content[0].input == {"path": "a.py"}
     from jev import Action
-    from jev.apply import apply_actions
+    from jev.applying.apply import apply_actions
     out = formats.dump(apply_actions(t, {"t1": Action.DROP_PAIR}, plain(300)), "agentscope")
     kinds = [(b["type"], b.get("id")) for b in out[1]["content"]]
     assert kinds == [("thinking", kinds[0][1]), ("text", kinds[1][1]), ("tool_call", "c2"), ("tool_result", "c2")]
@@ -320,8 +320,8 @@ ALL_FORMATS = st.one_of(chat_transcripts().map(lambda d: ("openai-chat", d)),
 @given(ALL_FORMATS, st.data())
 def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) -> None:
     from jev import Action, CompactionConfig
-    from jev.apply import apply_actions
-    from jev.markers import is_tombstone
+    from jev.applying.apply import apply_actions
+    from jev.model.markers import is_tombstone
     fmt, doc = case
     messages = formats.load(doc, fmt)
     assert formats.dump(messages, fmt) == doc
@@ -343,7 +343,7 @@ def test_every_format_round_trips_and_compacts_to_a_valid_payload(case, data) ->
 def test_agentscope_msg_survives_dropping_its_first_block() -> None:
     """Regression (found by hypothesis): dropping the pair whose call opens a reply Msg lost the whole Msg."""
     from jev import Action
-    from jev.apply import apply_actions
+    from jev.applying.apply import apply_actions
     doc = [{"id": "u0", "role": "user", "name": "user", "created_at": "", "content": [{"type": "text", "text": "go"}]},
            {"id": "a0", "role": "assistant", "name": "coder", "created_at": "", "content": [
                {"type": "tool_call", "id": "c0", "name": "read", "input": "null"},
@@ -370,7 +370,7 @@ def _essence(messages: list, target: str) -> tuple:
     """What a conversion must keep: the text lines, the calls, the results (with the state `target` can hold),
     the thinking and other blocks, each in order (how text and calls interleave within a message is the
     target's own affair: chat and LangChain keep a message's calls apart from its content)."""
-    from jev.transcript import OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock
+    from jev.model.transcript import OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock
     out: list = []
     ids = _IDS_HELD.get(target, True)
     for m in messages:
@@ -448,7 +448,7 @@ def test_responses_leaves_out_a_reasoning_item_whose_call_was_compacted_away() -
     """The API refuses a reasoning item without its following item: when a plan drops the call a reasoning
     item led to, the Responses form leaves the reasoning out too; a parallel call still after it keeps it."""
     from jev import Action, CompactionConfig
-    from jev.apply import apply_actions, tombstone
+    from jev.applying.apply import apply_actions, tombstone
 
     def rs(n: int) -> dict:
         return {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": "e"}
@@ -510,7 +510,7 @@ def test_a_result_is_kept_once_and_snapshots_written_before_still_restore(path: 
     from archive import Scope
     from archive.snapshot import decode, encode
     from jev import Action, CompactionConfig
-    from jev.apply import apply_actions
+    from jev.applying.apply import apply_actions
     case = json.loads(path.read_text())
     fmt, doc = case["format"], case["document"]
     scope = Scope("user-1", "agent-1", "session-1")
@@ -639,7 +639,7 @@ def test_agentscope_msgs_sharing_an_id_read_apart_and_write_back_as_they_were() 
     messages = formats.load(doc, "agentscope")
     assert [m.id for m in messages] == ["a", "b", "b#0", "b#1", "b~2"]
     assert formats.dump(messages, "agentscope") == doc
-    from jev.analysis import analyze
+    from jev.reading.analysis import analyze
     assert [p.call_id for p in analyze(messages).pairs] == ["c1"]
 
 

@@ -112,7 +112,7 @@ def test_enforce_compacts_the_agent_s_history_deeply_and_rarely_and_the_run_fini
     # it under the target
     assert _changes(model.sent) == adopted
     sizes = [formats.load(s, "mini-swe-agent") for s in model.sent]
-    from jev.cost import tokens_of
+    from jev.deciding.cost import tokens_of
     counted = [tokens_of(m) for m in sizes]
     assert max(counted) < 6000 + 2500  # never far past the trigger (one step's output at most)
     cut = [m for m in model.sent[-1] if "JEV archived the full result of call" in str(m.get("content"))]

@@ -1,6 +1,6 @@
-"""What the remote judges share (`jev.judges.remote`) and the sync runner's kept loops (`jev.aio`), on both
+"""What the remote judges share (`jev.judges.remote`) and the sync runner's kept loops (`jev.support.aio`), on both
 backends against real local servers: failures mapped onto error kinds, and sync plans that keep their
-connections instead of opening new ones, with the clean-up rules of `jev.aio`."""
+connections instead of opening new ones, with the clean-up rules of `jev.support.aio`."""
 
 from __future__ import annotations
 
@@ -33,10 +33,10 @@ from jev import (
     Reason,
     Status,
 )
-from jev.aio import close_loop
 from jev.judges import JudgeRequest, OpenAIDecisionsJudge, RemoteJudge, SystemOneJudge
+from jev.judges.questions import Question
 from jev.judges.retry import NO_RETRIES
-from jev.questions import Question
+from jev.support.aio import close_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -255,7 +255,7 @@ def test_a_sync_twin_inside_a_sync_twin_called_from_async_code_does_not_wait_on_
             return judge.ask_sync(REQUEST)  # the helper runs a loop now: a nested sync call
 
         async def host() -> object:
-            from jev.aio import run_sync
+            from jev.support.aio import run_sync
             return run_sync(inner())
         answers = asyncio.run(host())  # a deadlock would hang here until pytest's timeout fails the test
         judge.close()

@@ -11,8 +11,8 @@ from conftest import Ran, cli, msg, text
 
 from calibration.labels import later_reuse, pair_uses
 from jev import CompactionConfig, Compactor, ExecutionOptions, JsonlSink, Mode, ToolResultBlock, ToolUseBlock, formats
-from jev.analysis import analyze
 from jev.judges import ReplayJudge
+from jev.reading.analysis import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,7 +109,7 @@ def test_labels_v2_reuse_credits_copied_lines_reruns_and_edits_of_files_read() -
     from conftest import call, msg, result, text
 
     from calibration.labels import later_reuse
-    from jev.analysis import analyze
+    from jev.reading.analysis import analyze
     line = "def count_items(self, values): return len(values)"
     messages = [msg("u", "user", text("Fix count_items.")),
                 msg("a1", "assistant", call("c1", "bash", {"command": "cat src/count.py"})),
@@ -162,10 +162,10 @@ def test_labels_ignore_tombstones_the_library_wrote() -> None:
 
     from calibration.labels import pair_uses
     from jev import CompactionConfig
-    from jev.analysis import analyze
-    from jev.apply import apply_actions
-    from jev.markers import is_tombstone
-    from jev.policy import Action
+    from jev.applying.apply import apply_actions
+    from jev.deciding.policy import Action
+    from jev.model.markers import is_tombstone
+    from jev.reading.analysis import analyze
     messages = [msg("0", "user", text("Fix it.")),
                 msg("1", "assistant", call("a", "read", {"path": "src/module_alpha.py"})),
                 msg("2", "tool", result("a", "def handler_alpha_1(): pass")),
@@ -292,7 +292,7 @@ def _strict_history(result_texts: list[str], later: list[tuple[str, str]], task:
 ])
 def test_labels_v3_strict_follows_each_clause(results, later, common, task, needed) -> None:
     from calibration.labels import strict_uses
-    from jev.analysis import analyze
+    from jev.reading.analysis import analyze
     transcript = analyze(_strict_history(results, later, task))
     until = strict_uses(transcript, frozenset(common))
     point = transcript.pairs[len(results) - 1].result_message  # just after the reads

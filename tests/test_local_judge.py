@@ -12,11 +12,11 @@ import pytest
 from conftest import DEEPSEEK, SWEBENCH, call, msg, needs_data, other_tools_history, result, text
 
 from jev import ConfigError, JudgeError, ThinkingBlock, formats
-from jev.analysis import analyze
 from jev.judges import JudgeRequest, LocalJudge
 from jev.judges.features import CATEGORIES, FEATURE_NAMES, category, transcript_features
 from jev.judges.local import load_model
-from jev.questions import questions_for
+from jev.judges.questions import questions_for
+from jev.reading.analysis import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = SWEBENCH
@@ -124,7 +124,7 @@ def _ask(judge: LocalJudge, messages) -> dict[str, float]:
 
 
 def test_a_question_about_no_pair_of_the_transcript_is_refused_by_name() -> None:
-    from jev.questions import Question
+    from jev.judges.questions import Question
     t = analyze(other_tools_history())
     questions = (*questions_for(t.pairs[0]), Question("result_t999", "?"))
     with pytest.raises(JudgeError, match="cannot answer question 'result_t999'"):

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from jev import CompactionConfig, formats
-from jev.analysis import analyze
+from jev.deciding.policy import candidates
 from jev.errors import FormatError
-from jev.history import take
-from jev.policy import candidates
-from jev.transcript import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from jev.model.transcript import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from jev.reading.analysis import analyze
+from jev.reading.history import take
 
 ENVELOPE = {"trajectory_format": "mini-swe-agent-1.1", "instance_id": "demo__demo-1",
             "info": {"exit_status": "Submitted", "submission": "diff --git a/x b/x\n"}}
@@ -215,8 +215,8 @@ def test_a_responses_trajectory_reads_as_calls_results_and_thinking_and_writes_b
 
 
 def test_compacting_a_responses_trajectory_keeps_each_response_whole_and_its_reasoning_with_its_call() -> None:
-    from jev.apply import apply_actions
-    from jev.policy import Action
+    from jev.applying.apply import apply_actions
+    from jev.deciding.policy import Action
 
     doc = responses_doc()
     transcript = analyze(formats.load(doc))

@@ -103,7 +103,7 @@ def test_a_stall_is_cut_by_the_attempt_timeout_and_the_budget() -> None:
 
 def test_more_than_400_questions_are_split() -> None:
     from jev.judges import JudgeRequest
-    from jev.questions import Question
+    from jev.judges.questions import Question
     questions = tuple(Question(f"call_t{i}", "q") for i in range(1, 451))
     with DecisionsServer(probability=lambda n: 0.3) as server:
         answers = OpenAIDecisionsJudge(server.base_url).ask_sync(JudgeRequest({"history": []}, questions))

@@ -21,10 +21,10 @@ from jev import (
     ToolUseBlock,
     canonical_json,
 )
-from jev.analysis import analyze
-from jev.history import size
-from jev.markers import is_tombstone
-from jev.policy import pinned_message_indices
+from jev.deciding.policy import pinned_message_indices
+from jev.model.markers import is_tombstone
+from jev.reading.analysis import analyze
+from jev.reading.history import size
 
 TOOLS = ["read", "search", "write"]
 

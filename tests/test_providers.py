@@ -13,6 +13,7 @@ from conftest import call, cli, msg, result, text
 
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Reason, Status, formats
 from jev.judges import ReplayJudge
+from jev.model.transcript import ThinkingBlock
 from jev.providers import (
     ANTHROPIC,
     ANTHROPIC_PRESERVED,
@@ -27,7 +28,6 @@ from jev.providers import (
     strip_thinking,
     with_drop_block,
 )
-from jev.transcript import ThinkingBlock
 
 FABLE, OPUS_46 = "claude-fable-5-1", "claude-opus-4-6"
 
@@ -306,8 +306,8 @@ def test_thinking_in_the_turn_in_progress_holds_everything_before_it() -> None:
 
 
 def test_a_plan_the_provider_would_refuse_is_never_adopted(monkeypatch, tmp_path) -> None:
-    import jev.compactor
-    monkeypatch.setattr(jev.compactor, "strip_thinking", lambda sent, proposed: (list(proposed), 0))  # a broken strip
+    import jev.running.compactor
+    monkeypatch.setattr(jev.running.compactor, "strip_thinking", lambda sent, proposed: (list(proposed), 0))  # a broken strip
     from archive import FileArchive, Scope
     sent = long_thinking_loop()
     config = CompactionConfig(eligible_tools=frozenset({"read"}), cost_gate=False, target_reduction=0.5, model=FABLE)

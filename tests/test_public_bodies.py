@@ -17,12 +17,12 @@ from conftest import cli
 from archive import Scope
 from archive.snapshot import decode, encode
 from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode, Reason, Status, formats
-from jev.analysis import analyze
-from jev.apply import apply_actions, tombstone
+from jev.applying.apply import apply_actions, tombstone
+from jev.deciding.policy import pins, why_pinned
 from jev.formats.request import FORMS
 from jev.judges import ReplayJudge
-from jev.policy import pins, why_pinned
-from jev.transcript import TextBlock
+from jev.model.transcript import TextBlock
+from jev.reading.analysis import analyze
 
 SAMPLES = json.loads((Path(__file__).parent / "data" / "public-request-bodies.json").read_text(encoding="utf-8"))
 BODIES = {sample["name"]: sample for sample in SAMPLES["bodies"]}

@@ -10,7 +10,7 @@ import fsspec
 from conftest import ScriptedJudge, reference_config, reference_messages
 
 from jev import AsyncSink, Compactor, ExecutionOptions, JsonlSink, LoggingSink, Mode
-from jev.records import fanout
+from jev.running.records import fanout
 
 
 def _plan(observer) -> None:

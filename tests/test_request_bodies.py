@@ -13,9 +13,9 @@ import sys
 import pytest
 
 from jev import Action, CompactionConfig, Compactor, ExecutionOptions, FormatError, Mode, Status, formats
-from jev.analysis import analyze
-from jev.history import size
 from jev.judges import ReplayJudge
+from jev.reading.analysis import analyze
+from jev.reading.history import size
 
 OUTPUT = "".join(f"line {n} of a long file\n" for n in range(200))
 

@@ -12,8 +12,8 @@ import pytest
 from archive import FileArchive, Scope, restore_tool
 from calibration.labels import later_reuse, pair_uses
 from jev import Action, CompactionConfig, Compactor, ExecutionOptions, Mode, Status, TranscriptError, formats
-from jev.analysis import analyze
 from jev.judges import ReplayJudge
+from jev.reading.analysis import analyze
 
 SCOPE = Scope("u", "airline", "s")
 REUSED = "call_HGnX2BtmOKsCZ1Ycl6vAe3QD"

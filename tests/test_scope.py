@@ -1,4 +1,4 @@
-"""`jev.scope.Scope` (also `archive.Scope`): who a snapshot belongs to, and the rules on its parts."""
+"""`jev.model.scope.Scope` (also `archive.Scope`): who a snapshot belongs to, and the rules on its parts."""
 
 from __future__ import annotations
 

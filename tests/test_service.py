@@ -7,7 +7,8 @@ import pytest
 from conftest import ScriptedJudge, reference_messages
 
 from archive import FileArchive
-from jev import Compactor, ConfigError, Mode, service
+from jev import Compactor, ConfigError, Mode
+from jev.running import service
 
 EXAMPLE = {"mode": "SHADOW", "version": "context-v1", "budgetMillis": 3000, "threshold": 0.8,
            "rejectionThreshold": 0.2, "eligibleTools": ["read_file", "search"], "preserveRecentMessages": 6,

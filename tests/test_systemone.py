@@ -17,11 +17,11 @@ from systemone_server import SystemOneServer as Server
 from systemone_server import noul
 
 from jev import CompactionConfig, ConfigError, JudgeError, Mode, Reason, Status, estimate_tokens
+from jev.deciding.policy import PINNED_SCORES
 from jev.judges import JudgeRequest, SystemOneJudge
+from jev.judges.questions import Question
 from jev.judges.retry import NO_RETRIES
 from jev.judges.systemone import endpoint_url
-from jev.policy import PINNED_SCORES
-from jev.questions import Question
 
 
 @pytest.fixture(autouse=True)

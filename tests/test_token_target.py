@@ -8,10 +8,10 @@ import pytest
 from conftest import call, msg, result, sized_history, text
 
 from jev import Action, CompactionConfig, Compactor, ConfigError, ExecutionOptions, Message, Mode, Status
-from jev.history import size
+from jev.deciding.token_target import MAX_REDUCTION, check_target_tokens, reduction_for_tokens
 from jev.judges import ReplayJudge
-from jev.token_target import MAX_REDUCTION, check_target_tokens, reduction_for_tokens
-from jev.transcript import ThinkingBlock
+from jev.model.transcript import ThinkingBlock
+from jev.reading.history import size
 
 CONFIG = CompactionConfig(eligible_tools=frozenset({"read"}), preserve_recent_messages=1, minimum_reduction=0.0)
 
@@ -23,8 +23,8 @@ def test_the_excess_becomes_a_share_of_the_candidate_results() -> None:
     r = reduction_for_tokens(messages, tokens, tokens - 1_000, CONFIG)
     # 1 000 of the host's tokens over: in SPEC §4 tokens (the host's count against the estimate of the same
     # history), then in result characters at the results' own rate, out of 12 000 candidate characters
-    from jev.analysis import analyze
-    from jev.cost import HistoryTokens, sampled_tokens
+    from jev.deciding.cost import HistoryTokens, sampled_tokens
+    from jev.reading.analysis import analyze
     t = analyze(messages)
     estimated = sum(map(HistoryTokens(t), t.messages))
     per_token = 12_000 / sampled_tokens([p.result.text for p in t.pairs])
@@ -61,13 +61,13 @@ def test_target_tokens_is_checked(bad) -> None:
 
 
 def test_a_sized_plan_analyzes_the_history_once_and_a_changed_one_afresh(monkeypatch) -> None:
-    import jev.history
-    import jev.token_target
+    import jev.deciding.token_target
+    import jev.reading.history
     calls, extended = [], []
-    real, real_extend = jev.history.analyze, jev.history.extend
-    for module in (jev.history, jev.token_target):  # every analysis a sized plan could make
+    real, real_extend = jev.reading.history.analyze, jev.reading.history.extend
+    for module in (jev.reading.history, jev.deciding.token_target):  # every analysis a sized plan could make
         monkeypatch.setattr(module, "analyze", lambda messages: calls.append(len(messages)) or real(messages))
-    monkeypatch.setattr(jev.history, "extend", lambda previous, messages: extended.append(len(messages))
+    monkeypatch.setattr(jev.reading.history, "extend", lambda previous, messages: extended.append(len(messages))
                         or real_extend(previous, messages))
     messages = sized_history([4_000, 6_000, 2_000])
     compactor = Compactor(ReplayJudge({}, default=0.3), CONFIG, ExecutionOptions(Mode.SHADOW))
@@ -86,10 +86,10 @@ def test_a_sized_plan_analyzes_the_history_once_and_a_changed_one_afresh(monkeyp
 
 
 def test_a_sized_copy_takes_a_history_edited_in_place_afresh(monkeypatch) -> None:
-    import jev.history
+    import jev.reading.history
     calls = []
-    real = jev.history.analyze
-    monkeypatch.setattr(jev.history, "analyze", lambda messages: calls.append(1) or real(messages))
+    real = jev.reading.history.analyze
+    monkeypatch.setattr(jev.reading.history, "analyze", lambda messages: calls.append(1) or real(messages))
     messages = [msg("task", "user", text("Fix the bug.")),
                 msg("c0", "assistant", call("r0", input={"path": "a.py"})), msg("o0", "tool", result("r0", "x" * 4_000)),
                 msg("c1", "assistant", call("r1", input={"path": "b.py"})), msg("o1", "tool", result("r1", "y" * 6_000)),
@@ -191,8 +191,8 @@ def test_a_token_target_never_drops_a_call_in_a_message_with_thinking_and_says_s
 
 
 def test_tokens_left_counts_what_changed_as_the_host_counts() -> None:
-    from jev.cost import tokens_each
-    from jev.token_target import tokens_left
+    from jev.deciding.cost import tokens_each
+    from jev.deciding.token_target import tokens_left
     a, b, c = msg("a", "user", text("alpha beta")), msg("b", "tool", text("x" * 600)), msg("c", "user", text("go"))
     made = msg("b", "tool", text("x" * 60))
     each = dict(zip("abcm", tokens_each([a, b, c, made]), strict=True))
@@ -202,7 +202,7 @@ def test_tokens_left_counts_what_changed_as_the_host_counts() -> None:
     assert tokens_left(host, host // 2, [a, b, c], [a, c]) == host - 2 * each["b"]  # a message removed
     assert tokens_left(host, host // 2, [a, b, c], [a, b, c]) == host  # nothing changed
     # a memo of the measure (what a compactor passes) measures each message once across refit rounds
-    from jev.history import Remeasured
+    from jev.reading.history import Remeasured
     seen: list[str] = []
     memo = Remeasured(lambda ms: (seen.extend(m.id for m in ms), tokens_each(ms))[1])
     assert tokens_left(host, host // 2, [a, b, c], [a, made, c], memo) == left
@@ -221,8 +221,8 @@ def _sparse_tails_history() -> list[Message]:
 
 
 def test_a_token_target_plan_left_over_its_target_asks_again_or_says_so(monkeypatch) -> None:
-    import jev.compactor
-    from jev.cost import tokens_each
+    import jev.running.compactor
+    from jev.deciding.cost import tokens_each
     messages = _sparse_tails_history()
     config = dataclasses.replace(CONFIG, size_exponent=0)  # the table keeps uncertain results: budget decides
     judge = ReplayJudge({f"call_t{k}": 0.9 for k in range(1, 7)}, default=0.6)  # calls wanted: results are cut
@@ -233,7 +233,7 @@ def test_a_token_target_plan_left_over_its_target_asks_again_or_says_so(monkeypa
         return Compactor(judge, config, ExecutionOptions(Mode.SHADOW)).for_tokens(messages, tokens, target
                                                                                  ).plan_sync(messages)
 
-    monkeypatch.setattr(jev.compactor, "REFITS", 0)  # the first choice alone: a little over, and it says so
+    monkeypatch.setattr(jev.running.compactor, "REFITS", 0)  # the first choice alone: a little over, and it says so
     first = planned()
     assert sum(tokens_each(first.plan.messages)) > target and first.plan.target_met is False
     left = sum(tokens_each(first.plan.messages))
@@ -249,7 +249,7 @@ def test_a_token_target_plan_left_over_its_target_asks_again_or_says_so(monkeypa
 
 def test_a_token_target_plan_counts_what_it_leaves_with_the_hosts_counter() -> None:
     from jev import formats
-    from jev.canonical import canonical_json
+    from jev.model.canonical import canonical_json
     messages = _sparse_tails_history()
     config = dataclasses.replace(CONFIG, size_exponent=0)
     judge = ReplayJudge({f"call_t{k}": 0.9 for k in range(1, 7)}, default=0.6)

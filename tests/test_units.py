@@ -23,14 +23,14 @@ from jev import (
     canonical_json,
     estimate_tokens,
 )
-from jev.analysis import analyze
-from jev.apply import apply_actions
+from jev.applying.apply import apply_actions
+from jev.deciding.policy import candidates, decide, pinned_message_indices
 from jev.errors import StateBudgetError
-from jev.markers import TRUNCATION_MARKER, is_truncated
-from jev.policy import candidates, decide, pinned_message_indices
-from jev.questions import batches, questions_map
-from jev.state import build_state, cut, fit_state
-from jev.transcript import TextBlock, ToolResultBlock, ToolUseBlock, messages_from_dicts
+from jev.judges.questions import batches, questions_map
+from jev.model.markers import TRUNCATION_MARKER, is_truncated
+from jev.model.transcript import TextBlock, ToolResultBlock, ToolUseBlock, messages_from_dicts
+from jev.reading.analysis import analyze
+from jev.reading.state import build_state, cut, fit_state
 
 # --- token estimate and cutting -------------------------------------------------------------------
 
@@ -83,7 +83,7 @@ def test_validation_names_the_culprit(messages: list[Message], message: str) -> 
 def test_a_continued_session_starts_with_results_whose_calls_are_elsewhere() -> None:
     """Issue 35 item 6: results before the history's first call, answering ids not seen, are carried over
     from an earlier session: pairs of their own, pinned with the reason, never an error."""
-    from jev.policy import why_pinned
+    from jev.deciding.policy import why_pinned
     messages = [msg("a", "user", result("old1"), result("old2")), msg("b", "assistant", call("x")),
                 msg("c", "tool", result("x")), msg("d", "assistant", call("old1")), msg("e", "tool", result("old1"))]
     t = analyze(messages)
@@ -98,7 +98,7 @@ def test_a_continued_session_starts_with_results_whose_calls_are_elsewhere() -> 
 def test_content_jev_does_not_read_pins_its_message_instead_of_abandoning() -> None:
     """An image a user pasted beside their text (21 of the 110 dev Claude Code sessions) pins its message:
     it is sent as it is and nothing in that message is judged."""
-    from jev.policy import why_pinned
+    from jev.deciding.policy import why_pinned
     messages = reference_messages()
     messages[1] = msg("c-old", "assistant", text("see"), OtherBlock({"type": "image", "url": "u"}),
                       *messages[1].content)
@@ -344,7 +344,7 @@ def test_what_letting_go_saves_is_counted_exactly_without_writing_it(call_id, to
                                                                      stones) -> None:
     """`let_go` counts the characters a truncation or a drop removes without building the marker or the
     tombstone: the counts must be what `apply_actions` then writes, for any id, tool, input and config."""
-    from jev.apply import let_go
+    from jev.applying.apply import let_go
     messages = [msg("0", "user", text("t")), Message("c", "assistant", (ToolUseBlock(call_id, tool, {"a": arg}),)),
                 Message("r", "tool", (ToolResultBlock(call_id, tool, output),))]
     t = analyze(messages)
@@ -376,7 +376,7 @@ def _visible(blocks) -> int:
 
 
 def test_reduction_sizes_count_model_visible_content_only() -> None:
-    from jev.history import chars_after, take
+    from jev.reading.history import chars_after, take
     messages = reference_messages()
     messages.insert(1, msg("u", "user", text("ünïcödé text"), ThinkingBlock("hm")))
     messages[2] = messages[2].replace(metadata={"jev.source": {"big": "x" * 5000}, "host": [1, 2]})
@@ -415,7 +415,7 @@ def test_fast_token_estimate_matches_the_spec(text: str) -> None:
 @given(st.lists(st.text(alphabet=st.sampled_from(list("abcdefgXYZ019 \t\n,.{}\"é日_-") + ["\U0001F600"]),
                         min_size=1, max_size=300), min_size=20, max_size=60))
 def test_vectorised_token_estimate_on_long_texts_matches_the_spec(parts: list[str]) -> None:
-    from jev.state import _VECTOR_FROM, estimate_tenths_utf8
+    from jev.reading.state import _VECTOR_FROM, estimate_tenths_utf8
     text = "".join(parts) * (1 + _VECTOR_FROM // max(1, len("".join(parts).encode())))
     assert len(text.encode()) >= _VECTOR_FROM  # the numpy path, not the short-text one
     assert -(-estimate_tenths_utf8(text.encode()) // 10) == _reference_estimate(text)
@@ -425,7 +425,7 @@ def test_vectorised_token_estimate_on_long_texts_matches_the_spec(parts: list[st
 @given(st.lists(st.text(alphabet=st.sampled_from(list("abcdefgXYZ019 \t\n,.{}\"é日_-") + ["\U0001F600"]),
                         max_size=400), min_size=1, max_size=40))
 def test_token_estimate_of_many_texts_at_once_is_each_ones_own(texts: list[str]) -> None:
-    from jev.state import _VECTOR_FROM, estimate_tenths_each, estimate_tenths_utf8
+    from jev.reading.state import _VECTOR_FROM, estimate_tenths_each, estimate_tenths_utf8
     encoded = [t.encode() for t in texts] * (1 + _VECTOR_FROM // max(1, sum(len(t.encode()) for t in texts)))
     assert sum(map(len, encoded)) >= _VECTOR_FROM or not any(encoded)  # the joined numpy pass, where there is text
     assert estimate_tenths_each(encoded) == [estimate_tenths_utf8(t) for t in encoded]
@@ -443,8 +443,8 @@ def test_vectorised_token_estimate_is_additive_across_its_slices(monkeypatch) ->
 def test_quick_init_values_behave_as_their_dataclasses() -> None:
     import dataclasses
 
-    from jev.analysis import Pair
-    from jev.quick import quick_init
+    from jev.reading.analysis import Pair
+    from jev.support.quick import quick_init
     block = ToolResultBlock("c", "read", ["x"])  # type: ignore[arg-type]  # __post_init__ still runs: list -> tuple
     assert block.output == ("x",) and block.state == "success" and block.metadata is None
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -485,7 +485,7 @@ def test_import_jev_loads_no_heavy_stack_until_used() -> None:
 
 
 def test_the_shared_value_rules() -> None:
-    from jev.validate import is_finite_number, is_integer, is_positive, is_probability
+    from jev.support.validate import is_finite_number, is_integer, is_positive, is_probability
     assert [is_finite_number(v) for v in (0, 1.5, -2, True, float("nan"), float("inf"), "1", None)] == \
         [True, True, True, False, False, False, False, False]
     assert [is_probability(v) for v in (0, 1, 0.5, 1.0000001, -0.0, False)] == [True, True, True, False, True, False]
@@ -496,20 +496,20 @@ def test_the_shared_value_rules() -> None:
 def test_names_that_left_jev_transcript_still_import_from_it_with_a_warning() -> None:
     """Issue 37 split the transcript module (model / canonical JSON / checks / analysis); one home per
     name, and the old import path keeps working for a host's code, with a DeprecationWarning."""
-    import jev.analysis
-    import jev.canonical
-    import jev.transcript
-    with pytest.warns(DeprecationWarning, match="moved to jev.analysis.analyze"):
-        assert jev.transcript.analyze is jev.analysis.analyze
-    with pytest.warns(DeprecationWarning, match="moved to jev.canonical.canonical_json"):
-        assert jev.transcript.canonical_json is jev.canonical.canonical_json
+    import jev.model.canonical
+    import jev.model.transcript
+    import jev.reading.analysis
+    with pytest.warns(DeprecationWarning, match="moved to jev.reading.analysis.analyze"):
+        assert jev.model.transcript.analyze is jev.reading.analysis.analyze
+    with pytest.warns(DeprecationWarning, match="moved to jev.model.canonical.canonical_json"):
+        assert jev.model.transcript.canonical_json is jev.model.canonical.canonical_json
     with pytest.raises(AttributeError):
-        jev.transcript.no_such_name  # noqa: B018
+        jev.model.transcript.no_such_name  # noqa: B018
 
 
 def _example(shape):
     """A block of `shape` with every field filled (strings ASCII, values JSON)."""
-    from jev.transcript import TextBlock
+    from jev.model.transcript import TextBlock
     sample = {"text": "t", "thinking": "th", "id": "call_1", "name": "bash", "input": {"command": "ls"},
               "output": (TextBlock("out"),)}
     return shape.cls(*(sample[name] for name in shape.fields))
@@ -517,11 +517,11 @@ def _example(shape):
 
 @pytest.mark.parametrize("kind", ["text", "thinking", "tool_use", "tool_result"])
 def test_one_shape_per_block_drives_the_reader_the_writer_and_the_checks(kind: str) -> None:
-    """Each typed block's shape (`jev.transcript.SHAPES`) is what the writer writes, the reader reads back,
+    """Each typed block's shape (`jev.model.transcript.SHAPES`) is what the writer writes, the reader reads back,
     and the checks hold its string fields to: a non-string in any of them is refused by the reader and
     by `block_problem`, each naming the field, and fails the fast path."""
-    from jev.checks import block_problem, plain_message
-    from jev.transcript import SHAPES, block_from_dict, block_to_dict
+    from jev.model.transcript import SHAPES, block_from_dict, block_to_dict
+    from jev.providers.checks import block_problem, plain_message
     shape = SHAPES[kind]
     block = _example(shape)
     written = block_to_dict(block)
@@ -538,9 +538,9 @@ def test_one_shape_per_block_drives_the_reader_the_writer_and_the_checks(kind: s
 
 
 def test_a_block_with_no_json_form_is_refused_naming_its_place() -> None:
-    from jev.analysis import visible_chars
     from jev.errors import TranscriptError
-    from jev.transcript import OtherBlock
+    from jev.model.transcript import OtherBlock
+    from jev.reading.analysis import visible_chars
     base = [msg("u", "user", text("task")), msg("a", "assistant", call("c1", input={"path": "a.py"}))]
     bad_call = [*base[:1], msg("a", "assistant", text("x"), call("c1", input={"path": object()}))]
     with pytest.raises(TranscriptError, match=r"^messages\[1\]\.content\[1\]\.input\.path: not a JSON value"):

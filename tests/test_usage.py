@@ -1,4 +1,4 @@
-"""What the provider billed, as transcripts record it (`jev.usage`): each usage shape read, each call of a
+"""What the provider billed, as transcripts record it (`jev.billing.usage`): each usage shape read, each call of a
 replay matched with its usage in a Claude Code session and a mini-swe-agent trajectory (the shipped real
 sample), the prefix fitted by least squares, and the replay checked against the bill."""
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from jev import formats
 from jev.billing import NoCompaction, calls_of, replay
-from jev.cost import tokens_each
-from jev.usage import Billed, billed, calls_billed, check, fitted_prefix
+from jev.billing.usage import Billed, billed, calls_billed, check, fitted_prefix
+from jev.deciding.cost import tokens_each
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "data" / "django__django-11163.traj.json"  # a real mini-swe-agent trajectory
@@ -205,8 +205,8 @@ def test_a_document_of_any_shape_gives_every_calls_usage_or_none(slots, as_lines
 
 def test_a_write_is_priced_at_its_own_lifetime_and_a_session_at_its_recorded_mix() -> None:
     """Issue 63: 44 % of the real cache writes were hour-long; priced with each write's own lifetime."""
-    from jev.cost import PROFILES
-    from jev.usage import recorded_profile
+    from jev.billing.usage import recorded_profile
+    from jev.deciding.cost import PROFILES
     call_ = Billed(read=1000, written=400, uncached=10, written_for_an_hour=100)
     assert call_.as_billed == pytest.approx(1000 * 0.1 + 300 * 1.25 + 100 * 2.0 + 10)
     mostly_hour = [Billed(0, 100, 0, 80), Billed(50, 100, 0, 80)]
@@ -218,7 +218,7 @@ def test_a_write_is_priced_at_its_own_lifetime_and_a_session_at_its_recorded_mix
 
 def test_the_first_request_reads_what_it_found_cached_and_a_session_fits_its_own_prefix() -> None:
     from jev.billing import replayed
-    from jev.usage import Prefix, session_prefix, usage_points, warm_tokens
+    from jev.billing.usage import Prefix, session_prefix, usage_points, warm_tokens
     messages = history(6)
     run = replayed(messages, [NoCompaction()], "anthropic-5m")["no compaction"]
     cold, warm = run.priced(3000), run.priced(3000, warm=3000)
@@ -237,7 +237,7 @@ def test_the_first_request_reads_what_it_found_cached_and_a_session_fits_its_own
 
 def test_sessions_are_checked_one_by_one_and_those_outside_named() -> None:
     from jev.billing import Bill
-    from jev.usage import sessions_check
+    from jev.billing.usage import sessions_check
     def bill(cost: float) -> Bill:
         return Bill(billed=cost)
     rows = [("near", [Billed(0, 0, 100)], bill(105.0), 1.0), ("far", [Billed(0, 0, 100)], bill(150.0), 1.0),

@@ -1,4 +1,4 @@
-"""`jev.validate`: each value rule and its one wording, as every caller (config, service config, retry
+"""`jev.support.validate`: each value rule and its one wording, as every caller (config, service config, retry
 policy, judges, integrations, archives, the CLI's flags) now reports it."""
 
 from __future__ import annotations
@@ -9,7 +9,14 @@ import pytest
 
 from jev import CompactionConfig, ConfigError, ExecutionOptions
 from jev.judges.retry import RetryPolicy
-from jev.validate import integer_rule, require_in, require_integer, require_number, require_positive, require_text
+from jev.support.validate import (
+    integer_rule,
+    require_in,
+    require_integer,
+    require_number,
+    require_positive,
+    require_text,
+)
 
 OPEN_HIGH, OPEN = {"open_high": True}, {"open_low": True, "open_high": True}
 

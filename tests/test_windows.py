@@ -9,14 +9,14 @@ import pytest
 from conftest import ScriptedJudge, compactor, long_history, reference_config, reference_messages
 
 from jev import CompactionConfig, Mode, Reason, Status
-from jev.analysis import analyze
-from jev.canonical import canonical_json
+from jev.deciding.policy import candidates
 from jev.judges import LocalJudge, ReplayJudge
 from jev.judges.base import traits
-from jev.policy import candidates
-from jev.state import INPUT_CAPS, state_tokens
-from jev.transcript import ToolUseBlock
-from jev.windows import NOT_SENT, WINDOW_CONTEXT, plan_requests
+from jev.judges.windows import NOT_SENT, WINDOW_CONTEXT, plan_requests
+from jev.model.canonical import canonical_json
+from jev.model.transcript import ToolUseBlock
+from jev.reading.analysis import analyze
+from jev.reading.state import INPUT_CAPS, state_tokens
 
 CONFIG = dict(eligible_tools=frozenset({"read"}), preserve_recent_messages=6, minimum_reduction=0.0)
 
@@ -151,7 +151,7 @@ def test_a_long_sessions_user_text_does_not_crowd_the_pairs_out_of_every_window(
     pair fit beside it (StateBudgetError)."""
     from conftest import call, msg, result, text
 
-    from jev.state import history_entries
+    from jev.reading.state import history_entries
     messages = [msg("task", "user", text("Fix the failing test; keep the public API. " * 20))]
     for k in range(300):
         messages += [msg(f"c{k}", "assistant", call(f"r{k}", name="read", input={"path": f"f{k}.py"})),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.progress import Progress
 
-from ..validate import require_in
+from ..support.validate import require_in
 from .common import EXIT_ERROR, EXIT_OK, UsageError, check_writable, console, flag, write_json
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the subparser `jev.cli.main` made for it."""
-    from ..policy import CompactionConfig  # the compactor's own default keep threshold
+    from ..deciding.policy import CompactionConfig  # the compactor's own default keep threshold
     p.add_argument("labelled", metavar="LABELLED", help="labelled rows from `jev label` (JSON Lines, path or URL)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="tolerated R_result and R_call: per session, the share of later-needed results let go and "

@@ -14,17 +14,17 @@ from urllib.parse import urlsplit
 import orjson
 from rich.console import Console
 
-from ..decision import Status
+from ..deciding.decision import Status
 from ..errors import ConfigError, FormatError
 from ..formats import Lines, detect, load, parse
-from ..scope import Scope
+from ..model.scope import Scope
 from .errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "UsageError"]  # and the helpers below, for the commands
 
 
 def flag(rule: Callable[..., Any], name: str, value: Any, *args: Any, **kwargs: Any) -> Any:
-    """A `jev.validate` rule applied to a command-line flag: the same words, as a usage error."""
+    """A `jev.support.validate` rule applied to a command-line flag: the same words, as a usage error."""
     try:
         return rule(name, value, *args, **kwargs)
     except ConfigError as exc:

@@ -9,17 +9,17 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
-from ..compactor import Compactor
-from ..cost import DEFAULT_PROFILE, HORIZON_RULE, PROFILES
-from ..decision import DEFAULT_BUDGET, Decision, ExecutionOptions, Mode, PairRows, Plan, Status
+from ..deciding.cost import DEFAULT_PROFILE, HORIZON_RULE, PROFILES
+from ..deciding.decision import DEFAULT_BUDGET, Decision, ExecutionOptions, Mode, PairRows, Plan, Status
+from ..deciding.policy import CompactionConfig
 from ..errors import ConfigError, FormatError
 from ..formats import dump, session_id, writable
 from ..judges import LocalJudge, OpenAIDecisionsJudge, ReplayJudge, SystemOneJudge
-from ..policy import CompactionConfig
+from ..model.scope import Scope
 from ..providers import DEFAULT_THINKING_POLICY, ThinkingPolicy, resolve, with_drop_block
-from ..records import JsonlSink
-from ..scope import Scope
-from ..validate import require_integer
+from ..running.compactor import Compactor
+from ..running.records import JsonlSink
+from ..support.validate import require_integer
 from .common import (
     EXIT_ERROR,
     UsageError,

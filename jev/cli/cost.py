@@ -24,14 +24,8 @@ from typing import Any
 
 from rich.progress import Progress
 
-from ..analysis import analyze
 from ..billing import Bill, ClearBatched, ClearEachCall, JevCompaction, NoCompaction, Replayed, replayed
-from ..compactor import Compactor
-from ..cost import PROFILES, PricingProfile
-from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode
-from ..errors import ConfigError, FormatError, JevError
-from ..formats import conversation_id, conversations, parse
-from ..usage import (
+from ..billing.usage import (
     Billed,
     calls_billed,
     check,
@@ -42,7 +36,13 @@ from ..usage import (
     usage_points,
     warm_tokens,
 )
-from ..validate import require_integer
+from ..deciding.cost import PROFILES, PricingProfile
+from ..deciding.decision import DEFAULT_BUDGET, ExecutionOptions, Mode
+from ..errors import ConfigError, FormatError, JevError
+from ..formats import conversation_id, conversations, parse
+from ..reading.analysis import analyze
+from ..running.compactor import Compactor
+from ..support.validate import require_integer
 from .common import (
     EXIT_ERROR,
     EXIT_OK,
@@ -143,7 +143,7 @@ def _replay_all(found: list[tuple[str, Any]], form: str, policies: Callable[[], 
     """Every conversation of every file replayed under fresh `policies()`, unpriced; its billed calls kept
     when `fitting` the prefix; the needed results each policy let go counted when `labels`. `as_recorded`:
     a conversation whose usage records its cache writes is replayed under its own pricing
-    (`jev.usage.recorded_profile`). A file that cannot be read is skipped, with why."""
+    (`jev.billing.usage.recorded_profile`). A file that cannot be read is skipped, with why."""
     from calibration.labels import needed_later
 
     done = _Replays()

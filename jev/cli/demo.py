@@ -10,9 +10,9 @@ from typing import Any
 
 from rich.table import Table
 
-from .. import scenario
-from ..decision import Decision, Status
+from ..deciding.decision import Decision, Status
 from ..formats import dump
+from ..running import scenario
 from .common import EXIT_ERROR, EXIT_OK, console, write_json
 
 

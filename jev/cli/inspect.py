@@ -13,10 +13,10 @@ import argparse
 import re
 from typing import Any
 
-from ..analysis import analyze
+from ..deciding.policy import CompactionConfig, candidates
 from ..errors import JevError
-from ..history import size
-from ..policy import CompactionConfig, candidates
+from ..reading.analysis import analyze
+from ..reading.history import size
 from .common import UsageError, add_format_argument, check_file_target, console, read_transcript, write_json
 
 

@@ -19,10 +19,8 @@ from typing import Any
 
 from rich.progress import Progress
 
-from ..analysis import analyze
-from ..canonical import canonical_json
-from ..compactor import Compactor
-from ..decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
+from ..deciding.decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Status
+from ..deciding.policy import Action
 from ..errors import ConfigError, FormatError, JevError
 from ..formats import (
     TRANSCRIPT_SUFFIXES,
@@ -33,10 +31,12 @@ from ..formats import (
     detect,
     parse,
 )
-from ..policy import Action
-from ..state import estimate_tokens
-from ..transcript import Message, message_to_dict
-from ..validate import require_integer
+from ..model.canonical import canonical_json
+from ..model.transcript import Message, message_to_dict
+from ..reading.analysis import analyze
+from ..reading.state import estimate_tokens
+from ..running.compactor import Compactor
+from ..support.validate import require_integer
 from .common import (
     EXIT_ERROR,
     EXIT_OK,

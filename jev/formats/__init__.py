@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError, shown
-from ..transcript import ENVELOPE_KEY, FORMAT_KEY, ROLES, SOURCE_KEY, Message, ToolResultBlock, ToolUseBlock
+from ..model.transcript import ENVELOPE_KEY, FORMAT_KEY, ROLES, SOURCE_KEY, Message, ToolResultBlock, ToolUseBlock
 from . import request
 
 # each form's converter module, imported when the form is first read or written (not by `import jev`)

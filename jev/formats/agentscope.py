@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ..transcript import (
+from ..model.transcript import (
     Block,
     Message,
     OtherBlock,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ..transcript import (
+from ..model.transcript import (
     Block,
     Message,
     OtherBlock,

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ..transcript import MODEL_KEY, Message
+from ..model.transcript import MODEL_KEY, Message
 from . import anthropic
 
 NAME = "claude-code"

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ..transcript import MODEL_KEY, Message, TextBlock
+from ..model.transcript import MODEL_KEY, Message, TextBlock
 from . import openai_responses
 from .converters import loaded
 

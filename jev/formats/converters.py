@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
-from ..transcript import FORMAT_KEY, SOURCE_KEY, Block, Message, OtherBlock, TextBlock, ThinkingBlock
+from ..model.transcript import FORMAT_KEY, SOURCE_KEY, Block, Message, OtherBlock, TextBlock, ThinkingBlock
 
 
 def loaded(name: str, source: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError, shown
-from ..transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..model.transcript import Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from .converters import kept_items, loaded
 
 NAME = "gemini"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..transcript import Message, message_to_dict, messages_from_dicts
+from ..model.transcript import Message, message_to_dict, messages_from_dicts
 
 
 def load(data: Any) -> list[Message]:

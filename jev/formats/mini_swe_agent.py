@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ..model.transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from . import openai_chat, openai_responses
 from .converters import in_order, loaded, shared_order, source_of
 

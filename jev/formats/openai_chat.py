@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ..transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ..model.transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from .converters import (
     dump_arguments,
     in_order,

@@ -22,7 +22,16 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError, shown
-from ..transcript import MODEL_KEY, Block, Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..model.transcript import (
+    MODEL_KEY,
+    Block,
+    Message,
+    OtherBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from .converters import kept_items, loaded, parse_arguments
 
 NAME = "pydantic-ai"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ..transcript import ENVELOPE_KEY, Message, TextBlock
+from ..model.transcript import ENVELOPE_KEY, Message, TextBlock
 
 Codec = tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]
 

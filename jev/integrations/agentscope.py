@@ -25,11 +25,11 @@ from agentscope.message import Msg
 from agentscope.middleware import MiddlewareBase
 
 from .. import formats
-from ..compactor import Compactor
-from ..decision import Mode, Status
+from ..deciding.decision import Mode, Status
 from ..errors import ConfigError
-from ..scope import Scope
-from ..transcript import Message, ToolResultBlock
+from ..model.scope import Scope
+from ..model.transcript import Message, ToolResultBlock
+from ..running.compactor import Compactor
 from .processor import HistoryProcessor
 
 FORMAT = "agentscope"

@@ -13,7 +13,7 @@ passes the next multiple of the trigger above what the history holds now — the
 the plan was adopted (with a token target, below the trigger: it fires again only after growing back
 past it), the same history when it was not (an unprofitable or inconclusive plan is not retried on every
 call). The horizon the cost gate weighs comes from the host where it knows it (`horizon=`), else from the
-history (`jev.cost.horizon_from_history`), bounded by the host's own limit on its calls where it has one.
+history (`jev.deciding.cost.horizon_from_history`), bounded by the host's own limit on its calls where it has one.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from .. import formats
-from ..archived_pair import restore_latest
-from ..compactor import Compactor
-from ..cost import cold_trigger, horizon_from_history, next_trigger, plans_cold
-from ..decision import Decision, Mode, Reason, Status
+from ..applying.archived_pair import restore_latest
+from ..deciding.cost import cold_trigger, horizon_from_history, next_trigger, plans_cold
+from ..deciding.decision import Decision, Mode, Reason, Status
+from ..deciding.token_target import check_target_tokens, counted
 from ..errors import ConfigError, JevError
-from ..scope import Scope
-from ..token_target import check_target_tokens, counted
-from ..transcript import Message
-from ..validate import require_integer
+from ..model.scope import Scope
+from ..model.transcript import Message
+from ..running.compactor import Compactor
+from ..support.validate import require_integer
 
 _log = logging.getLogger("jev")
 
@@ -95,7 +95,7 @@ class HostCompaction:
     def due(self, count: int) -> bool:
         """Whether a history whose count (in the trigger's unit) is `count` should be planned now: at the
         trigger, or — when the cache has gone cold since the last model call — from a fifth of it on
-        (`jev.cost.cold_trigger`)."""
+        (`jev.deciding.cost.cold_trigger`)."""
         if count >= self.next_at:
             return True
         return plans_cold(self.idle, self.compactor.config.pricing) and count >= cold_trigger(self.trigger)

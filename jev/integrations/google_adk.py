@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..compactor import Compactor
-from ..scope import Scope
+from ..model.scope import Scope
+from ..running.compactor import Compactor
 from .processor import Counter, HistoryProcessor
 
 FORMAT = "gemini"

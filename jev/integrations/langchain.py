@@ -22,13 +22,13 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .. import formats
-from ..archived_pair import DESCRIPTION, NAME
-from ..compactor import Compactor
-from ..decision import Mode
-from ..history import fingerprint
+from ..applying.archived_pair import DESCRIPTION, NAME
+from ..deciding.decision import Mode
+from ..model.scope import Scope
+from ..model.transcript import Message
 from ..providers import DROP_BLOCK_BETA, ThinkingPolicy, rules_for, with_drop_block
-from ..scope import Scope
-from ..transcript import Message
+from ..reading.history import fingerprint
+from ..running.compactor import Compactor
 from .processor import HistoryProcessor
 
 FORMAT = "langchain"

@@ -19,9 +19,9 @@ from typing import Any
 
 from minisweagent.agents.default import DefaultAgent
 
-from ..aio import run_sync
-from ..compactor import Compactor
-from ..scope import Scope
+from ..model.scope import Scope
+from ..running.compactor import Compactor
+from ..support.aio import run_sync
 from .processor import HistoryProcessor
 
 FORMAT = "mini-swe-agent"

@@ -24,12 +24,12 @@ import orjson
 from agents.memory import SessionABC
 from agents.run import CallModelData, ModelInputData
 
-from ..archived_pair import DESCRIPTION, NAME, SCHEMA
-from ..compactor import Compactor
-from ..decision import Decision
+from ..applying.archived_pair import DESCRIPTION, NAME, SCHEMA
+from ..deciding.decision import Decision
 from ..errors import ConfigError
-from ..scope import Scope
-from ..state import estimate_tokens
+from ..model.scope import Scope
+from ..reading.state import estimate_tokens
+from ..running.compactor import Compactor
 from .core import HostCompaction
 from .processor import HistoryProcessor
 

@@ -16,14 +16,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .. import formats
-from ..aio import run_sync
-from ..compactor import Compactor
-from ..cost import tokens_of
-from ..decision import Mode
+from ..deciding.cost import tokens_of
+from ..deciding.decision import Mode
+from ..deciding.token_target import called
 from ..errors import ConfigError
-from ..scope import Scope
-from ..token_target import called
-from ..transcript import MODEL_KEY, Message, ToolResultBlock
+from ..model.scope import Scope
+from ..model.transcript import MODEL_KEY, Message, ToolResultBlock
+from ..running.compactor import Compactor
+from ..support.aio import run_sync
 from .core import Adapter, HostCompaction, check_trigger, counted_as
 
 TRIGGER_UNITS = ("messages", "tokens", "tool_results")

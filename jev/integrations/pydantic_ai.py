@@ -18,8 +18,8 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage
 
-from ..compactor import Compactor
-from ..scope import Scope
+from ..model.scope import Scope
+from ..running.compactor import Compactor
 from .processor import Counter, HistoryProcessor
 
 FORMAT = "pydantic-ai"
@@ -62,7 +62,7 @@ class JevHistoryProcessor(HistoryProcessor):
         """A Pydantic AI `Tool` that brings back an archived call and result by call id (never re-runs it)."""
         from pydantic_ai import Tool
 
-        from ..archived_pair import DESCRIPTION, NAME
+        from ..applying.archived_pair import DESCRIPTION, NAME
 
         self.host.archive()  # a restore tool needs one
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..analysis import Transcript
 from ..errors import JudgeProtocolError
-from ..questions import Question
-from ..validate import is_probability
+from ..reading.analysis import Transcript
+from ..support.validate import is_probability
+from .questions import Question
 
 
 class Refusal:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis import READ_AGENT, READ_CALL, READ_RESULT, READ_TEXT, Transcript
-from ..canonical import canonical_json
+from ..model.canonical import canonical_json
+from ..reading.analysis import READ_AGENT, READ_CALL, READ_RESULT, READ_TEXT, Transcript
 from .words import Buffer, KeyedWords, RawWords, Words, portable, raw_words, run_starts
 
 CATEGORIES = ("read", "search", "list", "run", "test", "edit", "git", "other")
@@ -649,7 +649,7 @@ def feature_matrix(transcript: Transcript, scan_chars: int = SCAN_CHARS, lines: 
 
 class FeatureReader:
     """`feature_matrix` for one history planned again and again: it keeps what reading the last transcript
-    gave, and a transcript grown from that one (`jev.analysis.extend`, its earlier messages proven
+    gave, and a transcript grown from that one (`jev.reading.analysis.extend`, its earlier messages proven
     unchanged) has only its new pairs, calls and segments read — the same rows as a first reading."""
 
     def __init__(self, scan_chars: int = SCAN_CHARS, lines: bool = True, common: np.ndarray = _NO_WORDS,
@@ -679,7 +679,7 @@ def _rows(transcript: Transcript, reading: _Reading, read: _Read, lines: bool, c
     reading.static[_results_in(read.truncation, reading), 3] = 1
 
     if reading.result_at.size != n_pairs:  # analyze pairs every result, in the order they appear
-        raise ValueError("feature_matrix needs a transcript validated by jev.analysis.analyze")
+        raise ValueError("feature_matrix needs a transcript validated by jev.reading.analysis.analyze")
     edit_at = reading.call_at[edit]
     r = np.arange(n_pairs)  # pairs are numbered in the order their results appear: per-result arrays are per pair
     c = reading.result_call

@@ -305,7 +305,7 @@ class LocalJudge:
 
     `model_path` loads other weights (e.g. retrained on your own shadow logs). Every plan reads the history
     it is given, in one vectorised pass; what it read of the last history is kept (replaced whole each
-    time), so a history a compactor extended from that one (`jev.analysis.extend`) has only its new
+    time), so a history a compactor extended from that one (`jev.reading.analysis.extend`) has only its new
     messages read — the scores are a first reading's. It receives no state, so the state budget does not
     bind it."""
 

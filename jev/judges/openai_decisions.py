@@ -16,9 +16,9 @@ import httpx2
 import orjson
 
 from ..errors import ConfigError, JudgeProtocolError
-from ..questions import Question
 from .base import REFUSAL, JudgeRequest
 from .http import async_client
+from .questions import Question
 from .remote import Part, RemoteJudge, Reply
 from .retry import RetryPolicy
 

@@ -2,7 +2,7 @@
 are written here once — the constructor's checks, one attempt under its own timeout, the mapping of
 transport and status failures onto the error kinds of `jev.errors` (timeout, connection, status,
 protocol), reading a JSON reply, checking probabilities and usage, retries, and one client per event
-loop (sync callers keep theirs: `jev.aio`). A backend supplies only its wire:
+loop (sync callers keep theirs: `jev.support.aio`). A backend supplies only its wire:
 
 - `_client()` / `_close(client)` (a static method): make and close its HTTP (or SDK) client;
 - `_bodies(request)`: the request bodies, serialised once, each with the questions it asks;
@@ -22,7 +22,6 @@ from typing import Any
 
 import orjson
 
-from ..aio import run_sync
 from ..errors import (
     ConfigError,
     JudgeConnectionError,
@@ -31,10 +30,11 @@ from ..errors import (
     JudgeStatusError,
     JudgeTimeoutError,
 )
-from ..questions import Question
-from ..validate import require_positive
+from ..support.aio import run_sync
+from ..support.validate import require_positive
 from .base import Answers, JudgeRequest, check_probability, check_usage
 from .http import LoopClients
+from .questions import Question
 from .retry import RetryPolicy, retry_after_seconds, retryable_status, with_retries
 
 

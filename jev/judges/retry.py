@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import JudgeError
-from ..validate import led_by, require_in, require_integer, require_positive
+from ..support.validate import led_by, require_in, require_integer, require_positive
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({429, 529})

@@ -15,9 +15,9 @@ import httpx2
 import orjson
 
 from ..errors import ConfigError, JudgeProtocolError
-from ..questions import Question, questions_map
 from .base import JudgeRequest
 from .http import async_client
+from .questions import Question, questions_map
 from .remote import Part, RemoteJudge, Reply
 from .retry import RetryPolicy
 

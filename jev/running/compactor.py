@@ -17,10 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .aio import run_sync
-from .analysis import Pair, Transcript
-from .apply import Applier, LetGo, LetGoSizes
-from .cost import (
+from ..applying.apply import Applier, LetGo, LetGoSizes
+from ..deciding.cost import (
     HistoryTokens,
     cheapest_start,
     check_horizon,
@@ -29,11 +27,8 @@ from .cost import (
     tokens_each,
     unprofitable,
 )
-from .decision import Decision, ExecutionOptions, Mode, PairRows, Plan, Reason, Status
-from .errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
-from .history import Remeasured, Taken, chars_after, sizes_each, take, unchanged
-from .judges.base import Judge, JudgeRequest, JudgeTraits, traits, validate_answers
-from .policy import (
+from ..deciding.decision import Decision, ExecutionOptions, Mode, PairRows, Plan, Reason, Status
+from ..deciding.policy import (
     DEFAULT_SIZE_EXPONENT,
     PINNED_SCORES,
     Action,
@@ -47,14 +42,19 @@ from .policy import (
     pins,
     verdicts,
 )
-from .providers import ThinkingPolicy, check, resolve, strip_thinking
+from ..deciding.token_target import MAX_REDUCTION, called, excess_chars, share, tokens_left, whole_tokens
+from ..errors import ArchiveError, ConfigError, JevError, JudgeError, StateBudgetError
+from ..judges.base import Judge, JudgeRequest, JudgeTraits, traits, validate_answers
+from ..judges.windows import JudgeCall, plan_requests
+from ..model.scope import Archive, Scope
+from ..model.transcript import Message
+from ..providers import ThinkingPolicy, check, resolve, strip_thinking
+from ..reading.analysis import Pair, Transcript
+from ..reading.history import Remeasured, Taken, chars_after, sizes_each, take, unchanged
+from ..reading.state import cut
+from ..support.aio import run_sync
+from ..support.validate import require_integer
 from .records import build_record, deliver, pair_records, recommendation, session_of
-from .scope import Archive, Scope
-from .state import cut
-from .token_target import MAX_REDUCTION, called, excess_chars, share, tokens_left, whole_tokens
-from .transcript import Message
-from .validate import require_integer
-from .windows import JudgeCall, plan_requests
 
 INPUT_HEAD = 80  # characters of a call's input a plan's pair view shows
 REFITS = 3  # times a token target's plan asks for more when its first choice leaves the history over the target
@@ -128,7 +128,7 @@ def _spread(values: list[Any], pinned: list[int], default: Any) -> tuple[Any, ..
 @dataclass(frozen=True, slots=True)
 class _Judgments:
     """A plan's candidates as columns, in key order: the judge's scores, what a truncation and a drop would
-    save (`LetGo`), the threshold table's reason and scaled result score (`jev.policy.verdicts`, from the
+    save (`LetGo`), the threshold table's reason and scaled result score (`jev.deciding.policy.verdicts`, from the
     scores, tool, result size and whether the call must stay), and — budget mode only, else empty — each
     candidate as budget mode sees it."""
 
@@ -221,7 +221,7 @@ class Compactor:
                               "shadow, label and calibrate again with this judge")
         self.archive = archive
         # the last history this compactor took (one): a plan of the same history grown by a few messages reads
-        # only those (`jev.history.take`), and `for_tokens`' copy judges the very history it was sized on
+        # only those (`jev.reading.history.take`), and `for_tokens`' copy judges the very history it was sized on
         self._taken: Taken | None = None
         self._reachable = True  # False on a `for_tokens` copy whose token target no let-go of results can reach
         self._ride_along = False  # True on a `for_tokens` copy: see `_riding`
@@ -240,7 +240,7 @@ class Compactor:
     async def plan(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
                    horizon: int | None = None, idle_seconds: float | None = None) -> Decision:
         """Judge the history and return a `Decision`; emits one record (a CANCELLED one if the task is cancelled).
-        `horizon`: the model calls the host expects after this one's (else `jev.cost.horizon_from_history`);
+        `horizon`: the model calls the host expects after this one's (else `jev.deciding.cost.horizon_from_history`);
         `idle_seconds`: time since the host's last model call (past the pricing's cache lifetime the cache is
         cold, and a compaction re-bills nothing) — both feed the cost gate."""
         started = time.monotonic()
@@ -286,12 +286,12 @@ class Compactor:
     def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None,
                    count: Callable[[Sequence[Message]], int | Awaitable[int]] | None = None) -> Compactor:
         """This compactor, or a copy of it in budget mode whose `target_reduction` should bring `messages`
-        — `tokens` long as the host counts them — under `target_tokens` (`jev.token_target`). Itself when
+        — `tokens` long as the host counts them — under `target_tokens` (`jev.deciding.token_target`). Itself when
         there is no target, the history is already under it, or nothing could be let go. The copy keeps
         the analysis it sized the plan on: planning that same list, unchanged (the change guard proves
         it), judges it without analyzing it again. `count`, when the host can count a list of messages
         the way it counted `tokens` (returning the count, or an awaitable of it), counts the history a plan
-        leaves (else it is estimated: `jev.token_target.tokens_left`); a plan still over the target asks for
+        leaves (else it is estimated: `jev.deciding.token_target.tokens_left`); a plan still over the target asks for
         more."""
         tokens = whole_tokens(tokens, "tokens")
         require_integer("target_tokens", target_tokens, 0, optional=True)
@@ -317,7 +317,7 @@ class Compactor:
 
     def _take(self, messages: Sequence[Message]) -> Taken:
         """The history as judged, read from where the last one this compactor took ended when it begins
-        with those very messages, unchanged (`jev.history.take`), and kept for the next."""
+        with those very messages, unchanged (`jev.reading.history.take`), and kept for the next."""
         previous = self._taken
         taken = self._taken = take(messages, self.config.max_transcript_chars, previous=previous)
         if taken is not previous and (previous is None or taken.transcript.extends is not previous.transcript.lineage):
@@ -492,7 +492,7 @@ class Compactor:
     def _placed(transcript: Transcript, candidates: Sequence[Pair], chosen: dict[str, PairReason],
                 gone: LetGo, tokens: HistoryTokens, horizon: int, cold: bool, config: CompactionConfig
                 ) -> dict[str, PairReason]:
-        """The table's let-gos from the start that bills least (`jev.cost.cheapest_start`) on: one before it
+        """The table's let-gos from the start that bills least (`jev.deciding.cost.cheapest_start`) on: one before it
         stays, reason CACHED_PREFIX (letting it go would re-bill more than it saves). When no start pays,
         the let-gos stay as the table wants them and the gate refuses the plan (UNPROFITABLE)."""
         lets = []
@@ -515,7 +515,7 @@ class Compactor:
 
     async def _left(self, transcript: Transcript, compacted: Sequence[Message], tokens: HistoryTokens) -> int:
         """The host's count of `compacted` on a `for_tokens` copy: its own counter's when it gave one, else
-        estimated (`jev.token_target.tokens_left`: the messages the plan changed and made measured, the
+        estimated (`jev.deciding.token_target.tokens_left`: the messages the plan changed and made measured, the
         rest as the host counted them)."""
         assert self._host is not None
         count = self._count
@@ -575,7 +575,7 @@ class Compactor:
         threshold table, which decides pair by pair. `judged`: each candidate's scores and what letting it
         go removes (made once per plan, whatever the rounds). A host's token target (`for_tokens`) that
         results alone do not reach is met by dropping whole pairs too, their calls' inputs counted
-        (`jev.policy.deepened`), its target the whole excess — `goal` characters (the excess, or more where
+        (`jev.deciding.policy.deepened`), its target the whole excess — `goal` characters (the excess, or more where
         a first plan left the history over the target: `_left`)."""
         config = self.config
         if config.target_reduction is None:

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
+from ..errors import ConfigError
+from ..model.transcript import Message
+from ..support.quick import quick_init
+from ..support.validate import require_positive, require_text
 from .cost import CostEstimate
-from .errors import ConfigError
 from .policy import Action, PairReason, Scores
-from .quick import quick_init
-from .transcript import Message
-from .validate import require_positive, require_text
 
 
 class Mode(str, Enum):
@@ -39,7 +39,7 @@ class Reason(str, Enum):
     STATE_BUDGET_EXCEEDED = "STATE_BUDGET_EXCEEDED"
     TRANSCRIPT_CHANGED = "TRANSCRIPT_CHANGED"
     INSUFFICIENT_REDUCTION = "INSUFFICIENT_REDUCTION"
-    UNPROFITABLE = "UNPROFITABLE"  # adopting it would raise the bill under prompt caching (jev.cost)
+    UNPROFITABLE = "UNPROFITABLE"  # adopting it would raise the bill under prompt caching (jev.deciding.cost)
     PROVIDER_REFUSES = "PROVIDER_REFUSES"  # the model's provider would refuse the history it leaves (jev.providers)
     ARCHIVED_PROPOSAL = "ARCHIVED_PROPOSAL"
     SHADOW_PROPOSAL = "SHADOW_PROPOSAL"
@@ -57,7 +57,7 @@ class Plan:
     markers); in budget mode `target_met` says whether it reached `target_reduction` (False: pinned, refused or
     confidently needed results stopped it short; sized for a host's token target, whether the history it leaves
     is under that target as the host counts it, estimated), else None. `cost` is what adopting it does to the bill under
-    prompt caching (`jev.cost`), over the horizon the plan assumed."""
+    prompt caching (`jev.deciding.cost`), over the horizon the plan assumed."""
 
     messages: tuple[Message, ...] = field(repr=False)  # a repr of a whole history helps nobody
     rows: PairRows = field(repr=False)

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .canonical import canonical_json
+from ..deciding.decision import Decision, ExecutionOptions, Mode, Status
+from ..deciding.policy import CompactionConfig
+from ..judges import LocalJudge, ReplayJudge
+from ..model.canonical import canonical_json
+from ..model.scope import Scope
+from ..model.transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from .compactor import Compactor
-from .decision import Decision, ExecutionOptions, Mode, Status
-from .judges import LocalJudge, ReplayJudge
-from .policy import CompactionConfig
 from .records import Record
-from .scope import Scope
-from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 CONSTRAINT = "Never edit generated files. Fix the failing count test."
 OBSOLETE = "obsolete file contents "

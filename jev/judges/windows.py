@@ -16,12 +16,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis import Pair, Transcript
-from .canonical import canonical_json
-from .errors import StateBudgetError
-from .policy import CompactionConfig
+from ..deciding.policy import CompactionConfig
+from ..errors import StateBudgetError
+from ..model.canonical import canonical_json
+from ..reading.analysis import Pair, Transcript
+from ..reading.state import (
+    INPUT_CAPS,
+    STATE_CONTEXT,
+    estimate_tenths_utf8,
+    fit_state,
+    history_entries,
+    stage_name,
+    whole_tokens,
+)
 from .questions import ENVELOPE_TOKENS, Batch, batches, pair_tenths, questions_tokens_of
-from .state import INPUT_CAPS, STATE_CONTEXT, estimate_tenths_utf8, fit_state, history_entries, stage_name, whole_tokens
 
 WINDOW_CONTEXT = 4  # neighbouring messages on each side of a window's pairs, as far as the budget allows
 WINDOW_NOTE = (" Only part of the history is shown: the task and the messages around the tool calls asked "

@@ -10,11 +10,9 @@ from typing import Any, NoReturn
 
 import orjson
 
-from .canonical import CANONICAL_OPTIONS, canonical_json, chars, json_default, not_json
-from .checks import message_problem, plain_message
-from .errors import TranscriptError
-from .quick import quick_init
-from .transcript import (
+from ..errors import TranscriptError
+from ..model.canonical import CANONICAL_OPTIONS, canonical_json, chars, json_default, not_json
+from ..model.transcript import (
     THINKING_TYPES,
     VERBATIM_KINDS,
     Message,
@@ -23,6 +21,8 @@ from .transcript import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from ..providers.checks import message_problem, plain_message
+from ..support.quick import quick_init
 
 
 def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "content") -> int:
@@ -207,7 +207,7 @@ def analyze(messages: Sequence[Message]) -> Transcript:
 
 def extend(previous: Transcript, messages: Sequence[Message]) -> Transcript:
     """`analyze(messages)` for a history that begins with `previous.messages` (the very same objects, whose
-    mutable parts the caller has checked are unchanged: `jev.history.unchanged`): only the messages after
+    mutable parts the caller has checked are unchanged: `jev.reading.history.unchanged`): only the messages after
     them are read — what a host planning the same history grown by a few messages pays for."""
     return _Scan.resumed(previous).run(messages, len(previous.messages), previous.lineage)
 

@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis import Transcript
-from .canonical import canonical_json
-from .errors import ConfigError
-from .state import estimate_tenths, estimate_tenths_each, estimate_tokens, whole_tokens
-from .transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from .validate import require_in, require_integer, require_text
+from ..errors import ConfigError
+from ..model.canonical import canonical_json
+from ..model.transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..reading.analysis import Transcript
+from ..reading.state import estimate_tenths, estimate_tenths_each, estimate_tokens, whole_tokens
+from ..support.validate import require_in, require_integer, require_text
 
 MESSAGE_TOKENS = 4  # what a provider adds per message (role, separators): an approximation, the same for all
 MEDIA_TOKENS = 1_600  # an image or document block: billed by its pixels (~w×h/750, about 1 600 at most), not its base64
@@ -77,7 +77,7 @@ def pricing(profile: str | PricingProfile) -> PricingProfile:
         return profile
     if isinstance(profile, str) and profile in PROFILES:
         return PROFILES[profile]
-    raise ConfigError(f"pricing must be one of {', '.join(PROFILES)} or a jev.cost.PricingProfile (got {profile!r})")
+    raise ConfigError(f"pricing must be one of {', '.join(PROFILES)} or a jev.deciding.cost.PricingProfile (got {profile!r})")
 
 
 def _visible(block: Any) -> str:

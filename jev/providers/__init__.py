@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from .errors import ConfigError, shown
-from .transcript import (
+from ..errors import ConfigError, shown
+from ..model.transcript import (
     ENVELOPE_KEY,
     FORMAT_KEY,
     MODEL_KEY,

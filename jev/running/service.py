@@ -11,13 +11,13 @@ from typing import Any
 
 import orjson
 
+from ..deciding.cost import PROFILES
+from ..deciding.decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Observer
+from ..deciding.policy import CompactionConfig
+from ..errors import ConfigError, shown
+from ..judges.base import Judge
+from ..support.validate import integer_rule, led_by, require_in, require_integer, require_number, require_text
 from .compactor import Compactor
-from .cost import PROFILES
-from .decision import DEFAULT_BUDGET, ExecutionOptions, Mode, Observer
-from .errors import ConfigError, shown
-from .judges.base import Judge
-from .policy import CompactionConfig
-from .validate import integer_rule, led_by, require_in, require_integer, require_number, require_text
 
 SETTINGS = ("mode", "version", "budgetMillis", "threshold", "rejectionThreshold", "eligibleTools",
             "preserveRecentMessages", "maxStateTokens", "maxRequestTokens", "maxQuestions", "truncateHeadChars",
@@ -153,6 +153,6 @@ def load(overrides_json: str | bytes | None, *, archive: Any = None, judge: Judg
     if settings.mode is Mode.ENFORCE and archive is None:
         raise ConfigError("ENFORCE requires durable archive")
     if judge is None:
-        from .judges.systemone import SystemOneJudge
+        from ..judges.systemone import SystemOneJudge
         judge = SystemOneJudge()
     return Compactor(judge, settings.config, settings.options(observer), archive)

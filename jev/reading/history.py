@@ -1,7 +1,7 @@
 """The caller's history as judged, taken once at the start of a plan: the very message objects, their
 analysis (pairs and model-visible sizes), and what the change guard re-reads.
 
-Sizes count model-visible content only (`jev.analysis.visible_chars`) — never envelopes, ids or
+Sizes count model-visible content only (`jev.reading.analysis.visible_chars`) — never envelopes, ids or
 metadata: a history loaded from any form has the same blocks, so the transcript limit and the reduction
 do not depend on the form it came in.
 
@@ -26,10 +26,10 @@ from typing import Any
 
 import orjson
 
+from ..errors import TranscriptError
+from ..model.canonical import canonical_json, json_default, not_json
+from ..model.transcript import BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message
 from .analysis import Transcript, analyze, extend, visible_chars
-from .canonical import canonical_json, json_default, not_json
-from .errors import TranscriptError
-from .transcript import BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message
 
 _BOOKKEEPING = frozenset(BOOKKEEPING_KEYS)
 
@@ -77,7 +77,7 @@ def take(messages: Sequence[Message], max_chars: int | None = None, previous: Ta
     """The history as judged: analyzed, its mutable parts set aside. `TranscriptError` in SPEC §2's order:
     more than `max_chars` model-visible characters first ("transcript limit"), then what analysis finds.
     With `previous` (an earlier plan's), a history that begins with the very messages it judged, their
-    mutable parts unchanged (`unchanged`), is read from where that one ended (`jev.analysis.extend`)."""
+    mutable parts unchanged (`unchanged`), is read from where that one ended (`jev.reading.analysis.extend`)."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise TranscriptError("messages must be a list of jev.Message")
     held = len(previous.transcript.messages) if previous is not None else 0

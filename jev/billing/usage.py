@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .billing import Bill, calls_of
-from .cost import PROFILES, PricingProfile, pricing, tokens_each
-from .transcript import Message
+from ..deciding.cost import PROFILES, PricingProfile, pricing, tokens_each
+from ..model.transcript import Message
+from . import Bill, calls_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The transcript model (SPEC §1) and its own JSON form: frozen messages and blocks, read from and written
-to `jev` dicts. Canonical JSON is `jev.canonical`, the checks of a value already built `jev.checks`, and
-validation + pairing with the sizes of what the model sees (SPEC §2) `jev.analysis`.
+to `jev` dicts. Canonical JSON is `jev.model.canonical`, the checks of a value already built `jev.providers.checks`, and
+validation + pairing with the sizes of what the model sees (SPEC §2) `jev.reading.analysis`.
 
 Messages and blocks are frozen values: the library never mutates what a host hands it, and untouched
 messages can be passed back as the very same objects.
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
-from .errors import FormatError, shown
-from .quick import quick_init
+from ..errors import FormatError, shown
+from ..support.quick import quick_init
 
 ROLES = ("system", "user", "assistant", "tool")
 RESULT_STATES = ("success", "error", "rejected", "incomplete", "pending")
@@ -306,9 +306,10 @@ def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
 
 
 _MOVED = {**dict.fromkeys(("json_default", "CANONICAL_OPTIONS", "canonical_json", "unwritable", "not_json",
-                           "canonical_chars", "chars"), "canonical"),
-          **dict.fromkeys(("block_problem", "message_problem"), "checks"),
-          **dict.fromkeys(("visible_chars", "CARRIED_OVER", "Pair", "Transcript", "place", "analyze"), "analysis")}
+                           "canonical_chars", "chars"), "jev.model.canonical"),
+          **dict.fromkeys(("block_problem", "message_problem"), "jev.providers.checks"),
+          **dict.fromkeys(("visible_chars", "CARRIED_OVER", "Pair", "Transcript", "place", "analyze"),
+                          "jev.reading.analysis")}
 
 
 def __getattr__(name: str) -> Any:
@@ -317,6 +318,6 @@ def __getattr__(name: str) -> Any:
         import importlib
         import warnings
 
-        warnings.warn(f"jev.transcript.{name} moved to jev.{_MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
+        warnings.warn(f"{__name__}.{name} moved to {_MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ..errors import ConfigError
 from .canonical import canonical_json
-from .errors import ConfigError
 from .transcript import Message
 
 MAX_SCOPE_CHARS = 512

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
-from .analysis import CARRIED_OVER, Pair, Transcript
+from ..errors import ConfigError, shown
+from ..model.markers import is_truncated
+from ..providers import DEFAULT_THINKING_POLICY, ThinkingPolicy, calls_that_stay, frozen_until, resolve, thinking_policy
+from ..reading.analysis import CARRIED_OVER, Pair, Transcript
+from ..support.quick import quick_init
+from ..support.validate import require_in, require_integer, require_text
 from .cost import DEFAULT_PROFILE, PricingProfile, pricing
-from .errors import ConfigError, shown
-from .markers import is_truncated
-from .providers import DEFAULT_THINKING_POLICY, ThinkingPolicy, calls_that_stay, frozen_until, resolve, thinking_policy
-from .quick import quick_init
-from .validate import require_in, require_integer, require_text
 
 SUSPENDED_METADATA_KEYS = ("suspended", "pending", "jev.suspended")
 
@@ -102,7 +102,7 @@ class CompactionConfig:
     restore_tool: str | None = None  # the restore tool's name, when the host installed it: markers name it
     calibrated_for: str | None = None  # the judge these thresholds were certified for: another is refused
     pricing: str | PricingProfile = DEFAULT_PROFILE  # the prompt-cache pricing the cost gate bills under
-    cost_gate: bool = True  # adopt only plans whose billed change over the horizon is negative (jev.cost)
+    cost_gate: bool = True  # adopt only plans whose billed change over the horizon is negative (jev.deciding.cost)
     model: str | None = None  # the model the history goes to next: selects the provider's rules (jev.providers)
     thinking_policy: ThinkingPolicy | str = DEFAULT_THINKING_POLICY  # thinking a preserved-thinking model binds
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .errors import ConfigError, shown
+from ..errors import ConfigError, shown
 
 T = TypeVar("T")
 

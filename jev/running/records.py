@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from .decision import Decision, PairRows, Plan
-from .policy import Action
-from .quick import quick_init
+from ..deciding.decision import Decision, PairRows, Plan
+from ..deciding.policy import Action
+from ..support.quick import quick_init
 
 PURPOSE = "context_compaction"
 log = logging.getLogger("jev.records")

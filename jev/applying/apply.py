@@ -8,12 +8,12 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .analysis import Pair, Transcript, place
-from .canonical import canonical_json
-from .markers import TOMBSTONE_PREFIX
-from .policy import Action, CompactionConfig
-from .state import cut
-from .transcript import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..deciding.policy import Action, CompactionConfig
+from ..model.canonical import canonical_json
+from ..model.markers import TOMBSTONE_PREFIX
+from ..model.transcript import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..reading.analysis import Pair, Transcript, place
+from ..reading.state import cut
 
 SHORT_RESULT_SLACK = 160
 _INPUT_HEAD = 60

@@ -7,11 +7,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .analysis import Pair
-from .canonical import canonical_json
-from .errors import StateBudgetError
-from .quick import quick_init
-from .state import estimate_tenths, whole_tokens
+from ..errors import StateBudgetError
+from ..model.canonical import canonical_json
+from ..reading.analysis import Pair
+from ..reading.state import estimate_tenths, whole_tokens
+from ..support.quick import quick_init
 
 ENVELOPE_TOKENS = 20
 

@@ -4,7 +4,7 @@ Every assistant message is one model call; its request is the history before it,
 it. A request reads from the cache the leading messages it shares with the request before it (the same
 message objects, in order) and writes the rest — unless the calls' timestamps, where the history has them,
 are further apart than the profile's cache lifetime, when it writes all of it. Billed input is in tokens
-at the base input price (`jev.cost`). Output tokens are the same under every policy and left out.
+at the base input price (`jev.deciding.cost`). Output tokens are the same under every policy and left out.
 
 Policies, each on the same calls:
 - `NoCompaction`: the history as it grew;
@@ -30,8 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .analysis import Transcript, analyze
-from .cost import (
+from ..deciding.cost import (
     DEFAULT_PROFILE,
     PricingProfile,
     cold_trigger,
@@ -40,16 +39,17 @@ from .cost import (
     plans_cold,
     pricing,
 )
-from .decision import Mode, Status
-from .state import estimate_tokens
-from .transcript import Message, ToolResultBlock
-from .validate import require_integer
+from ..deciding.decision import Mode, Status
+from ..model.transcript import Message, ToolResultBlock
+from ..reading.analysis import Transcript, analyze
+from ..reading.state import estimate_tokens
+from ..support.validate import require_integer
 
 CLEARED = "[cleared]"  # LangChain's ClearToolUsesEdit placeholder
 
 
 class Tokens:
-    """Tokens of each message, counted once (`jev.cost.message_tokens` unless a counter is given)."""
+    """Tokens of each message, counted once (`jev.deciding.cost.message_tokens` unless a counter is given)."""
 
     def __init__(self, count: Callable[[Message], int] | None = None) -> None:
         self._count = count or message_tokens
@@ -309,7 +309,7 @@ def replay(messages: Sequence[Message], policies: Sequence[Policy], profile: str
     """Every policy over one session: each assistant message is a model call whose request is the
     history before it as the policy shapes it. Returns each policy's bill, by name. `prefix`: the tokens
     every request carries before the history and a transcript does not hold (a host's system prompt, tool
-    definitions, memory files: ~28 000 estimated tokens for Claude Code, `jev.usage.fitted_prefix`),
+    definitions, memory files: ~28 000 estimated tokens for Claude Code, `jev.billing.usage.fitted_prefix`),
     written on the first call and after the cache went cold, read from the cache on every other; the same
     for every policy, so it narrows every ratio to no compaction toward 1 (`Bill.prefix` is its part).
     `replayed` then `Replayed.priced`, for a caller that knows its prefix before it replays."""
@@ -335,7 +335,7 @@ class Replayed:
         """The bill with every call priced under the profile, each request carrying `prefix` tokens before
         its history (written on a fresh call, read on every other), and those over `window` counted. `warm`:
         the tokens the session's first request found in the cache already — the system prompt and tools an
-        earlier session wrote, a resumed session's history (`jev.usage.warm_tokens` reads it from the usage)."""
+        earlier session wrote, a resumed session's history (`jev.billing.usage.warm_tokens` reads it from the usage)."""
         require_integer("prefix", prefix, 0)
         require_integer("warm", warm, 0)
         price, kept = self.profile, self.bill

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .analysis import CARRIED_OVER, analyze
-from .canonical import canonical_json
-from .errors import ArchiveError
-from .markers import is_truncated
-from .scope import Scope
-from .transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..errors import ArchiveError
+from ..model.canonical import canonical_json
+from ..model.markers import is_truncated
+from ..model.scope import Scope
+from ..model.transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..reading.analysis import CARRIED_OVER, analyze
 
 NAME = "restore_archived_result"
 DESCRIPTION = ("Bring back the full, original result of an earlier tool call that was archived when the "
@@ -28,7 +28,7 @@ BLANK = "call_id must be a non-blank string"
 
 def occurrences(messages: Sequence[Message], call_id: str) -> list[tuple[int, int | None]]:
     """Where each pair using `call_id` sits, in order: (message of its call, message of its result or
-    None while pending) — the pairs `jev.analysis.analyze` finds (a result answers the latest call with
+    None while pending) — the pairs `jev.reading.analysis.analyze` finds (a result answers the latest call with
     its id, an id may be reused once its pair is complete), and a call still pending last. A result whose
     call is not in the history (carried over from an earlier one) has no call to bring back."""
     transcript = analyze(messages)

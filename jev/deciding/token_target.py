@@ -5,7 +5,7 @@ target is converted to the library's token estimate (the host's count against SP
 same history), then to characters at the candidate results' own characters per token, and taken as a
 share of the characters the plan may let go of — the candidate results'. Pure: the compactor's
 `for_tokens` sizes a plan with it (and keeps the excess itself, which a plan that letting go of results
-cannot reach frees by dropping whole pairs: `jev.policy.deepened`), and a plan checks what it leaves in the
+cannot reach frees by dropping whole pairs: `jev.deciding.policy.deepened`), and a plan checks what it leaves in the
 host's tokens — with the host's counter, or estimated here (`tokens_left`) — asking for more while over.
 """
 
@@ -15,12 +15,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .analysis import Transcript, analyze
+from ..errors import ConfigError, JevError, shown
+from ..model.transcript import Message
+from ..reading.analysis import Transcript, analyze
+from ..support.validate import require_integer
 from .cost import HistoryTokens, sampled_tokens, tokens_each
-from .errors import ConfigError, JevError, shown
 from .policy import CompactionConfig, candidates
-from .transcript import Message
-from .validate import require_integer
 
 MAX_REDUCTION = 0.99  # target_reduction must stay below 1: the rest is for the head of a truncation
 
@@ -110,7 +110,7 @@ def tokens_left(tokens: int, estimated: int, before: Sequence[Message], after: S
     """The host's count of `after`, a compaction of `before` (the host counts `before` at `tokens`, the library
     estimates it at `estimated`): `tokens` less what the plan removed — the messages it changed or removed
     against those it made, each measured with SPEC §4's estimate (`measure`: `tokens_each`, or a
-    `jev.history.Remeasured` of it, which keeps what its last call measured — the refit rounds of one plan
+    `jev.reading.history.Remeasured` of it, which keeps what its last call measured — the refit rounds of one plan
     measure mostly the same messages) — scaled to the host's count. Only what changed is measured: the rate
     a whole history's sample gives misjudges a history that lost most of its results, which run denser or
     sparser than the text that stays."""

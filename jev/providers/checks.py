@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .canonical import unwritable
-from .errors import FormatError
-from .transcript import STRING_FIELDS, Message, OtherBlock, TextBlock, ToolResultBlock, block_from_dict
+from ..errors import FormatError
+from ..model.canonical import unwritable
+from ..model.transcript import STRING_FIELDS, Message, OtherBlock, TextBlock, ToolResultBlock, block_from_dict
 
 
 def string_problem(value: Any, where: str) -> str | None:

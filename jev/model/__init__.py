@@ -1,0 +1,2 @@
+"""The message model: messages and their blocks (`transcript`), canonical JSON and sizes (`canonical`), the
+markers a plan leaves where it cut (`markers`) and archive scopes (`scope`)."""
