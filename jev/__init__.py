@@ -35,22 +35,22 @@ from .reading.state import estimate_tokens
 from .running.records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
 
 if TYPE_CHECKING:
-    from .running.compactor import Compactor
+    from .running.compactor import Compactor, CompactorSetup
 
 __version__ = "0.3.0"
 old_paths.install()  # `import jev.compactor` and the other paths from before the stages: warned, for one release
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Compactor":  # with it asyncio, the judges' base and the plan's steps
-        from .running.compactor import Compactor
+    if name in ("Compactor", "CompactorSetup"):  # with them asyncio, the judges' base and the plan's steps
+        from .running import compactor
 
-        globals()["Compactor"] = Compactor
-        return Compactor
+        globals().update(Compactor=compactor.Compactor, CompactorSetup=compactor.CompactorSetup)
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "ConfigError",
+    "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "CompactorSetup", "ConfigError",
     "CostEstimate", "Decision", "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError",
     "JudgeError", "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
     "OtherBlock", "PairReason", "PairRecord", "PairRows", "PairView", "Plan", "PricingProfile", "Reason", "Record", "Scope",

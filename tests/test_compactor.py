@@ -527,3 +527,46 @@ def test_a_lone_surrogate_is_refused_before_judging_naming_message_and_field(arc
     assert (decision.status, decision.error_kind) == (Status.ERROR, "TranscriptError")
     assert decision.detail == "messages[3].content[0].text: a lone surrogate (U+DCFF at character 3) has no UTF-8 form"
     assert judge.requests == [] and archive.saves == 0
+
+
+def test_one_setup_serves_many_sessions_each_with_its_own_history(tmp_path) -> None:
+    """A `CompactorSetup` is checked once and frozen; each session on it keeps its own last history, so
+    sessions planning different histories in turn — on threads too — decide exactly as a fresh compactor
+    would, and share nothing but the setup."""
+    import dataclasses
+    import threading
+
+    from conftest import long_history
+
+    from jev import CompactionConfig, CompactorSetup
+    from jev.judges import LocalJudge
+    config = CompactionConfig(eligible_tools=frozenset({"read"}), minimum_reduction=0.0)
+    setup = CompactorSetup(LocalJudge(), config, ExecutionOptions(Mode.SHADOW, 10.0))
+    assert setup.config.size_exponent == LocalJudge().size_exponent  # the judge's own, resolved once
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setup.config = config  # type: ignore[misc]
+    histories = [long_history(40, "Reading the parser. "), long_history(40, "Checking the lexer tables. ")]
+    growing = [[h[: 20 + 8 * k] for k in range(8)] for h in histories]
+    fresh = [[Compactor(LocalJudge(), config, ExecutionOptions(Mode.SHADOW, 10.0)).plan_sync(p).plan.rows
+              for p in prefixes] for prefixes in growing]
+    sessions = [setup.session(), setup.session()]
+    assert sessions[0].setup is sessions[1].setup is setup and sessions[0] is not sessions[1]
+    for k in range(8):  # in turn: each session reads its own history on from where it ended
+        for s, session in enumerate(sessions):
+            assert session.plan_sync(growing[s][k]).plan.rows == fresh[s][k]
+    seen: dict[int, list] = {}
+
+    def run(s: int) -> None:
+        session = Compactor.from_setup(setup)
+        seen[s] = [session.plan_sync(p).plan.rows for p in growing[s]]
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {0: fresh[0], 1: fresh[1]}
+    with pytest.raises(ConfigError, match="setup must be a jev.CompactorSetup"):
+        Compactor.from_setup(config)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="ENFORCE requires durable archive"):
+        CompactorSetup(LocalJudge(), config, ExecutionOptions(Mode.ENFORCE))

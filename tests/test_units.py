@@ -432,7 +432,7 @@ def test_token_estimate_of_many_texts_at_once_is_each_ones_own(texts: list[str])
 
 
 def test_vectorised_token_estimate_is_additive_across_its_slices(monkeypatch) -> None:
-    from jev import state
+    from jev.reading import state
     text = ("abcdefghij" * 5 + " 12 {é} " + "x" * 13 + "\n") * 400
     whole = state.estimate_tenths_utf8(text.encode())
     monkeypatch.setattr(state, "_SLICE", 7)  # slices end inside letter runs and multi-byte characters

@@ -196,30 +196,62 @@ def _error(exc: BaseException) -> Decision:
                     error_kind=type(exc).__name__)
 
 
-class Compactor:
-    """Judged, reversible compaction of one agent's history. Holds the judge, config, options and archive,
-    and the last history it judged (to read that history grown from where it ended)."""
+@dataclass(frozen=True, slots=True)
+class CompactorSetup:
+    """What every plan runs with — the judge, the config (its size exponent resolved to the judge's own),
+    the options and the archive — checked once and frozen: one setup serves any number of sessions
+    (`session()`), threads and tasks, since no per-history state lives here."""
 
-    def __init__(self, judge: Judge, config: CompactionConfig | None = None,
-                 options: ExecutionOptions | None = None, archive: Archive | None = None) -> None:
-        self.judge = judge
-        self.config = config if config is not None else CompactionConfig()
-        self.options = options if options is not None else ExecutionOptions()
+    judge: Judge
+    config: CompactionConfig = dataclasses.field(default_factory=CompactionConfig)
+    options: ExecutionOptions = dataclasses.field(default_factory=ExecutionOptions)
+    archive: Archive | None = None
+
+    def __post_init__(self) -> None:
         if not isinstance(self.config, CompactionConfig):
             raise ConfigError("config must be a jev.CompactionConfig")
         if not isinstance(self.options, ExecutionOptions):
             raise ConfigError("options must be a jev.ExecutionOptions")
-        if self.config.size_exponent is None:  # the judge's own: what its probabilities were tuned to rank with
-            self.config = dataclasses.replace(self.config, size_exponent=judge_exponent(traits(judge)))
-        if self.options.mode is Mode.ENFORCE and archive is None:
+        if self.options.mode is Mode.ENFORCE and self.archive is None:
             raise ConfigError("ENFORCE requires durable archive")
-        if not callable(getattr(judge, "ask", None)):
+        if not callable(getattr(self.judge, "ask", None)):
             raise ConfigError("judge must have an async ask(request) method")
-        stamped, name = self.config.calibrated_for, traits(judge).name
-        if stamped is not None and stamped != name:
-            raise ConfigError(f"calibrated_for: these thresholds were certified for judge {stamped!r}, not {name!r}; "
-                              "shadow, label and calibrate again with this judge")
-        self.archive = archive
+        judged_by = traits(self.judge)
+        if self.config.size_exponent is None:  # the judge's own: what its probabilities were tuned to rank with
+            object.__setattr__(self, "config", dataclasses.replace(self.config, size_exponent=judge_exponent(judged_by)))
+        stamped = self.config.calibrated_for
+        if stamped is not None and stamped != judged_by.name:
+            raise ConfigError(f"calibrated_for: these thresholds were certified for judge {stamped!r}, not "
+                              f"{judged_by.name!r}; shadow, label and calibrate again with this judge")
+
+    def session(self) -> Compactor:
+        """A compactor for one history (a conversation, an agent's run) on this setup."""
+        return Compactor.from_setup(self)
+
+
+class Compactor:
+    """Judged, reversible compaction of one agent's history: a session on a `CompactorSetup` (the judge,
+    config, options and archive, shared and frozen) that owns what it keeps between plans — the last history
+    it judged (to read that history grown from where it ended), its measurements and what its last plan made.
+    Give each history its own session (`setup.session()`); one session serves one history at a time."""
+
+    def __init__(self, judge: Judge, config: CompactionConfig | None = None,
+                 options: ExecutionOptions | None = None, archive: Archive | None = None) -> None:
+        self._start(CompactorSetup(judge, config if config is not None else CompactionConfig(),
+                                   options if options is not None else ExecutionOptions(), archive))
+
+    @classmethod
+    def from_setup(cls, setup: CompactorSetup) -> Compactor:
+        """A new session on `setup` (`CompactorSetup.session`)."""
+        if not isinstance(setup, CompactorSetup):
+            raise ConfigError(f"setup must be a jev.CompactorSetup (got {type(setup).__name__})")
+        session = cls.__new__(cls)
+        session._start(setup)
+        return session
+
+    def _start(self, setup: CompactorSetup) -> None:
+        """A session's state, empty: nothing read yet."""
+        self._setup = setup
         # the last history this compactor took (one): a plan of the same history grown by a few messages reads
         # only those (`jev.reading.history.take`), and `for_tokens`' copy judges the very history it was sized on
         self._taken: Taken | None = None
@@ -234,6 +266,27 @@ class Compactor:
         # the characters and tokens of what it made (the tokens also of the originals a token target's estimate
         # weighs them against: `_left`), measured once while the history is read on from the last
         self._made_chars, self._made_tokens = Remeasured(sizes_each), Remeasured(tokens_each)
+
+    @property
+    def setup(self) -> CompactorSetup:
+        """The frozen setup this session plans with."""
+        return self._setup
+
+    @property
+    def judge(self) -> Judge:
+        return self._setup.judge
+
+    @property
+    def config(self) -> CompactionConfig:
+        return self._setup.config
+
+    @property
+    def options(self) -> ExecutionOptions:
+        return self._setup.options
+
+    @property
+    def archive(self) -> Archive | None:
+        return self._setup.archive
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -306,7 +359,7 @@ class Compactor:
             return self
         reduction = share(*excess)
         other = copy.copy(self)
-        other.config = dataclasses.replace(self.config, target_reduction=reduction)
+        other._setup = dataclasses.replace(self._setup, config=dataclasses.replace(self.config, target_reduction=reduction))
         other._taken = taken
         other._reachable = reduction < MAX_REDUCTION  # capped: even every candidate result would not do
         other._ride_along = True
