@@ -95,16 +95,15 @@ def record(messages: Sequence[Message]) -> dict[str, Any] | None:
 
 
 def _block(orders: _Orders, block: Any, path: list[int | str]) -> None:
-    kind = type(block)
-    if kind is ToolUseBlock:
+    if type(block) is ToolUseBlock:
         orders.value(block.input, [*path, "input"])
-    elif kind is ToolResultBlock:
+    elif type(block) is ToolResultBlock:
         if block.metadata is not None:
             orders.value(block.metadata, [*path, "metadata"])
         if not isinstance(block.output, str):
             for k, inner in enumerate(block.output):
                 _block(orders, inner, [*path, "output", k])
-    elif kind is OtherBlock:
+    elif type(block) is OtherBlock:
         orders.value(block.data, path)
 
 

@@ -34,7 +34,7 @@ class ScoreCalibrator:
             method = "isotonic" if enough else "platt"
         self.method_ = method
         if len(set(labels.tolist())) < 2:  # one class only: a constant map at the observed rate
-            self.constant_ = float(labels.mean()) if len(labels) else 0.5
+            self.constant_: float | None = float(labels.mean()) if len(labels) else 0.5
             return self
         self.constant_ = None
         if method == "isotonic":

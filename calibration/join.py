@@ -113,7 +113,7 @@ def label(records_url: str, transcripts_url: str, *, format: str = "auto",
                    "needed_result_strict": strict > s}
 
 
-def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int) -> tuple[Any, int] | None:
+def _use_of(uses: dict[str, Any], key: Any, call_id: Any, tool: Any, point: int) -> tuple[Any, Any, Any] | None:
     """The later uses of a recorded pair (labels-v1's, and the last message reusing it under
     labels-v2-reuse): by its key when the key names the same call and tool there
     (SHADOW judges the original history, whose keys the full transcript shares), else the latest pair

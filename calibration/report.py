@@ -11,7 +11,7 @@ import numpy as np
 import orjson
 
 from .risk import sessions_needed
-from .thresholds import Calibration, Selection, result_score
+from .thresholds import Calibration, Selection, TargetSelection, result_score
 
 
 def guarantee(result: Calibration | Selection, label: str = "") -> str:
@@ -86,7 +86,8 @@ def figures(result: Calibration, out: Path) -> list[str]:
     names.append("reliability.png")
 
     s = result.overall
-    panels = [("threshold", [c for c in s.curve if c["raw"] >= 0], s)]
+    panels: list[tuple[str, list[dict[str, Any]], Selection | TargetSelection]] = [
+        ("threshold", [c for c in s.curve if c["raw"] >= 0], s)]
     if result.target is not None:
         panels.append(("budget mode", result.target.curve, result.target))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)

@@ -182,7 +182,7 @@ def size_rule(exponent: float) -> CompactionConfig:
     return SIZE_RULE if exponent == SIZE_RULE.size_exponent else CompactionConfig(size_exponent=exponent)
 
 
-def result_score(rows: Rows, size_aware: bool, exponent: float = SIZE_RULE.size_exponent) -> np.ndarray:
+def result_score(rows: Rows, size_aware: bool, exponent: float = DEFAULT_SIZE_EXPONENT) -> np.ndarray:
     """The score a threshold applies to: the raw result probability, or the compactor's size-scaled one
     (`jev.deciding.policy.value_score` with `size_exponent=exponent`)."""
     if not size_aware:
@@ -257,8 +257,8 @@ class Calibration:
     test_rows: Rows
     target: TargetSelection | None = None
     keep_threshold: float = SIZE_RULE.keep_threshold  # what the thresholds and budget mode were certified with
-    size_exponent: float = SIZE_RULE.size_exponent  # the size scaling certified (size-aware only)
-    size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,)  # the candidates it was chosen among
+    size_exponent: float = DEFAULT_SIZE_EXPONENT  # the size scaling certified (size-aware only)
+    size_exponents: tuple[float, ...] = (DEFAULT_SIZE_EXPONENT,)  # the candidates it was chosen among
     keep_thresholds: tuple[float, ...] = (SIZE_RULE.keep_threshold,)  # the keep thresholds it was chosen among
     recent_pairs: int = 0  # the recency window certified (CompactionConfig.preserve_recent_pairs)
     recent_pairs_among: tuple[int, ...] = (0,)  # the windows it was chosen among
@@ -271,7 +271,7 @@ class Calibration:
 
     def stamp(self) -> dict[str, Any]:
         """What the thresholds were certified for: a compactor refuses them for another judge."""
-        out = {"judge": self.test_rows.judge, "ranking": "size-aware" if self.size_aware else "plain",
+        out: dict[str, Any] = {"judge": self.test_rows.judge, "ranking": "size-aware" if self.size_aware else "plain",
                "loss": LOSS, "label_version": self.test_rows.label_version, "bound": self.overall.bound,
                "alpha": self.overall.alpha, "delta": self.delta, "sessions": self.overall.n_sessions}
         if len(self.size_exponents) > 1:
@@ -321,7 +321,7 @@ def split(rows: Rows, seed: int = 0, fit_share: float = 1 / 3) -> tuple[Rows, Ro
     return rows.take(mask), rows.take(~mask)
 
 
-def fit(rows: Rows, size_aware: bool = False, exponent: float = SIZE_RULE.size_exponent
+def fit(rows: Rows, size_aware: bool = False, exponent: float = DEFAULT_SIZE_EXPONENT
         ) -> tuple[ScoreCalibrator, ScoreCalibrator]:
     """One calibrator per head: the result head on the score thresholds apply to."""
     return (ScoreCalibrator().fit(result_score(rows, size_aware, exponent), rows.needed_result),
@@ -467,7 +467,7 @@ class ThresholdSelector:
                  uncertain_rate: float | None = None, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
                  keep_threshold: float | tuple[float, ...] = SIZE_RULE.keep_threshold, curve_bounds: bool = False,
                  seed: int = 0,
-                 size_exponents: tuple[float, ...] = (SIZE_RULE.size_exponent,),
+                 size_exponents: tuple[float, ...] = (DEFAULT_SIZE_EXPONENT,),
                  recent_pairs: int | tuple[int, ...] = 0) -> None:
         self.alpha = alpha
         self.delta = delta
@@ -609,6 +609,7 @@ class ThresholdSelector:
         total = max(float(rows.result_chars.sum()), 1.0)
         curve = [{"target_reduction": t, **_curve_point(outcome, j, delta, bound, self.curve_bounds),
                   "chars_discarded": float(removed[j] / total)} for j, t in enumerate(TARGETS)]
+        assert rows.points is not None  # budget mode's rows carry their points (`budget_let_go` groups by them)
         n_points = len(np.unique(np.char.add(rows.sessions.astype(str), rows.points.astype(str))))
         n_sessions = len(np.unique(rows.unit_ids))
         j = outcome.certified.index
@@ -627,7 +628,7 @@ class ThresholdSelector:
 
 
 def budget_let_go(rows: Rows, targets: tuple[float, ...], size_aware: bool, keep_threshold: float,
-                  exponent: float = SIZE_RULE.size_exponent) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  exponent: float = DEFAULT_SIZE_EXPONENT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What budget mode lets go of at each target, per row, replaying each decision point in the product's
     order (`budget_order`, then the cut `budget` makes): (targets, rows) let go, (targets, rows) dropped
     with the call, and the characters removed per target."""

@@ -163,7 +163,9 @@ def fit_trees(X: np.ndarray, y: np.ndarray, capacity: dict[str, Any] | None = No
     feature, threshold, value = [], [], []
     for (predictor,) in model._predictors:
         f, t, v = _complete(predictor.nodes)
-        feature.append(f), threshold.append(t), value.append(v)
+        feature.append(f)
+        threshold.append(t)
+        value.append(v)
     trees = {"baseline": float(np.ravel(model._baseline_prediction)[0]), "feature": feature,
              "threshold": threshold, "value": value}
     check = X[:: max(1, len(X) // CHECKED_ROWS)]  # a layout change shows on any rows: a few thousand suffice
@@ -244,6 +246,7 @@ def call_label(rows: TrainingRows) -> np.ndarray:
 
 def part_labels(rows: TrainingRows) -> dict[str, np.ndarray]:
     """What each part of the result head learns: its proxy's "needed" (`PARTS`)."""
+    assert rows.needed_result_alt is not None and rows.needed_strict is not None, "rows built without every proxy"
     return {LABEL_VERSION: rows.needed_result, ALT_LABEL_VERSION: rows.needed_result_alt,
             STRICT_LABEL_VERSION: rows.needed_strict}
 
@@ -345,8 +348,8 @@ def scores_of(model: dict[str, Any], X: np.ndarray) -> tuple[np.ndarray, np.ndar
     """P(result needed), P(call needed) of a model document's heads for full feature rows `X` (`TrainingRows.X`),
     scored as the local judge scores them."""
     cols = np.asarray([FEATURE_NAMES.index(name) for name in model["features"]])
-    return tuple(score(model["heads"][head], X[:, cols], model["version"])
-                 for head in ("keep_result", "keep_call"))
+    return (score(model["heads"]["keep_result"], X[:, cols], model["version"]),
+            score(model["heads"]["keep_call"], X[:, cols], model["version"]))
 
 
 def train(rows: TrainingRows, corpora: list[str] | None = None, scan_chars: int = READ_DEPTH,

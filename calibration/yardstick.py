@@ -70,6 +70,7 @@ def judge_pick(rows: TrainingRows, point: Point, p_result: np.ndarray, p_call: n
     chars = rows.result_chars[ix].astype(int)
     default = CompactionConfig()
     head = default.truncate_head_chars
+    assert rows.call_ids is not None, "rows built without their call ids"
     marker = np.asarray([len(truncation_marker(str(c), default)) for c in rows.call_ids[ix]])  # as the product cuts
     cut_saves = np.where(chars > head + SHORT_RESULT_SLACK, chars - (head + 1 + marker), 0)
     keys = [str(k) for k in rows.keys[ix]]
@@ -145,7 +146,8 @@ def gap_closed(L: np.ndarray) -> np.ndarray:
 
 def exponent_at(size_exponent: float | np.ndarray, point: Point) -> float:
     """The size exponent a point is ranked with: the one given, or its rows' own (one per row)."""
-    return float(size_exponent[point.rows[0]]) if np.ndim(size_exponent) else float(size_exponent)
+    return float(size_exponent[point.rows[0]]) if isinstance(size_exponent, np.ndarray) and size_exponent.ndim \
+        else float(size_exponent)
 
 
 def tally(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, labels: dict[str, np.ndarray], share: float,
@@ -186,6 +188,10 @@ def with_intervals(t: Tally, boot: int, seed: int = 0) -> dict[str, tuple[float,
         return np.quantile(finite, [0.025, 0.975]).tolist() if len(finite) else [float("nan")] * 2
 
     L = t.shares()
-    cell = {name: (float(L[k]), *interval(Lb[:, k])) for k, name in enumerate(POLICIES)}
-    cell["gap closed"] = (t.gap(), *interval(gap_closed(Lb)))
+    def estimate(value: float, values: np.ndarray) -> tuple[float, float, float]:
+        low, high = interval(values)
+        return value, low, high
+
+    cell = {name: estimate(float(L[k]), Lb[:, k]) for k, name in enumerate(POLICIES)}
+    cell["gap closed"] = estimate(t.gap(), gap_closed(Lb))
     return cell

@@ -566,7 +566,7 @@ def test_one_setup_serves_many_sessions_each_with_its_own_history(tmp_path) -> N
     for t in threads:
         t.join()
     assert seen == {0: fresh[0], 1: fresh[1]}
-    with pytest.raises(ConfigError, match="setup must be a jev.CompactorSetup"):
+    with pytest.raises(ConfigError, match=r"setup must be a jev\.CompactorSetup"):
         Compactor.from_setup(config)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="ENFORCE requires durable archive"):
         CompactorSetup(LocalJudge(), config, ExecutionOptions(Mode.ENFORCE))

@@ -254,7 +254,7 @@ class JevCompaction(Policy):
     def view(self, live: list[Message], point: int, idle: float | None = None) -> tuple[list[Message], list[Message]]:
         total = self.tokens.total(live)
         count = self._count(live, total)
-        cold = plans_cold(idle, self.compactor.config.pricing)
+        cold = plans_cold(idle, self.compactor.config.profile)
         if count < self.next_at and not (cold and self.cold_trigger is not None and count >= self.cold_trigger):
             return live, live
         compactor = self.compactor.for_tokens(live, total, self.target, self.tokens.total) if self.target \

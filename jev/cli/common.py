@@ -300,7 +300,7 @@ def archive_from_args(args: Any) -> Any:
     from archive import open_archive
 
     from ..errors import ArchiveError
-    options = {"client_kwargs": {"endpoint_url": args.archive_endpoint}} if args.archive_endpoint else {}
+    options: dict[str, Any] = {"client_kwargs": {"endpoint_url": args.archive_endpoint}} if args.archive_endpoint else {}
     try:
         return open_archive(args.archive, **options)
     except (ArchiveError, ConfigError) as exc:

@@ -132,9 +132,9 @@ def judge_from(spec: str, url: str | None, model: str | None) -> Any:
         if spec.startswith("local:"):  # weights you retrained (`python -m calibration.train_local --out FILE`)
             return LocalJudge(spec.removeprefix("local:"))
         if spec == "systemone":
-            return SystemOneJudge(url, **({"model": model} if model else {}))
+            return SystemOneJudge(url, model=model) if model else SystemOneJudge(url)
         if spec == "openai":
-            return OpenAIDecisionsJudge(url, **({"model": model} if model else {}))
+            return OpenAIDecisionsJudge(url, model=model) if model else OpenAIDecisionsJudge(url)
         if spec.startswith("replay:"):
             return ReplayJudge.from_file(spec.removeprefix("replay:"))
     except (ConfigError, FormatError) as exc:
@@ -151,7 +151,7 @@ def result_json(decision: Decision, mode: Mode, messages: list[Any], fmt: str, d
     thinking the plan invalidated (the drop-block thinking policy) rather than refuse it."""
     plan = decision.plan
     adopted = decision.status is Status.DECIDED and mode is Mode.ENFORCE and plan is not None
-    written = dump(list(plan.messages) if adopted else messages, fmt)
+    written = dump(list(plan.messages) if adopted and plan is not None else messages, fmt)
     if adopted and drop_block and fmt == "anthropic-request" and isinstance(written, dict):
         written = with_drop_block(written)
     out: dict[str, Any] = {
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
               f"({type(observer.error).__name__}: {observer.error})", file=sys.stderr)
         return EXIT_ERROR
     try:
-        result = result_json(decision, mode, messages, fmt, config.thinking_policy is ThinkingPolicy.DROP_BLOCK
+        result = result_json(decision, mode, messages, fmt, config.thinking is ThinkingPolicy.DROP_BLOCK
                              and resolve(messages, config.model)[1].preserved_thinking)
     except FormatError as exc:  # the compacted history has no form in `fmt`: the input is the answer
         print(f"jev: error: the compacted history cannot be written as {fmt} ({exc}); the history is unchanged"

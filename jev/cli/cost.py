@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         Compactor(judge, config, options, StoreArchive(MemoryStore()))  # the config's own checks, before any work
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    profile = config.pricing
+    profile = config.profile
     cleared_to = target if target is not None else trigger // 2
     jev_name = f"jev (budget to {target:,})" if target is not None else "jev"
 
@@ -269,7 +269,8 @@ def _report(totals: dict[str, Bill], done: _Replays, args: argparse.Namespace, p
     base = totals["no compaction"]
     rows = {}
     for name, bill in totals.items():
-        row = {"calls": bill.calls, "tokens_sent": bill.sent, "sent_ratio": bill.sent / base.sent if base.sent else None,
+        row: dict[str, Any] = {
+               "calls": bill.calls, "tokens_sent": bill.sent, "sent_ratio": bill.sent / base.sent if base.sent else None,
                "billed_input": round(bill.billed), "billed_ratio": bill.billed / base.billed if base.billed else None,
                "cache_read_share": round(bill.read_share, 4), "compactions_adopted": bill.adopted,
                "compactions_refused": bill.refused, "largest_request": bill.largest,

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from .errors import EXIT_USAGE, UsageError
@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs["formatter_class"] = _Help
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         raise UsageError(message)
 
 

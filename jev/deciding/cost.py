@@ -81,18 +81,17 @@ def pricing(profile: str | PricingProfile) -> PricingProfile:
 
 
 def _visible(block: Any) -> str:
-    kind = type(block)
-    if kind is TextBlock:
+    if type(block) is TextBlock:
         return block.text
-    if kind is ThinkingBlock:
+    if type(block) is ThinkingBlock:
         return block.thinking
-    if kind is ToolUseBlock:
+    if type(block) is ToolUseBlock:
         value = block.input
         return f"{block.name} {value if type(value) is str else canonical_json(value).decode()}"
-    if kind is ToolResultBlock:
+    if type(block) is ToolResultBlock:
         output = block.output
         return output if type(output) is str else "\n".join(_visible(b) for b in output if not _media(b))
-    if kind is OtherBlock:
+    if type(block) is OtherBlock:
         return canonical_json(block.data).decode()
     return ""
 
@@ -116,14 +115,13 @@ def _billed(blocks: Sequence[Any]) -> tuple[str, int]:
     texts: list[str] = []
     media = 0
     for b in blocks:
-        kind = type(b)
-        if kind is TextBlock:
+        if type(b) is TextBlock:
             texts.append(b.text)
         elif _media(b):
             media += 1
         else:
             texts.append(_visible(b))
-            if kind is ToolResultBlock and type(b.output) is tuple and any(_media(x) for x in b.output):
+            if type(b) is ToolResultBlock and type(b.output) is tuple and any(_media(x) for x in b.output):
                 media += 1
     return "\n".join(texts), media
 

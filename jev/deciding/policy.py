@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..errors import ConfigError, shown
 from ..model.markers import is_truncated
@@ -106,6 +106,16 @@ class CompactionConfig:
     model: str | None = None  # the model the history goes to next: selects the provider's rules (jev.providers)
     thinking_policy: ThinkingPolicy | str = DEFAULT_THINKING_POLICY  # thinking a preserved-thinking model binds
 
+    @property
+    def profile(self) -> PricingProfile:
+        """`pricing` as the profile it names: the field holds the profile itself once the config is built."""
+        return cast(PricingProfile, self.pricing)
+
+    @property
+    def thinking(self) -> ThinkingPolicy:
+        """`thinking_policy` as the policy it names: the field holds the policy itself once the config is built."""
+        return cast(ThinkingPolicy, self.thinking_policy)
+
     def __post_init__(self) -> None:
         d = require_in("discard_threshold", self.discard_threshold, 0, 1)
         k = require_in("keep_threshold", self.keep_threshold, 0, 1)
@@ -134,7 +144,7 @@ class CompactionConfig:
             object.__setattr__(self, "target_reduction", t)
         if not isinstance(self.tombstones, bool):
             raise ConfigError(f"tombstones must be true or false (got {shown(self.tombstones)})")
-        if require_text("restore_tool", self.restore_tool, optional=True) and not self.restore_tool.isprintable():
+        if (tool := require_text("restore_tool", self.restore_tool, optional=True)) and not tool.isprintable():
             raise ConfigError(f"restore_tool must be a printable tool name (got {shown(self.restore_tool)})")
         require_text("calibrated_for", self.calibrated_for, optional=True)
         object.__setattr__(self, "pricing", pricing(self.pricing))
@@ -262,7 +272,7 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
     ruled = _message_pins(transcript, config)
     thinking = transcript.thinking
     model, rules = resolve(transcript.messages, config.model)
-    held = frozen_until(transcript.messages, rules, config.thinking_policy) if thinking else -1
+    held = frozen_until(transcript.messages, rules, config.thinking) if thinking else -1
     staying = calls_that_stay(transcript.messages, rules, bool(thinking))
     why: dict[str, str] = {}
     truncate_only: set[str] = set()
@@ -270,7 +280,7 @@ def pins(transcript: Transcript, config: CompactionConfig) -> Pins:
         rule = _pair_rule(pair, config) if pair.call_message == CARRIED_OVER else None
         if rule is None and min(pair.call_message, pair.result_message) <= held and pair.call_message != CARRIED_OVER:
             rule = (f"at or before the thinking that {model or 'the default model'} binds to its prefix "
-                    f"(thinking policy {config.thinking_policy.value})")
+                    f"(thinking policy {config.thinking.value})")
         if rule is None:
             pinned_at = (pair.call_message if pair.call_message in ruled
                          else pair.result_message if pair.result_message in ruled else None)
@@ -424,7 +434,8 @@ def table(result_low: B, call_low: B, call_high: B, truncate_only: B | bool = Fa
     (drop, truncate). Python bools for one pair (`decide`) or numpy bool arrays for many (calibration's
     `applied`), so the rule calibration certifies is the product's. A call whose message carries thinking
     (`truncate_only`) stays: its result is truncated, never dropped."""
-    return result_low & call_low & (truncate_only ^ True), result_low & (call_high | truncate_only)
+    return (result_low & call_low & (truncate_only ^ True),  # type: ignore[operator]
+            result_low & (call_high | truncate_only))  # type: ignore[operator]
 
 
 def decide(keep_call: float | None, keep_result: float | None, config: CompactionConfig, tool: str = "",
@@ -481,7 +492,7 @@ def verdicts(keep_calls: Sequence[float | None], keep_results: Sequence[float | 
     return reasons, scaled
 
 
-_LET_GO = {PairReason.DROP_PAIR: Action.DROP_PAIR, PairReason.TRUNCATE_RESULT: Action.TRUNCATE_RESULT}
+_LET_GO: dict[str, Action] = {PairReason.DROP_PAIR: Action.DROP_PAIR, PairReason.TRUNCATE_RESULT: Action.TRUNCATE_RESULT}
 
 
 def action_of(reason: PairReason | str) -> Action:

@@ -62,7 +62,8 @@ def _block(raw: Any, where: str) -> Block:
     if kind == "hint" and isinstance(raw.get("hint"), str):  # guidance the framework injects: plain text here
         return TextBlock(raw["hint"])
     if kind == "thinking":
-        return ThinkingBlock(raw.get("thinking") if isinstance(raw.get("thinking"), str) else "")
+        thinking = raw.get("thinking")
+        return ThinkingBlock(thinking if isinstance(thinking, str) else "")
     if kind == "tool_call":
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
             raise FormatError(f"{where}: tool_call needs string 'id' and 'name'")
@@ -96,7 +97,8 @@ def load(data: Any) -> list[Message]:
                     raise FormatError(f"{where}.content[{k}]: a second {raw['content'][k]['type']} with id {b.id!r} "
                                       "in one Msg is ambiguous")
                 seen.add((isinstance(b, ToolResultBlock), b.id))
-        mid = _unused(raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else f"m{i}", ids)
+        own = raw.get("id")
+        mid = _unused(own if isinstance(own, str) and own else f"m{i}", ids)
         ids.add(mid)
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
         own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
@@ -124,7 +126,7 @@ def _unused(mid: str, ids: set[str]) -> str:
     return f"{mid}~{n}"
 
 
-def _key(block: Any) -> tuple[str, str] | None:
+def _key(block: Any) -> tuple[str, Any] | None:
     if isinstance(block, ToolUseBlock):
         return ("call", block.id)
     if isinstance(block, ToolResultBlock):
@@ -150,7 +152,7 @@ def _kept(raw: dict[str, Any], blocks: list[Block]) -> dict[str, Any]:
         kind = b.get("type")
         if kind == "tool_result":
             content.append({**b, "output": hollow(b["output"], _is_text)} if "output" in b else b)
-        elif kind == "tool_call":
+        elif kind == "tool_call" and type(block) is ToolUseBlock:
             content.append({**b, "input": None} if reproducible_arguments(b["input"], block.input) else b)
         else:
             content.append(hollow_block(b, block, _FIELDS))
@@ -201,8 +203,8 @@ def _written_back(source: dict[str, Any], present: list[Block]) -> dict[str, Any
         elif key in tools:
             kept = tools.pop(key)
             content.append(_dump_result(block, kept) if isinstance(kept, ToolResultBlock)
-                           else {**block, "input": dump_arguments(kept.input)} if block.get("input") is None
-                           else block)
+                           else {**block, "input": dump_arguments(kept.input)}
+                           if block.get("input") is None and type(kept) is ToolUseBlock else block)
     raw["content"] = content
     return raw
 

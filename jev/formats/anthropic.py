@@ -63,7 +63,8 @@ def _block(raw: Any, where: str, names: dict[str, str]) -> Block:
         return ToolResultBlock(call_id, names.get(call_id, ""), _result_output(raw.get("content"), where),
                                "error" if raw.get("is_error") is True else "success")
     if kind == "thinking":
-        return ThinkingBlock(raw.get("thinking") if isinstance(raw.get("thinking"), str) else "")
+        thinking = raw.get("thinking")
+        return ThinkingBlock(thinking if isinstance(thinking, str) else "")
     if kind == "redacted_thinking":
         return ThinkingBlock("")
     return OtherBlock(raw)
@@ -122,7 +123,7 @@ def _kept(raw: dict[str, Any], blocks: tuple[Block, ...]) -> dict[str, Any]:
     return {**raw, "content": kept}
 
 
-def _key(block: Any) -> tuple[str, str] | None:
+def _key(block: Any) -> tuple[str, Any] | None:
     if isinstance(block, (ToolUseBlock, ToolResultBlock)):
         return ("use" if isinstance(block, ToolUseBlock) else "result", block.id)
     if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -165,7 +166,7 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
             elif key in current:
                 block = current.pop(key)
                 blocks.append(_dump_result(raw, block) if isinstance(block, ToolResultBlock)
-                              else {**raw, "input": block.input} if "input" in raw else raw)
+                              else {**raw, "input": block.input} if "input" in raw and type(block) is ToolUseBlock else raw)
         for block in message.content:  # blocks added in Python, not loaded
             if _key(block) in current or (not original and _key(block) is None):
                 blocks.append(_fresh(block))

@@ -230,10 +230,10 @@ def dump(messages: Sequence[Message]) -> Any:
     sources = [dict(source_of(m, NAME) or {}) for m in messages]
     envelope = next((s.pop("envelope") for s in sources if "envelope" in s), None)
     if any("item" in s for s in sources):
-        out = _dump_responses(messages, sources)
-        return {**envelope, "messages": out} if envelope is not None else out
+        items = _dump_responses(messages, sources)
+        return {**envelope, "messages": items} if envelope is not None else items
     tool_mode = any("chat" in s for s in sources)
-    fmt = envelope.get("trajectory_format") if isinstance(envelope, dict) else None
+    fmt: Any = envelope.get("trajectory_format") if isinstance(envelope, dict) else None
     fresh_fence = next((s["action"] for s in sources if "action" in s), None)
     fence = ((fresh_fence["open"], fresh_fence["close"]) if fresh_fence
              else _FENCES.get(fmt, _FENCES["mini-swe-agent-1"]))

@@ -88,6 +88,7 @@ def read_message(raw: Any, where: str, tool_names: dict[str, str]) -> tuple[str,
     source: dict[str, Any] = {k: v for k, v in raw.items() if k not in core or (k == "name" and v is None)}
     if role != _ROLES[role]:
         source["role"] = role
+    blocks: tuple[Block, ...]
     if "content" not in raw:
         blocks, form = (), "absent"
     else:
@@ -139,7 +140,7 @@ def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict
         function = {k2: v for k2, v in fn.items() if k2 != "name"}
         if reproducible_arguments(fn["arguments"], arguments):  # the block's input writes them back
             function["arguments"] = None
-        extra = {"call": {k2: v for k2, v in call.items() if k2 != "function"}, "function": function}
+        extra: dict[str, Any] = {"call": {k2: v for k2, v in call.items() if k2 != "function"}, "function": function}
         if list(call)[-1] != "function" or next(iter(fn)) != "name":  # not the order `_dump_call` writes
             extra["order"] = shared_order((tuple(call), tuple(fn)))
         extras[call["id"]] = extra
@@ -150,7 +151,7 @@ def _load_calls(calls: Any, where: str, tool_names: dict[str, str], source: dict
 
 
 def _dump_call(block: ToolUseBlock, extra: dict[str, Any] | None) -> dict[str, Any]:
-    call = dict(extra["call"]) if extra else {"id": block.id, "type": "function"}
+    call: dict[str, Any] = dict(extra["call"]) if extra else {"id": block.id, "type": "function"}
     fn = dict(extra["function"]) if extra else {}
     raw = fn.get("arguments")
     if raw is None or parse_arguments(raw) != block.input:

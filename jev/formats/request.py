@@ -84,13 +84,13 @@ def dump(messages: Sequence[Message], form: str, codec: Callable[[str], Codec]) 
     """A request body in `form`: the body the messages were loaded from, with the messages a plan kept."""
     inner, key, system_key = FORMS[form]
     messages = list(messages)
-    found = (messages[0].metadata or {}).get(ENVELOPE_KEY) if messages else None
-    if messages and found is not None:  # bookkeeping never goes on to the messages' own converter
-        first = messages[0]
-        messages[0] = first.replace(metadata={k: v for k, v in first.metadata.items() if k != ENVELOPE_KEY} or None)
+    metadata = (messages[0].metadata or {}) if messages else {}
+    found = metadata.get(ENVELOPE_KEY)
+    if found is not None:  # bookkeeping never goes on to the messages' own converter
+        messages[0] = messages[0].replace(metadata={k: v for k, v in metadata.items() if k != ENVELOPE_KEY} or None)
     # another API's body fields (its model, its tool schemas) do not belong in this one
-    own = isinstance(found, dict) and found.get("form") == form
-    envelope = found if own else {"keys": [key], "rest": {}, "text_input": False}
+    envelope: dict[str, Any] = (found if isinstance(found, dict) and found.get("form") == form
+                                else {"keys": [key], "rest": {}, "text_input": False})
     body: dict[str, Any] = dict(envelope["rest"])
     if messages and messages[0].id == SYSTEM_ID and messages[0].role == "system" and system_key:
         system, messages = messages[0], messages[1:]

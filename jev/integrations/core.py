@@ -98,7 +98,7 @@ class HostCompaction:
         (`jev.deciding.cost.cold_trigger`)."""
         if count >= self.next_at:
             return True
-        return plans_cold(self.idle, self.compactor.config.pricing) and count >= cold_trigger(self.trigger)
+        return plans_cold(self.idle, self.compactor.config.profile) and count >= cold_trigger(self.trigger)
 
     def planned(self, count_now: int | None) -> None:
         """After a plan: the next waits for the next multiple of the trigger above `count_now`, what the

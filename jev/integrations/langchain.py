@@ -66,7 +66,7 @@ class JevCompactionMiddleware(HistoryProcessor, AgentMiddleware):
         drop blocks whose prefix changed and the beta header sent, so an edited history is never refused. Any
         other request is passed as it is."""
         config = self.compactor.config
-        if self.compactor.options.mode is not Mode.ENFORCE or config.thinking_policy is not ThinkingPolicy.DROP_BLOCK:
+        if self.compactor.options.mode is not Mode.ENFORCE or config.thinking is not ThinkingPolicy.DROP_BLOCK:
             return request
         model = config.model or getattr(request.model, "model", None) or getattr(request.model, "model_name", None)
         if not rules_for(model if isinstance(model, str) else None).preserved_thinking:

@@ -77,7 +77,7 @@ def load_model(path: str | None = None) -> dict[str, Any]:
         else:
             _check_blend(spec, f"heads.{head}", len(features))
     if model["version"] == 3:
-        exponent = model.get("size_exponent")
+        exponent: Any = model.get("size_exponent")  # JSON: checked here
         if not _numbers([exponent]) or not 0 <= exponent <= 4:
             raise ConfigError("local judge model: size_exponent must be a number in [0, 4] (the exponent the "
                               "weights were tuned at)")
@@ -105,6 +105,8 @@ def _check_linear(spec: Any, where: str, n: int) -> None:
     if not _numbers([spec.get("intercept")]):
         raise ConfigError(f"local judge model: {where}.intercept must be a number")
     iso = spec.get("isotonic")
+    x: Any
+    y: Any
     x, y = (iso.get("x"), iso.get("y")) if isinstance(iso, dict) else (None, None)
     if not (_numbers(x) and _numbers(y, len(x)) and x and all(a <= b for a, b in itertools.pairwise(x))):
         raise ConfigError(f"local judge model: {where}.isotonic must hold x (ascending) and y, lists of as "
@@ -115,7 +117,7 @@ def _check_blend(spec: Any, where: str, n: int) -> None:
     if not isinstance(spec, dict):
         raise ConfigError(f"local judge model: {where} must be an object")
     _check_linear(spec.get("linear"), f"{where}.linear", n)
-    blend = spec.get("blend")
+    blend: Any = spec.get("blend")
     if not _numbers([blend]) or not 0.0 <= blend <= 1.0:
         raise ConfigError(f"local judge model: {where}.blend must be a number in [0, 1]")
     _check_trees(spec.get("trees"), where, n)
@@ -124,7 +126,7 @@ def _check_blend(spec: Any, where: str, n: int) -> None:
 def _check_trees(trees: Any, where: str, n: int) -> None:
     if not isinstance(trees, dict) or not _numbers([trees.get("baseline")]):
         raise ConfigError(f"local judge model: {where}.trees must be an object with a numeric baseline")
-    rows = {key: trees.get(key) for key in ("feature", "threshold", "value")}
+    rows: dict[str, Any] = {key: trees.get(key) for key in ("feature", "threshold", "value")}
     if not all(isinstance(v, list) and v for v in rows.values()) or len({len(v) for v in rows.values()}) != 1:
         raise ConfigError(f"local judge model: {where}.trees must hold feature, threshold and value, one row "
                           "per tree")
@@ -221,8 +223,8 @@ class _Forest:
         threshold = np.concatenate([t.threshold for t in sets])
         n = len(feature)
         unique, index = np.unique(np.rec.fromarrays([feature.ravel(), threshold.ravel()]), return_inverse=True)
-        self.split_feature = np.asarray(unique.f0, dtype=np.intp)
-        self.split_threshold = np.asarray(unique.f1, dtype=float)[:, None]
+        self.split_feature = np.asarray(unique["f0"], dtype=np.intp)
+        self.split_threshold = np.asarray(unique["f1"], dtype=np.float64)[:, None]
         self.index = index.reshape(n, _SPLITS)  # trees x splits: each split's distinct comparison
         self.table = np.concatenate([t.value for t in sets])[:, _LEAF_OF_CODE].ravel()  # trees x codes: leaf values
         # where each tree's codes start (int32: adding the uint8 codes to it costs ~2/3 of intp's)
@@ -287,7 +289,10 @@ class _Mixture:
 
 def mixed(probabilities: list[np.ndarray], weights: list[float]) -> np.ndarray:
     """The mixture's sum: each part's probability times its weight."""
-    return sum(w * p for w, p in zip(weights, probabilities, strict=True))
+    total = weights[0] * probabilities[0]
+    for w, p in zip(weights[1:], probabilities[1:], strict=True):  # in order, as the shipped scores were summed
+        total = total + w * p
+    return total
 
 
 def link(mixture: np.ndarray, slope: float, intercept: float) -> np.ndarray:

@@ -43,7 +43,7 @@ class OpenAIDecisionsJudge(RemoteJudge):
         import openai  # noqa: F401 - here, not in the first plan: the SDK takes ~0.5 s to import, which a
         # plan budget of a fraction of a second cannot absorb
         # Our timeout and retries replace the SDK's (600 s, 2 retries), so the plan budget rules.
-        self._client_args = {"api_key": key, "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        self._client_args: dict[str, Any] = {"api_key": key, "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
                              "timeout": self.timeout, "max_retries": 0}
 
     def __repr__(self) -> str:  # never show the key

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -91,13 +92,20 @@ class RemoteJudge:
         # Neither callable holds the judge (a keeper may close a client after the judge is gone), so a
         # judge let go of is freed at once and its clients closed on their loops' next turn.
         judge = weakref.ref(self)
-        self._clients: LoopClients[Any] = LoopClients(lambda: judge()._client(), type(self)._close)
+
+        def client() -> Any:
+            alive = judge()
+            if alive is None:  # no plan asks a judge that is gone: its clients are only being closed
+                raise RuntimeError("the judge was let go of")
+            return alive._client()
+
+        self._clients: LoopClients[Any] = LoopClients(client, type(self)._close)
 
     async def ask(self, request: JudgeRequest) -> Answers:
         """Every body of the request in turn, each retried per the policy; the answers merged."""
         bodies = self._bodies(request)  # built (and checked) before anything is sent
         client = await self._clients.get()  # this loop's: connections are reused across batches and plans
-        parts = [await with_retries(lambda b=body, q=questions: self._exchange(client, b, q), self.retry)
+        parts = [await with_retries(functools.partial(self._exchange, client, body, questions), self.retry)
                  for questions, body in bodies]
         merged: dict[str, Any] = {}
         for part in parts:

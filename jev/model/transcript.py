@@ -172,9 +172,9 @@ class Message:
 def block_to_dict(block: Block) -> dict[str, Any]:
     """The JSON object of one block: its shape's fields in order; a result's output as written blocks
     when it holds some, its state always, its metadata when it has one."""
-    shape = SHAPE_OF.get(type(block))
-    if shape is None:
-        return dict(block.data)  # an OtherBlock: its JSON object
+    if type(block) is OtherBlock:
+        return dict(block.data)  # its JSON object
+    shape = SHAPE_OF[type(block)]
     d: dict[str, Any] = {"type": shape.kind}
     for name in shape.fields:
         d[name] = getattr(block, name)

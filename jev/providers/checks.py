@@ -27,19 +27,18 @@ def block_problem(block: Any, where: str) -> str | None:
     no UTF-8 form, an `OtherBlock` the reader would not take back, or would take back as a typed block),
     or None. Cheap for the typed blocks,
     whose string fields their shape names; an `OtherBlock` is read back."""
-    kind = type(block)
-    strings = STRING_FIELDS.get(kind)
+    strings = STRING_FIELDS.get(type(block))
     if strings is not None:
         for name in strings:
             if (problem := string_problem(getattr(block, name), f"{where}.{name}")) is not None:
                 return problem
-        if kind is not ToolResultBlock:
+        if type(block) is not ToolResultBlock:
             return None
         if type(block.output) is str:
             return string_problem(block.output, f"{where}.output") or _metadata_problem(block.metadata, where)
         return _metadata_problem(block.metadata, where) or _blocks_problem(block.output, f"{where}.output",
                                                                           "a string or a list of blocks")
-    if kind is OtherBlock:
+    if type(block) is OtherBlock:
         data = block.data
         if not isinstance(data, Mapping):
             return f"{where}: an other block's data must be a JSON object (got {type(data).__name__})"
@@ -50,7 +49,7 @@ def block_problem(block: Any, where: str) -> str | None:
         if type(back) is not OtherBlock:  # the jev form cannot tell it from a typed block: it would come back as one
             return f"{where}: an other block with the fields of a {back.type} block would be read back as one"
         return None
-    return f"{where}: not a jev block (got {kind.__name__})"
+    return f"{where}: not a jev block (got {type(block).__name__})"
 
 
 def message_problem(message: Any, where: str) -> str | None:

@@ -39,22 +39,21 @@ def block_chars(block: Any, parts: list[Any] | None, where: str | int, k: int, j
     another block's JSON object) are appended to it. A value with no JSON form is refused naming its place,
     `where[k]`: `where` the path of the blocks holding it, or the index of the message whose content they are
     (its path made only when needed: this runs for every block of every plan)."""
-    kind = type(block)
-    if kind is TextBlock:
+    if type(block) is TextBlock:
         return len(block.text)
-    if kind is ToolResultBlock:
+    if type(block) is ToolResultBlock:
         output = block.output
         if parts is not None and block.metadata is not None:
             parts.append(block.metadata)
         return len(output) if type(output) is str else visible_chars(output, parts, f"{_path(where, k)}.output")
-    if kind is ToolUseBlock:
+    if type(block) is ToolUseBlock:
         value = block.input
         if type(value) is str:
             return len(block.name) + len(value)
         if parts is not None:
             parts.append(value)
         return len(block.name) + len(_input_json(block, where, k) if json is None else json)
-    if kind is ThinkingBlock:
+    if type(block) is ThinkingBlock:
         return len(block.thinking)
     data = getattr(block, "data", block)  # an unknown block: its JSON object is what the model is sent
     try:
@@ -280,16 +279,16 @@ class _Scan:
                 self_pinned.add(i)
             total = 0
             for j, block in enumerate(message.content):
-                kind, json = type(block), None
-                if kind is TextBlock:
+                json = None
+                if type(block) is TextBlock:
                     read((READ_TEXT if message.role != "assistant" else READ_AGENT, i, len(texts)))
                     texts.append(block.text)
-                elif kind is ThinkingBlock:
+                elif type(block) is ThinkingBlock:
                     thinking.add(i)
                     if block.thinking:
                         read((READ_AGENT, i, len(texts)))
                         texts.append(block.thinking)
-                elif kind is ToolUseBlock:
+                elif type(block) is ToolUseBlock:
                     if not block.id.strip() or block.id in open_calls:
                         _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
                                 + (" (blank)" if not block.id.strip() else
@@ -299,7 +298,7 @@ class _Scan:
                     open_calls[block.id] = (i, block, json, len(calls))
                     calls.append(block)
                     called = True
-                elif kind is ToolResultBlock:
+                elif type(block) is ToolResultBlock:
                     call = open_calls.get(block.id)
                     if call is None and not called and block.id not in completed and block.id.strip():
                         call = (CARRIED_OVER, ToolUseBlock(block.id, block.name, None), "null", -1)

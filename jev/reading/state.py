@@ -147,10 +147,9 @@ def history_entries(transcript: Transcript, input_cap: int) -> list[tuple[int, d
         calls = []
         texts = []
         for block in message.content:
-            kind = type(block)
-            if kind is TextBlock:
+            if type(block) is TextBlock:
                 texts.append(block.text)
-            elif kind is ToolUseBlock:
+            elif type(block) is ToolUseBlock:
                 pair = call_pair(i, block.id)
                 calls.append({
                     "id": pair.key if pair else "pending",

@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..applying.apply import Applier, LetGo, LetGoSizes
 from ..deciding.cost import (
@@ -428,7 +428,7 @@ class Compactor:
         judgments = _judgments(candidates, probabilities, gone, truncate_only, config)
         gated = config.cost_gate and config.target_reduction is None  # budget mode is a host's need: never gated
         horizon = horizon or horizon_from_history(transcript.messages)
-        cold = idle_seconds is not None and idle_seconds > config.pricing.lifetime
+        cold = idle_seconds is not None and idle_seconds > config.profile.lifetime
         tokens = self._tokens = HistoryTokens(transcript, self._tokens, self._made_tokens)
         choice = await self._choose(transcript, candidates, judgments, gone, tokens, horizon, cold, gated)
         target, left, compacted = choice.target, choice.left, choice.compacted
@@ -439,12 +439,12 @@ class Compactor:
         before = transcript.chars
         after = chars_after(compacted, taken, self._made_chars)
         reduction = 1.0 - after / before if before else 0.0
-        common = dict(rows=rows, requests=len(requests.calls),
+        common: dict[str, Any] = dict(rows=rows, requests=len(requests.calls),
                       input_tokens=tokens_in, output_tokens=tokens_out, state_stage=requests.stage, reduction=reduction,
                       windows=requests.windows, request_tokens=requests.tokens,
                       result_share=choice.results_removed / max(1, sum(p.result_chars for p in candidates)),
                       target_met=met)
-        cost = estimate(transcript.messages, compacted, horizon, config.pricing, tokens, cold)
+        cost = estimate(transcript.messages, compacted, horizon, config.profile, tokens, cold)
         if after >= before or reduction < config.minimum_reduction:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.INSUFFICIENT_REDUCTION, plan, recommendation(plan, False)),
@@ -453,7 +453,7 @@ class Compactor:
             plan = Plan(tuple(messages), **common, cost=cost)
             return (Decision(Status.INCONCLUSIVE, Reason.UNPROFITABLE, plan, recommendation(plan, False),
                              detail=unprofitable(cost)), rows, transcript.messages)
-        verdict = check(transcript.messages, compacted, config.model, config.thinking_policy,
+        verdict = check(transcript.messages, compacted, config.model, config.thinking,
                         thinking=bool(transcript.thinking))
         if not verdict.passes:  # never adopted, in any mode: SHADOW records what ENFORCE would do
             plan = Plan(tuple(messages), **common, cost=cost)
@@ -464,7 +464,7 @@ class Compactor:
         # ENFORCE adopts it only once `_plan` archived the history
         if plan.target_met is False or (not self._reachable and self._excess is None):
             detail = shortfall(plan, transcript, self._reachable, self._excess is not None,
-                               None if left is None else (left, self._host[1], self._count is None))
+                               None if left is None or self._host is None else (left, self._host[1], self._count is None))
         elif self._excess is not None and (choice.whole or not self._reachable):
             detail = calls_let_go(candidates, choice.actions, len(choice.whole))
         else:
@@ -487,6 +487,7 @@ class Compactor:
                 chosen = table
             elif table is not None:  # a host's token target: the table's let-gos after the first edit ride along
                 chosen = self._riding(candidates, chosen, table)
+            assert chosen is not None  # the table's, when budget mode chose nothing
             if gated:  # where the edits begin decides what the next call re-bills: start where it pays most
                 chosen = self._placed(transcript, candidates, chosen, gone, tokens, horizon, cold, config)
             reasons = [chosen[key] for key in keys]
@@ -501,6 +502,7 @@ class Compactor:
             if self._host is None or self._excess is None:
                 break
             host, goal_tokens = self._host
+            assert target is not None  # a token target's plan is budget mode's
             left = await self._left(transcript, compacted, tokens)
             # under; or short in characters too (all it may let go is let go); or asking more let go of nothing
             if left <= goal_tokens or removed < target or refits == REFITS or reasons == last:
@@ -514,7 +516,7 @@ class Compactor:
         """`compacted` as the provider takes it: for a model that binds thinking to its prefix under the strip
         policy, without the thinking its first change invalidates (`jev.providers.strip_thinking`)."""
         config = self.config
-        if config.thinking_policy is not ThinkingPolicy.STRIP or compacted is sent:
+        if config.thinking is not ThinkingPolicy.STRIP or compacted is sent:
             return compacted, 0
         if not resolve(sent, config.model)[1].preserved_thinking:
             return compacted, 0
@@ -557,7 +559,7 @@ class Compactor:
         if not lets:
             return chosen
         start, _net = cheapest_start(tokens.of_history(), [(at, n) for at, n, _k in lets],
-                                     horizon, config.pricing, cold)
+                                     horizon, config.profile, cold)
         early = {key for at, _n, key in lets if at < start}
         if not early or start == len(transcript.messages):  # none, or no start pays: the gate says so
             return chosen
@@ -645,7 +647,9 @@ class Compactor:
     async def _archive(self, scope: Scope | None, messages: Sequence[Message]) -> str:
         # A write already under way finishes even if the budget ends: documented, never adopted.
         try:
-            reference = await asyncio.to_thread(self.archive.save, scope, messages)
+            archive = self.archive
+            assert archive is not None  # ENFORCE has one (`CompactorSetup`); a missing scope the archive refuses
+            reference = await asyncio.to_thread(archive.save, cast(Scope, scope), messages)
         except JevError:
             raise
         except Exception as exc:

@@ -20,7 +20,8 @@ CONSTRAINT = "Never edit generated files. Fix the failing count test."
 OBSOLETE = "obsolete file contents "
 NEEDED = "expected count 3 "
 # The reference's synthetic judge: pair t1 is obsolete (0.01), everything else is needed (0.99).
-REFERENCE_ANSWERS = {"model": "reference-fixture", "answers": {"call_t1": 0.01, "result_t1": 0.01}, "default": 0.99}
+REFERENCE_ANSWERS: dict[str, Any] = {"model": "reference-fixture", "answers": {"call_t1": 0.01, "result_t1": 0.01},
+                                     "default": 0.99}
 CONFIG = CompactionConfig(preserve_recent_messages=1, truncate_head_chars=100, minimum_reduction=0.05,
                           max_transcript_chars=1_000_000, eligible_tools=frozenset({"read"}),
                           size_exponent=0.0, tombstones=False,

@@ -115,7 +115,7 @@ def parse(overrides_json: str | bytes | None) -> ServiceConfig | None:
     if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools):
         raise ConfigError("compaction setting eligibleTools must be a list of non-blank tool names "
                           "(the tools whose history is safe to forget)")
-    ints = {field: _integer(compaction, key, _default(field)) for key, field in _INTEGERS.items()}
+    ints: dict[str, Any] = {field: _integer(compaction, key, _default(field)) for key, field in _INTEGERS.items()}
     for key, limit in (("maxStateTokens", MAX_STATE_TOKENS), ("maxRequestTokens", MAX_REQUEST_TOKENS)):
         if ints[_INTEGERS[key]] > limit:
             raise ConfigError(f"compaction budget exceeds service limits: {key} must be "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from ..errors import ConfigError, shown
 
@@ -59,6 +59,12 @@ def require_positive(name: str, value: Any) -> float:
     return float(value)
 
 
+@overload
+def require_integer(name: str, value: Any, low: int | None = None, high: int | None = None, *,
+                    optional: Literal[False] = False) -> int: ...
+@overload
+def require_integer(name: str, value: Any, low: int | None = None, high: int | None = None, *,
+                    optional: bool) -> int | None: ...
 def require_integer(name: str, value: Any, low: int | None = None, high: int | None = None, *,
                     optional: bool = False) -> int | None:
     """An int (never a bool) in [low, high] where they are given (or None, when `optional`)."""
@@ -85,6 +91,10 @@ def require_in(name: str, value: Any, low: float, high: float | None, *, open_lo
     return number
 
 
+@overload
+def require_text(name: str, value: Any, *, optional: Literal[False] = False) -> str: ...
+@overload
+def require_text(name: str, value: Any, *, optional: bool) -> str | None: ...
 def require_text(name: str, value: Any, *, optional: bool = False) -> str | None:
     """A string that is not blank (or None, when `optional`)."""
     if value is None and optional:
