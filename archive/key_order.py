@@ -87,8 +87,9 @@ def record(messages: Sequence[Message]) -> dict[str, Any] | None:
     for i, message in enumerate(messages):
         if not isinstance(message, Message):
             continue  # refused by the snapshot's checks
-        if message.metadata is not None:
-            orders.value(message.metadata, [i, "metadata"])
+        metadata = message.written_metadata  # the host's, and the converter's bookkeeping as the form writes it
+        if metadata is not None:
+            orders.value(metadata, [i, "metadata"])
         for j, block in enumerate(message.content):
             _block(orders, block, [i, "content", j])
     return {"keys": orders.keys, "at": orders.at} if orders.at else None

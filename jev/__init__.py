@@ -29,7 +29,7 @@ from .errors import (
 )
 from .model.canonical import canonical_json
 from .model.scope import Archive, Scope
-from .model.transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .model.transcript import Message, Origin, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from .providers import ThinkingPolicy
 from .reading.state import estimate_tokens
 from .running.records import AsyncSink, JsonlSink, LoggingSink, PairRecord, Record
@@ -50,10 +50,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "CompactorSetup", "ConfigError",
-    "CostEstimate", "Decision", "ExecutionOptions", "FormatError", "JevError", "JsonlSink", "JudgeConnectionError",
-    "JudgeError", "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError", "LoggingSink", "Message", "Mode",
-    "OtherBlock", "PairReason", "PairRecord", "PairRows", "PairView", "Plan", "PricingProfile", "Reason", "Record", "Scope",
-    "Scores", "StateBudgetError", "Status", "TextBlock", "ThinkingBlock", "ThinkingPolicy", "ToolResultBlock",
-    "ToolUseBlock", "TranscriptError", "canonical_json", "estimate_tokens", "formats",
+    "Action", "Archive", "ArchiveError", "AsyncSink", "CompactionConfig", "Compactor", "CompactorSetup",
+    "ConfigError", "CostEstimate", "Decision", "ExecutionOptions", "FormatError", "JevError", "JsonlSink",
+    "JudgeConnectionError", "JudgeError", "JudgeProtocolError", "JudgeStatusError", "JudgeTimeoutError",
+    "LoggingSink", "Message", "Mode", "Origin", "OtherBlock", "PairReason", "PairRecord", "PairRows", "PairView",
+    "Plan", "PricingProfile", "Reason", "Record", "Scope", "Scores", "StateBudgetError", "Status", "TextBlock",
+    "ThinkingBlock", "ThinkingPolicy", "ToolResultBlock", "ToolUseBlock", "TranscriptError", "canonical_json",
+    "estimate_tokens", "formats",
 ]

@@ -28,6 +28,7 @@ from jev import (
     ConfigError,
     ExecutionOptions,
     Mode,
+    Origin,
     OtherBlock,
     Reason,
     Status,
@@ -250,16 +251,16 @@ def test_nested_input_mutation_during_judgment_cannot_be_committed(archive: Coun
     assert decision.reason is Reason.TRANSCRIPT_CHANGED and archive.saves == 0
 
 
-@pytest.mark.parametrize("where", ["message metadata", "result metadata", "list item replaced", "bookkeeping replaced",
-                                   "beside bookkeeping", "key added beside bookkeeping", "pending call input",
-                                   "block inside a result"])
+@pytest.mark.parametrize("where", ["message metadata", "result metadata", "list item replaced", "beside an origin",
+                                   "key added beside an origin", "pending call input", "block inside a result"])
 def test_every_mutable_part_is_guarded(archive: CountingArchive, where: str) -> None:
     """The guard compares frozen values by identity and serializes the mutable parts: each kind is seen; a
-    converter's bookkeeping is compared by identity, the values beside it by content."""
+    converter's bookkeeping rides in the message's frozen `origin`, and the host's metadata beside it is
+    compared by content."""
     messages = reference_messages()
     messages[4] = msg("r-preview", "tool", result("preview", metadata={"source": "disk"}), name="reader",
                       metadata={"k": 1})
-    messages[3] = messages[3].replace(metadata={"jev.source": {"kept": 1}, "jev.format": "x", "host": {"n": [1]}})
+    messages[3] = messages[3].replace(metadata={"host": {"n": [1]}}, origin=Origin("x", {"kept": 1}))
     image = OtherBlock({"type": "image", "source": {"data": "aGk="}})
     messages[6] = msg(messages[6].id, "tool", result(messages[6].content[0].id, output=(text("shot"), image)))
     messages.append(msg("c-pending", "assistant", call("pending", input={"q": [1]})))
@@ -271,11 +272,9 @@ def test_every_mutable_part_is_guarded(archive: CountingArchive, where: str) -> 
             image.data["source"]["data"] = "Ynll"
         elif where == "message metadata":
             messages[4].metadata["k"] = 2
-        elif where == "bookkeeping replaced":
-            messages[3].metadata["jev.source"] = {"kept": 2}
-        elif where == "beside bookkeeping":
+        elif where == "beside an origin":
             messages[3].metadata["host"]["n"].append(2)
-        elif where == "key added beside bookkeeping":
+        elif where == "key added beside an origin":
             messages[3].metadata["other"] = 1
         elif where == "result metadata":
             messages[4].content[0].metadata["source"] = "net"

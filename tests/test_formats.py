@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -541,7 +542,7 @@ def test_chat_messages_write_back_in_the_key_order_they_were_read_in() -> None:
             {"role": "assistant", "content": "", "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}]
     messages = formats.load(tidy, "openai-chat")
-    assert all("order" not in (m.metadata or {}).get("jev.source", {}) for m in messages)  # chat's own order: kept as is
+    assert all("order" not in (m.origin.source if m.origin else {}) for m in messages)  # chat's own order: kept as is
     assert json.dumps(formats.dump(messages, "openai-chat")) == json.dumps(tidy)
 
 
@@ -702,3 +703,28 @@ def test_a_tool_messages_null_tool_calls_round_trips() -> None:
             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
            {"role": "tool", "tool_call_id": "c1", "content": "x", "tool_calls": None}]
     assert formats.dump(formats.load(doc, "openai-chat"), "openai-chat") == doc
+
+
+def test_a_loaded_message_keeps_its_origin_beside_the_hosts_metadata() -> None:
+    """What a converter keeps rides in the message's frozen `origin`, never in the host's `metadata`; the `jev`
+    form writes it as the metadata keys it always had, after the host's own, and reads them back into it."""
+    from jev import Origin
+    for doc, form in ((CHAT, "openai-chat"), (RESPONSES, "openai-responses"), (ANTHROPIC, "anthropic")):
+        messages = formats.load(doc, form)
+        assert all(m.metadata is None and (m.origin is None or m.origin.format == form) for m in messages)
+        assert any(m.origin is not None for m in messages)  # chat keeps nothing of a message it writes back alike
+        as_jev = formats.dump(messages, "jev")
+        assert all(set(w["metadata"]) == {"jev.format", "jev.source"} if m.origin else "metadata" not in w
+                   for m, w in zip(messages, as_jev, strict=True))
+        assert formats.load(as_jev, "jev") == messages and formats.dump(formats.load(as_jev, "jev"), form) == doc
+    first = formats.load(ANTHROPIC, "anthropic")[0]
+    hosted = first.replace(metadata={"trace": "t1"})  # a host's own metadata beside the origin
+    assert hosted.origin is first.origin and formats.dump([hosted], "jev")[0]["metadata"] == {
+        "trace": "t1", "jev.format": "anthropic", "jev.source": first.origin.source}
+    assert formats.load(formats.dump([hosted], "jev"), "jev")[0] == hosted
+    fresh = hosted.replace(origin=None)  # made afresh: written in the form's own terms
+    assert "jev.source" not in formats.dump([fresh], "jev")[0]["metadata"]
+    assert hosted.with_origin(model="claude-x").origin == Origin("anthropic", first.origin.source, model="claude-x")
+    assert Origin("x").replace(format=None) is None  # an origin with nothing left is none
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.origin.source = {}  # type: ignore[misc, union-attr]

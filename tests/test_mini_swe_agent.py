@@ -154,9 +154,9 @@ def test_bookkeeping_counts_in_no_size() -> None:
 def test_a_fresh_history_dumps_as_chat_into_a_tool_call_trajectory() -> None:
     messages = formats.load(tool_mode())
     extra = ToolUseBlock("fresh", "bash", {"command": "ls"})
-    messages.append(messages[-2].replace(id="new", content=(extra,), metadata=None))
+    messages.append(messages[-2].replace(id="new", content=(extra,), metadata=None, origin=None))
     messages.append(messages[-2].replace(id="new-r", role="tool", content=(ToolResultBlock("fresh", "bash", "a\n"),),
-                                         metadata=None))
+                                         metadata=None, origin=None))
     out = formats.dump(messages, "mini-swe-agent")["messages"]
     assert out[-2]["tool_calls"][0]["id"] == "fresh" and out[-1] == {"role": "tool", "tool_call_id": "fresh",
                                                                       "content": "a\n"}

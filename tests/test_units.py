@@ -17,6 +17,7 @@ from jev import (
     ConfigError,
     FormatError,
     Message,
+    Origin,
     OtherBlock,
     ThinkingBlock,
     TranscriptError,
@@ -379,7 +380,7 @@ def test_reduction_sizes_count_model_visible_content_only() -> None:
     from jev.reading.history import chars_after, take
     messages = reference_messages()
     messages.insert(1, msg("u", "user", text("ünïcödé text"), ThinkingBlock("hm")))
-    messages[2] = messages[2].replace(metadata={"jev.source": {"big": "x" * 5000}, "host": [1, 2]})
+    messages[2] = messages[2].replace(metadata={"host": [1, 2]}, origin=Origin("x", {"big": "x" * 5000}))
     t = analyze(messages)
     out = apply_actions(t, {"t1": Action.DROP_PAIR, "t2": Action.TRUNCATE_RESULT},
                         CompactionConfig(truncate_head_chars=30))  # with tombstones

@@ -247,7 +247,8 @@ def _changed(message: Message, i: int, acts: list[tuple[Pair, Action]], dropped:
         blocks.append(block)
     if not blocks:
         return None, tuple(lines)
-    return (Message(message.id, message.role, tuple(blocks), message.name, message.metadata, message.timestamp)
+    return (Message(message.id, message.role, tuple(blocks), message.name, message.metadata, message.timestamp,
+                    message.origin)
             if type(message) is Message  # 3x cheaper than replace()
             else message.replace(content=tuple(blocks))), tuple(lines)
 

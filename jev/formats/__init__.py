@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError, shown
-from ..model.transcript import ENVELOPE_KEY, FORMAT_KEY, ROLES, SOURCE_KEY, Message, ToolResultBlock, ToolUseBlock
+from ..model.transcript import ROLES, Message, ToolResultBlock, ToolUseBlock
 from . import request
 
 # each form's converter module, imported when the form is first read or written (not by `import jev`)
@@ -292,8 +292,9 @@ def _read(reader: Callable[[Any], Any], data: Any) -> Any:
 
 def dump(messages: Sequence[Message], format: str = "jev") -> Any:
     """The messages as parsed JSON in `format`. Messages carry what their reader kept for the round trip
-    (`metadata["jev.source"]`); a `jev` document is free to carry any, so a source that is not what this
-    form's reader wrote (edited, or made up) is refused with a `FormatError` rather than written wrong."""
+    (`Message.origin`, `metadata["jev.source"]` in the `jev` form); a `jev` document is free to carry any, so
+    a source that is not what this form's reader wrote (edited, or made up) is refused with a `FormatError`
+    rather than written wrong."""
     codec = _codec(format)[1]
     try:
         return codec(messages)
@@ -303,14 +304,14 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
         if isinstance(exc, FormatError):
             raise
         reader = request.FORMS[format][0] if format in request.FORMS else format  # whose bookkeeping is read
-        kept = [i for i, m in enumerate(messages) if isinstance(m, Message) and m.metadata and (
-            (m.metadata.get(SOURCE_KEY) is not None and m.metadata.get(FORMAT_KEY, reader) == reader)
-            or (reader != format and m.metadata.get(ENVELOPE_KEY) is not None))]
+        kept = [i for i, m in enumerate(messages) if isinstance(m, Message) and m.origin is not None and (
+            (m.origin.source is not None and m.origin.format in (reader, None))
+            or (reader != format and m.origin.envelope is not None))]
         if not kept:
             raise  # no bookkeeping to blame: a bug, never dressed up as bad input
-        raise FormatError(f"{format}: the bookkeeping of messages{kept[:3]} (metadata['jev.source']) is not what "
-                          f"the {format} reader keeps ({type(exc).__name__}: {shown(str(exc))}); remove it to write "
-                          "those messages afresh") from None
+        raise FormatError(f"{format}: the bookkeeping of messages{kept[:3]} (origin.source, metadata['jev.source'] "
+                          f"in the jev form) is not what the {format} reader keeps ({type(exc).__name__}: "
+                          f"{shown(str(exc))}); remove it to write those messages afresh") from None
 
 
 __all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "by_session", "conversation_id", "conversations", "detect",

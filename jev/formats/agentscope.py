@@ -4,7 +4,7 @@
 AgentScope keeps a whole reply — hints, calls, their results, text — in *one* assistant `Msg`. The jev
 model wants a result in a later message (SPEC §2) and recency counted in steps, so such a `Msg` becomes
 one jev message per block, `<id>#0`, `<id>#1`, … (results with role `tool`), after a header `<id>` with
-no blocks that carries the original `Msg` in `metadata["jev.source"]` — without what its blocks hold
+no blocks that carries the original `Msg` in the message's `origin.source` — without what its blocks hold
 (text, hints, thinking, inputs that write back exactly, results' text, unknown blocks), so nothing is kept
 twice. `dump` merges them back in the original block order, filling those fields from the blocks, so
 `dump(load(x)) == x`. AgentScope's `hint` blocks read as text.
@@ -103,14 +103,14 @@ def load(data: Any) -> list[Message]:
         name = raw.get("name") if isinstance(raw.get("name"), str) else None
         own_calls = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
         if not any(isinstance(b, ToolResultBlock) and b.id in own_calls for b in blocks):
-            out.append(Message(mid, raw["role"], tuple(blocks), name, loaded(NAME, _kept(raw, blocks))))
+            out.append(Message(mid, raw["role"], tuple(blocks), name, origin=loaded(NAME, _kept(raw, blocks))))
             continue
         # A header with no blocks carries the original Msg: a plan never touches a message without blocks,
         # so the Msg survives whichever of its blocks are dropped.
-        out.append(Message(mid, raw["role"], (), name, loaded(NAME, _kept(raw, blocks))))
+        out.append(Message(mid, raw["role"], (), name, origin=loaded(NAME, _kept(raw, blocks))))
         for k, block in enumerate(blocks):  # one step per block: results come after their calls
             role = "tool" if isinstance(block, ToolResultBlock) else raw["role"]
-            out.append(Message(f"{mid}#{k}", role, (block,), name, loaded(NAME, {"part_of": mid})))
+            out.append(Message(f"{mid}#{k}", role, (block,), name, origin=loaded(NAME, {"part_of": mid})))
     return out
 
 

@@ -2,7 +2,7 @@
 messages, `thinking` / `redacted_thinking`, string or block content, and an optional `system` role.
 
 Messages get `m0`, `m1`, … (dropped again on dump). Each original block is kept in
-`metadata["jev.source"]` without what the jev block holds (text, thinking, a call's input, a result's
+the message's `origin.source` without what the jev block holds (text, thinking, a call's input, a result's
 text, an unknown block's object) and written back with it filled in from the block — `cache_control`,
 `signature`, `citations`, `toolset_name` and all — unless the plan removed it or cut its result, so
 `dump(load(x)) == x`.
@@ -83,7 +83,7 @@ def read_message(raw: dict[str, Any], id: str, where: str, names: dict[str, str]
                  ) -> Message:
     """One Anthropic message (`raw`, with a `role`) as a jev message that `dump` writes back exactly."""
     blocks = content_blocks(raw.get("content"), where, names)
-    return Message(id, raw["role"], blocks, None, loaded(NAME, _kept(raw, blocks)), timestamp)
+    return Message(id, raw["role"], blocks, None, None, timestamp, loaded(NAME, _kept(raw, blocks)))
 
 
 def content_blocks(content: Any, where: str, names: dict[str, str]) -> tuple[Block, ...]:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError, shown
-from ..model.transcript import MODEL_KEY, Message
+from ..model.transcript import Message
 from . import anthropic
 
 NAME = "claude-code"
@@ -126,11 +126,11 @@ def _add_turn(turns: list[dict[str, Any]], at: dict[str, int], entry: dict[str, 
 
 
 def _with_model(message: Message, model: str | None) -> Message:
-    """An assistant turn with the model that wrote it (`MODEL_KEY`): the provider's rules follow it
+    """An assistant turn with the model that wrote it (`Origin.model`): the provider's rules follow it
     (`jev.providers.model_of`); never written back (an Anthropic request's messages carry no model)."""
     if model is None or message.role != "assistant":
         return message
-    return message.replace(metadata={**(message.metadata or {}), MODEL_KEY: model})
+    return message.with_origin(model=model)
 
 
 def _rewound(data: list[Any]) -> set[str]:

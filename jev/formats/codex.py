@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ..model.transcript import MODEL_KEY, Message, TextBlock
+from ..model.transcript import Message, TextBlock
 from . import openai_responses
 from .converters import loaded
 
@@ -70,10 +70,8 @@ def stretches(data: Any) -> list[list[Message]]:
 def _message(item: dict[str, Any], id: str, where: str, names: dict[str, str], stamp: str | None,
              model: str | None) -> Message:
     role, blocks, kept = openai_responses.read_item(item, f"{where}.payload", names)
-    metadata = loaded(openai_responses.NAME, kept)
-    if model is not None and role == "assistant":
-        metadata[MODEL_KEY] = model
-    return Message(id, role, blocks, None, metadata, stamp)
+    origin = loaded(openai_responses.NAME, kept, model if role == "assistant" else None)
+    return Message(id, role, blocks, None, None, stamp, origin)
 
 
 def _compacted(payload: dict[str, Any], i: int, where: str, names: dict[str, str], stamp: str | None,

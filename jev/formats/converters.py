@@ -9,23 +9,23 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
-from ..model.transcript import FORMAT_KEY, SOURCE_KEY, Block, Message, OtherBlock, TextBlock, ThinkingBlock
+from ..model.transcript import Block, Message, Origin, OtherBlock, TextBlock, ThinkingBlock
 
 
-def loaded(name: str, source: Any) -> dict[str, Any]:
-    """The metadata of a message converter `name` loaded: what it kept, and whose it is (keys in sorted
-    order, so a snapshot need not record their order)."""
-    return {FORMAT_KEY: name, SOURCE_KEY: source}
+def loaded(name: str, source: Any, model: str | None = None) -> Origin:
+    """The origin of a message converter `name` loaded: what it kept, whose it is, and the model that wrote it
+    where the form names one."""
+    return Origin(name, source, model=model)
 
 
 def source_of(message: Message, name: str) -> Any:
     """What converter `name` kept of `message` when it loaded it, or None for a message made in Python or
     loaded by another converter (whose source has another shape: it is written afresh). A source with no
     name predates the name and is taken as the asking converter's."""
-    metadata = message.metadata
-    if not metadata or metadata.get(SOURCE_KEY) is None:
+    origin = message.origin
+    if origin is None or origin.source is None:
         return None
-    return metadata[SOURCE_KEY] if metadata.get(FORMAT_KEY, name) == name else None
+    return origin.source if origin.format in (name, None) else None
 
 
 def kept_items(messages: Sequence[Message], name: str) -> tuple[list[tuple[Message, Any]], bool]:

@@ -8,7 +8,7 @@ on, so a signed call goes, or stays, with its signature (https://ai.google.dev/g
 Gemini calls may carry no id: such a call gets `gemini-<message>-<part>` and its response the id of the oldest
 unanswered call of its name, as Gemini itself pairs them; neither id is written back. A response's text is
 `response["result"]` when that is all it holds, else the response's JSON; a cut result is written back as
-`{"result": text}`. What a content carries besides the blocks' text rides in `metadata["jev.source"]`, so
+`{"result": text}`. What a content carries besides the blocks' text rides in the message's `origin.source`, so
 `dump(load(x)) == x` in either form. `google-genai` is needed only for objects.
 """
 
@@ -66,8 +66,8 @@ def load(data: Any) -> list[Message]:
             block, part = _block(part, f"{where}.parts[{k}]", f"gemini-{i}-{k}", waiting)
             blocks.append(block)
             kept.append(part)
-        out.append(Message(f"m{i}", _ROLES[role], tuple(blocks), None,
-                           loaded(NAME, {"item": {**item, "parts": kept}, "objects": objects})))
+        out.append(Message(f"m{i}", _ROLES[role], tuple(blocks),
+                           origin=loaded(NAME, {"item": {**item, "parts": kept}, "objects": objects})))
     return out
 
 

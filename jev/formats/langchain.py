@@ -3,7 +3,7 @@
 
 A message keeps its LangChain id as its jev id when it has one (else `m0`, `m1`, …, dropped on dump).
 Everything else LangChain carries (`additional_kwargs`, `response_metadata`, `usage_metadata`, `artifact`,
-content-block lists, …) rides in `metadata["jev.source"]` as the dict form, without what the blocks hold
+content-block lists, …) rides in the message's `origin.source` as the dict form, without what the blocks hold
 (text, other parts but reasoning, calls' `args`), so `dump(load(x)) == x` in either form.
 `langchain-core` is needed only for objects; the dict form needs nothing.
 """
@@ -105,7 +105,7 @@ def _load_dicts(data: Any, objects: bool) -> list[Message]:
         seen.add(mid)
         item = {**item, "data": _kept(body, role == "assistant")}  # the blocks hold the text, calls' args, parts
         out.append(Message(mid, role, blocks, body.get("name") if isinstance(body.get("name"), str) else None,
-                           loaded(NAME, {"item": item, "objects": objects})))
+                           origin=loaded(NAME, {"item": item, "objects": objects})))
     return out
 
 

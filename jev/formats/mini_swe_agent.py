@@ -14,7 +14,7 @@ its first item's message. In every mode, a result is `error` when the command
 did not run to its end (a timeout notice, or `extra.exception_info`), else `success` (a non-zero return
 code is part of the output); the final `exit` message answers the trailing call that got no result (the
 submitted diff), else it is a plain message. `reasoning_content`, `extra` (with `raw_output`, a copy of
-the output) and provider fields are kept for the round trip in `metadata["jev.source"]` but are not
+the output) and provider fields are kept for the round trip in the message's `origin.source` but are not
 what the model sees: they count in no size and no judge reads them. `dump(load(x)) == x`.
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ..model.transcript import Block, Message, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ..model.transcript import Block, Message, Origin, OtherBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from . import openai_chat, openai_responses
 from .converters import in_order, loaded, shared_order, source_of
 
@@ -108,7 +108,7 @@ def _with_envelope(messages: list[Message], envelope: dict[str, Any] | None) -> 
     if messages and envelope is not None:
         source = dict(source_of(messages[0], NAME) or {})
         source["envelope"] = envelope
-        messages[0] = dataclasses.replace(messages[0], metadata=loaded(NAME, source))
+        messages[0] = dataclasses.replace(messages[0], origin=loaded(NAME, source))
     return messages
 
 
@@ -132,14 +132,14 @@ def _load_responses(raw_messages: list[Any]) -> list[Message]:
             wrapper = {k: (None if k == "output" else v) for k, v in raw.items()}  # the place of `output` kept
             open_calls = []
             if not output:  # nothing the model sees: an empty message that keeps the object
-                out.append(Message(f"m{i}", "assistant", (), None,
-                                   loaded(NAME, {"response": i, "index": -1, "wrapper": wrapper})))
+                out.append(Message(f"m{i}", "assistant", (),
+                                   origin=loaded(NAME, {"response": i, "index": -1, "wrapper": wrapper})))
             for k, item in enumerate(output):
                 role, blocks, kept = openai_responses.read_item(item, f"{where}.output[{k}]", names)
                 source: dict[str, Any] = {"response": i, "index": k, "item": kept, "last": k == len(output) - 1}
                 if k == 0:
                     source["wrapper"] = wrapper
-                out.append(Message(f"m{i}.{k}", role, blocks, None, loaded(NAME, source)))
+                out.append(Message(f"m{i}.{k}", role, blocks, origin=loaded(NAME, source)))
                 open_calls += [(b.id, b.name) for b in blocks if isinstance(b, ToolUseBlock)]
         else:
             role, blocks, kept = openai_responses.read_item(raw, where, names)
@@ -151,11 +151,11 @@ def _load_responses(raw_messages: list[Any]) -> list[Message]:
                 open_calls = [c for c in open_calls if c[0] != result.id]
             else:
                 open_calls = []
-            out.append(Message(f"m{i}", role, blocks, None, loaded(NAME, {"item": kept})))
+            out.append(Message(f"m{i}", role, blocks, origin=loaded(NAME, {"item": kept})))
     return out
 
 
-def _meta(source: dict[str, Any]) -> dict[str, Any] | None:
+def _origin(source: dict[str, Any]) -> Origin | None:
     return loaded(NAME, source) if source else None
 
 
@@ -173,7 +173,7 @@ def _chat(raw: dict[str, Any], where: str, i: int, open_calls: list[tuple[str, s
         open_calls = [(b.id, b.name) for b in blocks if isinstance(b, ToolUseBlock)]
     else:
         open_calls = []
-    return Message(f"m{i}", role, blocks, name, loaded(NAME, {"chat": chat})), open_calls
+    return Message(f"m{i}", role, blocks, name, origin=loaded(NAME, {"chat": chat})), open_calls
 
 
 def _text(raw: dict[str, Any], where: str, i: int,
@@ -197,13 +197,13 @@ def _text(raw: dict[str, Any], where: str, i: int,
                                 "close": content[match.end("command"):match.end()]}
             blocks: tuple[Block, ...] = ((TextBlock(text),) if text else ()) + (
                 ToolUseBlock(call_id, TOOL, {"command": match.group("command")}),)
-            return Message(f"m{i}", role, blocks, None, _meta(source)), [(call_id, TOOL)]
+            return Message(f"m{i}", role, blocks, origin=_origin(source)), [(call_id, TOOL)]
     elif role == "user" and open_calls:
         state = "error" if _TIMEOUT.match(content) or _failed(raw.get("extra")) else "success"
         blocks = (ToolResultBlock(open_calls[-1][0], TOOL, content, state),)
-        return Message(f"m{i}", "tool", blocks, None, _meta(source)), []
+        return Message(f"m{i}", "tool", blocks, origin=_origin(source)), []
     blocks = (TextBlock(content),) if content else ()
-    return Message(f"m{i}", role, blocks, None, _meta(source)), []
+    return Message(f"m{i}", role, blocks, origin=_origin(source)), []
 
 
 def _exit(raw: dict[str, Any], where: str, i: int,
@@ -215,8 +215,8 @@ def _exit(raw: dict[str, Any], where: str, i: int,
     source = {"exit": {k: v for k, v in raw.items() if k not in ("role", "content")}}
     if len(open_calls) == 1:
         call_id, tool = open_calls[0]
-        return Message(f"m{i}", "tool", (ToolResultBlock(call_id, tool, content),), None, _meta(source)), []
-    return Message(f"m{i}", "user", (TextBlock(content),) if content else (), None, _meta(source)), []
+        return Message(f"m{i}", "tool", (ToolResultBlock(call_id, tool, content),), origin=_origin(source)), []
+    return Message(f"m{i}", "user", (TextBlock(content),) if content else (), origin=_origin(source)), []
 
 
 def dump(messages: Sequence[Message]) -> Any:

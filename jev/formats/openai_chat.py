@@ -2,7 +2,7 @@
 
 Chat messages have no ids: they get `m0`, `m1`, … on load and lose them again on dump. Whatever the jev
 model has no field for (an `arguments` string its input does not write back exactly, `content: null`,
-content-part lists, `developer` role, `refusal`, `audio`, …) travels in `metadata["jev.source"]`, so
+content-part lists, `developer` role, `refusal`, `audio`, …) travels in the message's `origin.source`, so
 `dump(load(x)) == x`.
 """
 
@@ -70,7 +70,7 @@ def load(data: Any) -> list[Message]:
     out: list[Message] = []
     for i, raw in enumerate(data):
         role, blocks, name, source = read_message(raw, f"messages[{i}]", tool_names)
-        out.append(Message(f"m{i}", role, blocks, name, loaded(NAME, source) if source else None))
+        out.append(Message(f"m{i}", role, blocks, name, origin=loaded(NAME, source) if source else None))
     return out
 
 

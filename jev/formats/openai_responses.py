@@ -7,7 +7,7 @@ GPT-5 on) one whose input is its `input` string, either's output a tool message 
 `reasoning` item an assistant message with a thinking block (so it is never sent to a judge and pins
 itself). Everything the jev model has no field for — an `arguments` string the input does
 not write back exactly, ids, statuses, content-part types, encrypted reasoning — rides in
-`metadata["jev.source"]`; text, outputs and arguments that do are left to the blocks, so nothing is kept
+the message's `origin.source`; text, outputs and arguments that do are left to the blocks, so nothing is kept
 twice and `dump(load(x)) == x`.
 """
 
@@ -62,7 +62,7 @@ def load(data: Any) -> list[Message]:
     out: list[Message] = []
     for i, item in enumerate(data):
         role, blocks, kept = read_item(item, f"items[{i}]", names)
-        out.append(Message(f"m{i}", role, blocks, None, loaded(NAME, kept)))
+        out.append(Message(f"m{i}", role, blocks, origin=loaded(NAME, kept)))
     return out
 
 

@@ -2,12 +2,12 @@
 (`ModelMessagesTypeAdapter.dump_python(messages, mode="json")`).
 
 One jev message per Pydantic AI message: a request is a `user` message, a response an `assistant` one (its
-`model_name` kept as the model, `MODEL_KEY`, for the provider's rules). Parts map one to one, in order:
+`model_name` kept as the message's `Origin.model`, for the provider's rules). Parts map one to one, in order:
 `text`, `user-prompt` (text) and `system-prompt` to text blocks, `thinking` to a thinking block (its
 signature kept), `tool-call` to a call, `tool-return` and a `retry-prompt` that answers a call (it names the
 call's id and tool) to that call's result (an error for a retry), anything else (files, built-in tools,
 multimodal prompts) kept as it is. What a message carries besides the parts' text, calls' inputs and
-results' content rides in `metadata["jev.source"]`, so `dump(load(x)) == x` in either form. A message made
+results' content rides in the message's `origin.source`, so `dump(load(x)) == x` in either form. A message made
 in Python (a tombstone) is written afresh: an assistant message as a response of text parts, so a note about
 the history reads as the model's own, never as a new user instruction. `pydantic-ai` is needed only for
 objects; the JSON form needs nothing.
@@ -23,7 +23,6 @@ import orjson
 
 from ..errors import FormatError, shown
 from ..model.transcript import (
-    MODEL_KEY,
     Block,
     Message,
     OtherBlock,
@@ -71,11 +70,10 @@ def load(data: Any) -> list[Message]:
             raise FormatError(f"{where}: must be a Pydantic AI message (kind request or response, with parts)")
         blocks = tuple(_block(part, f"{where}.parts[{k}]") for k, part in enumerate(item["parts"]))
         kept = {**item, "parts": [_hollow(part) for part in item["parts"]]}
-        metadata = loaded(NAME, {"item": kept, "objects": objects})
-        if item["kind"] == "response" and isinstance(item.get("model_name"), str) and item["model_name"]:
-            metadata[MODEL_KEY] = item["model_name"]
-        out.append(Message(f"m{i}", _KINDS[item["kind"]], blocks, None, metadata,
-                           item.get("timestamp") if isinstance(item.get("timestamp"), str) else None))
+        model = item.get("model_name") if item["kind"] == "response" else None
+        origin = loaded(NAME, {"item": kept, "objects": objects}, model if isinstance(model, str) and model else None)
+        out.append(Message(f"m{i}", _KINDS[item["kind"]], blocks, None, None,
+                           item.get("timestamp") if isinstance(item.get("timestamp"), str) else None, origin))
     return out
 
 

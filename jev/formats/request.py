@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import FormatError
-from ..model.transcript import ENVELOPE_KEY, Message, TextBlock
+from ..model.transcript import Message, Origin, TextBlock
 
 Codec = tuple[Callable[[Any], list[Message]], Callable[[Sequence[Message]], Any]]
 
@@ -73,21 +73,20 @@ def load(data: Any, form: str, codec: Callable[[str], Codec]) -> list[Message]:
     if system_key and system_key in data:
         envelope["system"] = data[system_key]
         text = _system_text(data[system_key], f"{form}.{system_key}")
-        return [Message(SYSTEM_ID, "system", (TextBlock(text),), metadata={ENVELOPE_KEY: envelope}), *messages]
+        return [Message(SYSTEM_ID, "system", (TextBlock(text),), origin=Origin(envelope=envelope)), *messages]
     if not messages:
         raise FormatError(f"{form}.{key}: holds no message (nothing to judge, and nowhere to keep the body)")
-    first = messages[0]
-    return [first.replace(metadata={**(first.metadata or {}), ENVELOPE_KEY: envelope}), *messages[1:]]
+    return [messages[0].with_origin(envelope=envelope), *messages[1:]]
 
 
 def dump(messages: Sequence[Message], form: str, codec: Callable[[str], Codec]) -> dict[str, Any]:
     """A request body in `form`: the body the messages were loaded from, with the messages a plan kept."""
     inner, key, system_key = FORMS[form]
     messages = list(messages)
-    metadata = (messages[0].metadata or {}) if messages else {}
-    found = metadata.get(ENVELOPE_KEY)
-    if found is not None:  # bookkeeping never goes on to the messages' own converter
-        messages[0] = messages[0].replace(metadata={k: v for k, v in metadata.items() if k != ENVELOPE_KEY} or None)
+    origin = messages[0].origin if messages else None
+    found = origin.envelope if origin is not None else None
+    if found is not None:  # the body's fields never go on to the messages' own converter
+        messages[0] = messages[0].with_origin(envelope=None)
     # another API's body fields (its model, its tool schemas) do not belong in this one
     envelope: dict[str, Any] = (found if isinstance(found, dict) and found.get("form") == form
                                 else {"keys": [key], "rest": {}, "text_input": False})

@@ -21,7 +21,7 @@ from ..deciding.decision import Mode
 from ..deciding.token_target import called
 from ..errors import ConfigError
 from ..model.scope import Scope
-from ..model.transcript import MODEL_KEY, Message, ToolResultBlock
+from ..model.transcript import Message, ToolResultBlock
 from ..running.compactor import Compactor
 from ..support.aio import run_sync
 from .core import Adapter, HostCompaction, check_trigger, counted_as
@@ -152,15 +152,15 @@ class HistoryProcessor(Adapter):
 
 
 def _named(messages: list[Message], model: str | None) -> list[Message]:
-    """The history with the host's `model` on its newest assistant message (`MODEL_KEY`, where the provider's
+    """The history with the host's `model` on its newest assistant message (its `origin`, where the provider's
     rules read a history's model: `jev.providers.model_of`), unless that message names one itself."""
     if model is None:
         return messages
     for k in range(len(messages) - 1, -1, -1):
         message = messages[k]
         if message.role == "assistant":
-            if not (message.metadata or {}).get(MODEL_KEY):
-                messages[k] = message.replace(metadata={**(message.metadata or {}), MODEL_KEY: model})
+            if not (message.origin is not None and message.origin.model):
+                messages[k] = message.with_origin(model=model)
             break
     return messages
 

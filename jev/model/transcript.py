@@ -23,7 +23,7 @@ SOURCE_KEY = "jev.source"  # metadata key under which a converter keeps what the
 FORMAT_KEY = "jev.format"  # metadata key naming the converter that wrote it: each reads back only its own
 ENVELOPE_KEY = "jev.envelope"  # metadata key under which a request body's other fields ride (formats.request)
 MODEL_KEY = "jev.model"  # metadata key naming the model that wrote an assistant message, where its form says so
-BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY, ENVELOPE_KEY, MODEL_KEY)  # a converter's, for the round trip: never model-visible
+BOOKKEEPING_KEYS = (SOURCE_KEY, FORMAT_KEY, ENVELOPE_KEY, MODEL_KEY)  # `Origin`'s keys in the `jev` form's metadata
 
 
 @quick_init
@@ -134,8 +134,57 @@ STRING_FIELDS: dict[type, tuple[str, ...]] = {cls: shape.strings for cls, shape 
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a message came from, beside it rather than in its host's metadata: the converter that loaded it
+    (`format`) and what it kept to write the message back as it was (`source`), the other fields of the
+    request body it came in (`envelope`, on the first message), and the model that wrote it (`model`, which
+    selects the provider's rules). Never model-visible, never judged; a host leaves it as it is. The `jev`
+    form writes it as metadata keys (`BOOKKEEPING_KEYS`), after the host's own, and reads them back into it."""
+
+    format: str | None = None
+    source: Any = None
+    envelope: Any = None
+    model: str | None = None
+
+    def replace(self, **changes: Any) -> Origin | None:
+        """A copy with some fields changed; None when nothing is left in it."""
+        out = dataclasses.replace(self, **changes)
+        return None if out == _NO_ORIGIN else out
+
+    def as_metadata(self) -> dict[str, Any]:
+        """Its keys in the `jev` form's metadata (those it holds), in the order converters always wrote them."""
+        out: dict[str, Any] = {}
+        if self.format is not None:
+            out[FORMAT_KEY] = self.format
+        if self.source is not None:
+            out[SOURCE_KEY] = self.source
+        if self.model is not None:
+            out[MODEL_KEY] = self.model
+        if self.envelope is not None:
+            out[ENVELOPE_KEY] = self.envelope
+        return out
+
+
+_NO_ORIGIN = Origin()
+
+
+def split_origin(metadata: Mapping[str, Any] | None) -> tuple[Mapping[str, Any] | None, Origin | None]:
+    """A `jev` form's metadata as the host's own (None when nothing is left) and the `Origin` its bookkeeping
+    keys give (None when it has none): the inverse of `Message.written_metadata`."""
+    if not metadata or not any(metadata.get(key) is not None for key in BOOKKEEPING_KEYS):
+        return metadata, None
+    # a key holding null stays the host's: an origin holds no null, and the form must write back what it read
+    own = {k: v for k, v in metadata.items() if k not in BOOKKEEPING_KEYS or v is None} or None
+    origin = Origin(metadata.get(FORMAT_KEY), metadata.get(SOURCE_KEY), metadata.get(ENVELOPE_KEY),
+                    metadata.get(MODEL_KEY))
+    return own, (None if origin == _NO_ORIGIN else origin)
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class Message:
-    """One transcript message; `name`, `metadata` and `timestamp` are carried through untouched."""
+    """One transcript message; `name`, `metadata` and `timestamp` are carried through untouched, and `origin`
+    says where it came from (a converter's bookkeeping, outside the host's `metadata`)."""
 
     id: str
     role: str
@@ -143,6 +192,7 @@ class Message:
     name: str | None = None
     metadata: Mapping[str, Any] | None = None
     timestamp: str | None = None
+    origin: Origin | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.content, list):
@@ -164,6 +214,17 @@ class Message:
     def replace(self, **changes: Any) -> Message:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+    @property
+    def written_metadata(self) -> Mapping[str, Any] | None:
+        """The metadata the `jev` form writes: the host's own, then its origin's keys (`Origin.as_metadata`)."""
+        if self.origin is None:
+            return self.metadata
+        return {**(self.metadata or {}), **self.origin.as_metadata()}
+
+    def with_origin(self, **changes: Any) -> Message:
+        """A copy whose `origin` has some fields changed (`Origin` fields: format, source, envelope, model)."""
+        return dataclasses.replace(self, origin=(self.origin or _NO_ORIGIN).replace(**changes))
 
 
 # --- the library's own JSON form (format `jev`) -------------------------------------------------
@@ -193,8 +254,9 @@ def message_to_dict(message: Message) -> dict[str, Any]:
                          "content": [block_to_dict(b) for b in message.content]}
     if message.name is not None:
         d["name"] = message.name
-    if message.metadata is not None:
-        d["metadata"] = message.metadata
+    metadata = message.written_metadata
+    if metadata is not None:
+        d["metadata"] = metadata
     if message.timestamp is not None:
         d["timestamp"] = message.timestamp
     return d
@@ -282,9 +344,9 @@ def message_from_dict(obj: Any, where: str) -> Message:
         raise FormatError(f"{where}.content: must be a list of blocks (got {type(content).__name__})")
     blocks = tuple(block_from_dict(b, f"{where}.content[{i}]") for i, b in enumerate(content))
     name = _optional(obj, "name", str, where, "a string")
-    metadata = _optional(obj, "metadata", dict, where, "a JSON object")
+    metadata, origin = split_origin(_optional(obj, "metadata", dict, where, "a JSON object"))
     timestamp = _optional(obj, "timestamp", str, where, "a string")
-    return Message(_str_field(obj, "id", where), role, blocks, name, metadata, timestamp)
+    return Message(_str_field(obj, "id", where), role, blocks, name, metadata, timestamp, origin)
 
 
 def _optional(obj: dict[str, Any], key: str, kind: type, where: str, what: str) -> Any:

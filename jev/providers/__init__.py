@@ -43,10 +43,6 @@ from typing import Any
 
 from ..errors import ConfigError, shown
 from ..model.transcript import (
-    ENVELOPE_KEY,
-    FORMAT_KEY,
-    MODEL_KEY,
-    SOURCE_KEY,
     Message,
     ToolResultBlock,
     ToolUseBlock,
@@ -146,20 +142,21 @@ def model_of(messages: Sequence[Message]) -> str | None:
     """The model a history names: its request body's `model` (the request form keeps the body), else the
     newest assistant message's own `model` (Claude Code lines, Anthropic and Chat responses); None when none
     names one."""
-    if messages:
-        envelope = (messages[0].metadata or {}).get(ENVELOPE_KEY)
+    if messages and messages[0].origin is not None:
+        envelope = messages[0].origin.envelope
         rest = envelope.get("rest") if isinstance(envelope, dict) else None
         if isinstance(rest, dict) and isinstance(rest.get("model"), str) and rest["model"].strip():
             return str(rest["model"])
     for message in reversed(messages):
-        if message.role != "assistant" or not message.metadata:
+        origin = message.origin
+        if message.role != "assistant" or origin is None:
             continue
         # the newest assistant message a form loaded speaks for the history: one that names no model means
         # its form records none (a plan runs this every time: no walk through every message's bookkeeping)
-        named = message.metadata.get(MODEL_KEY)
+        named = origin.model
         if isinstance(named, str) and named.strip():
             return named
-        return _named(message.metadata.get(SOURCE_KEY))
+        return _named(origin.source)
     return None
 
 
@@ -233,7 +230,7 @@ def _signed(message: Message) -> set[str]:
     other fields by its id) or in LangChain's `additional_kwargs` map of call id -> signature. Only there: a
     plan runs this, and a message's bookkeeping can be large."""
     calls = {b.id for b in message.content if type(b) is ToolUseBlock}
-    source = message.metadata.get(SOURCE_KEY) if calls and message.metadata else None
+    source = message.origin.source if calls and message.origin is not None else None
     if not isinstance(source, dict):
         return set()
     out: set[str] = set()
@@ -262,8 +259,8 @@ def _has_signature(value: Any, depth: int = 0) -> bool:
 
 def _reasoning_item(message: Message) -> bool:
     """A Responses `reasoning` item, as the openai-responses form loads one: an assistant message of thinking only."""
-    return (message.role == "assistant" and message.metadata is not None
-            and message.metadata.get(FORMAT_KEY) == "openai-responses" and bool(message.content)
+    return (message.role == "assistant" and message.origin is not None
+            and message.origin.format == "openai-responses" and bool(message.content)
             and all(is_thinking(b) for b in message.content))
 
 

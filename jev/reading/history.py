@@ -10,10 +10,8 @@ Messages and blocks are frozen and their strings immutable, so a history whose l
 in the same order serializes to the same bytes unless a mutable part changed in place — a tool input, a
 metadata mapping, an unknown block's JSON object. Those parts are set aside (the analysis finds the ones
 inside blocks) and serialized at the start, and again at the guard; everything else is compared by
-identity — the converters' bookkeeping in `metadata["jev.source"]` too: it is not judged, not
-model-visible, and the library's own (it holds what a form needs to be written back), so a metadata
-mapping holding it is checked for the same keys holding the same (or equal) values, and only its other
-values are serialized.
+identity — the converters' bookkeeping too: it rides in each message's frozen `origin`, not judged, not
+model-visible, and the library's own, so only the host's own metadata is serialized.
 """
 
 from __future__ import annotations
@@ -28,10 +26,8 @@ import orjson
 
 from ..errors import TranscriptError
 from ..model.canonical import canonical_json, json_default, not_json
-from ..model.transcript import BOOKKEEPING_KEYS, ENVELOPE_KEY, FORMAT_KEY, SOURCE_KEY, Message
+from ..model.transcript import Message
 from .analysis import Transcript, analyze, extend, visible_chars
-
-_BOOKKEEPING = frozenset(BOOKKEEPING_KEYS)
 
 
 def size(message: Any) -> int:
@@ -52,10 +48,8 @@ class Taken:
     """What a plan remembers of the history it judged."""
 
     transcript: Transcript  # the history validated, paired and measured
-    own: list[Any]  # the messages' own mutable metadata values (the objects themselves), in order
+    own: list[Any]  # the messages' own metadata (the mappings themselves), in order; a frozen `Origin` needs none
     serialized: tuple[bytes, bytes]  # the JSON of `own` and of the blocks' (`transcript.mutable`) when judging started
-    kept: list[Any]  # metadata holding a converter's bookkeeping (the mappings themselves)
-    kept_then: list[Any]  # their items when judging started, flat (`_remember`): one list, not a copy each
 
     @property
     def chars(self) -> int:
@@ -95,24 +89,9 @@ def take(messages: Sequence[Message], max_chars: int | None = None, previous: Ta
         _check_limit(measured, max_chars)
         raise
     _check_limit(transcript.chars, max_chars)
-    own: list[Any] = []
-    kept: list[Any] = []
-    then: list[Any] = []
-    if previous is not None:  # the earlier messages' own metadata, as that plan set it aside
-        own.extend(previous.own)
-        kept.extend(previous.kept)
-        then.extend(previous.kept_then)
-    keep, part, already = kept.append, own.append, len(kept)
-    for message in transcript.messages[held:]:  # the messages' own metadata; the blocks' parts come from the analysis
-        metadata = message.metadata
-        if metadata is not None:
-            if SOURCE_KEY in metadata or FORMAT_KEY in metadata or ENVELOPE_KEY in metadata:
-                keep(metadata)
-                if len(metadata) > 2 or not metadata.keys() <= _BOOKKEEPING:  # usually a converter's keys alone
-                    own.extend([v for k, v in metadata.items() if k not in _BOOKKEEPING])
-            else:
-                part(metadata)
-    _remember(kept[already:], then)
+    own: list[Any] = list(previous.own) if previous is not None else []  # the earlier messages', as set aside
+    # the messages' own metadata; the blocks' parts come from the analysis
+    own.extend([message.metadata for message in transcript.messages[held:] if message.metadata is not None])
     messages_read = transcript.messages
     if previous is None:
         serialized = (_serialized(own, messages_read), _serialized(transcript.mutable, messages_read))
@@ -121,7 +100,7 @@ def take(messages: Sequence[Message], max_chars: int | None = None, previous: Ta
         serialized = (_joined(old_own, _serialized(own[len(previous.own):], messages_read)),
                       _joined(old_blocks, _serialized(transcript.mutable[len(previous.transcript.mutable):],
                                                       messages_read)))
-    return Taken(transcript, own, serialized, kept, then)
+    return Taken(transcript, own, serialized)
 
 
 def _joined(head: bytes, tail: bytes) -> bytes:
@@ -147,30 +126,10 @@ def unchanged(messages: Sequence[Message], judged: Taken) -> bool:
         return False
     if not all(map(operator.is_, messages, held)):
         return False
-    if not _same(judged.kept, judged.kept_then):
-        return False
     try:
         return (_serialized(judged.own), _serialized(judged.transcript.mutable)) == judged.serialized
     except TranscriptError:  # mutated into something that no longer serializes
         return False
-
-
-def _remember(mappings: Sequence[Any], into: list[Any]) -> None:
-    """Append each mapping's size, keys and values to the flat list `into` (a copy per message would give
-    the garbage collector an object each to track)."""
-    append, extend = into.append, into.extend
-    for mapping in mappings:
-        append(len(mapping))
-        extend(mapping.keys())
-        extend(mapping.values())
-
-
-def _same(mappings: list[Any], then: list[Any]) -> bool:
-    """Each mapping holds the keys `_remember` wrote of it, in order, bound to the same (or equal) values:
-    what `_remember` writes of them now equals `then` (one list compare, identity first)."""
-    now: list[Any] = []
-    _remember(mappings, now)
-    return now == then
 
 
 def fingerprint(messages: Sequence[Message]) -> bytes:
