@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 
 from jev.errors import ArchiveError
-from jev.model.transcript import Message, OtherBlock, ToolResultBlock, ToolUseBlock
+from jev.model.blocks import kind_of
+from jev.model.transcript import Message
 
 
 class _Orders:
@@ -91,21 +92,9 @@ def record(messages: Sequence[Message]) -> dict[str, Any] | None:
         if metadata is not None:
             orders.value(metadata, [i, "metadata"])
         for j, block in enumerate(message.content):
-            _block(orders, block, [i, "content", j])
+            for path, value in kind_of(block).values(block):  # the mutable values each block's kind names
+                orders.value(value, [i, "content", j, *path])
     return {"keys": orders.keys, "at": orders.at} if orders.at else None
-
-
-def _block(orders: _Orders, block: Any, path: list[int | str]) -> None:
-    if type(block) is ToolUseBlock:
-        orders.value(block.input, [*path, "input"])
-    elif type(block) is ToolResultBlock:
-        if block.metadata is not None:
-            orders.value(block.metadata, [*path, "metadata"])
-        if not isinstance(block.output, str):
-            for k, inner in enumerate(block.output):
-                _block(orders, inner, [*path, "output", k])
-    elif type(block) is OtherBlock:
-        orders.value(block.data, path)
 
 
 def restore(messages: list[Any], orders: Any) -> None:

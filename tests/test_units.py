@@ -540,8 +540,8 @@ def test_one_shape_per_block_drives_the_reader_the_writer_and_the_checks(kind: s
 
 def test_a_block_with_no_json_form_is_refused_naming_its_place() -> None:
     from jev.errors import TranscriptError
+    from jev.model.blocks import visible_chars
     from jev.model.transcript import OtherBlock
-    from jev.reading.analysis import visible_chars
     base = [msg("u", "user", text("task")), msg("a", "assistant", call("c1", input={"path": "a.py"}))]
     bad_call = [*base[:1], msg("a", "assistant", text("x"), call("c1", input={"path": object()}))]
     with pytest.raises(TranscriptError, match=r"^messages\[1\]\.content\[1\]\.input\.path: not a JSON value"):
@@ -553,3 +553,26 @@ def test_a_block_with_no_json_form_is_refused_naming_its_place() -> None:
     with pytest.raises(TranscriptError, match=r"^content\[1\]\.input\.path: not a JSON value"):
         visible_chars(bad_call[1].content)
     assert visible_chars(base[1].content) == len("read") + len('{"path":"a.py"}')
+
+
+def test_every_block_type_has_one_description() -> None:
+    """`jev.model.blocks` describes each block type once — size, token text, mutable values with their paths,
+    restore text — and every type a message may hold has a description."""
+    import typing
+
+    from jev.model.blocks import KINDS, block_chars, is_media, kind_of
+    from jev.model.transcript import Block, ToolResultBlock, ToolUseBlock
+    assert set(typing.get_args(Block)) == set(KINDS)
+    image = OtherBlock({"type": "image", "source": {"b": 1, "a": 2}})
+    result = ToolResultBlock("c1", "read", (TextBlock("ok"), image), metadata={"m": [1]})
+    call = ToolUseBlock("c1", "read", {"path": "a.py"})
+    assert kind_of(result).values(result) == ((("metadata",), {"m": [1]}), (("output", 1), image.data))
+    assert kind_of(call).values(call) == ((("input",), {"path": "a.py"}),)
+    assert kind_of(ToolUseBlock("c2", "bash", "ls")).values(ToolUseBlock("c2", "bash", "ls")) == ()  # a string is immutable
+    assert kind_of(TextBlock("x")).values(TextBlock("x")) == () and not kind_of(TextBlock("x")).mutable
+    assert kind_of(result).token_text(result) == "ok" and is_media(image)  # media are billed apart
+    assert kind_of(result).restore_text(result) == 'ok\n' + canonical_json(image).decode()
+    assert kind_of(call).restore_text(call) == '{"path":"a.py"}'
+    parts: list = []
+    assert block_chars(result, parts, 0, 0) == 2 + len(canonical_json(image.data).decode())
+    assert parts == [{"m": [1]}, image.data]

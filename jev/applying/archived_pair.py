@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ArchiveError
-from ..model.canonical import canonical_json
+from ..model.blocks import kind_of
 from ..model.markers import is_truncated
 from ..model.scope import Scope
-from ..model.transcript import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..model.transcript import Message, ToolResultBlock, ToolUseBlock
 from ..reading.analysis import CARRIED_OVER, analyze
 
 NAME = "restore_archived_result"
@@ -73,12 +73,9 @@ def describe(messages: list[Message], uses: int = 1) -> str:
         for block in message.content:
             if isinstance(block, ToolUseBlock):
                 which = f"; the latest of {uses} calls with this id" if uses > 1 else ""
-                parts.append(f"Call {block.id} ({block.name}{which}) with input "
-                             f"{canonical_json(block.input).decode()}")
+                parts.append(f"Call {block.id} ({block.name}{which}) with input {kind_of(block).restore_text(block)}")
             elif isinstance(block, ToolResultBlock):
-                output = block.output if isinstance(block.output, str) else "\n".join(
-                    b.text if isinstance(b, TextBlock) else canonical_json(b).decode() for b in block.output)
-                parts.append(f"Archived result ({block.state}):\n{output}")
+                parts.append(f"Archived result ({block.state}):\n{kind_of(block).restore_text(block)}")
     return "\n".join(parts)
 
 

@@ -27,15 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..model.canonical import canonical_json
-from ..model.transcript import Message, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..model.blocks import is_media, kind_of
+from ..model.transcript import Message, TextBlock, ToolResultBlock
 from ..reading.analysis import Transcript
 from ..reading.state import estimate_tenths, estimate_tenths_each, estimate_tokens, whole_tokens
 from ..support.validate import require_in, require_integer, require_text
 
 MESSAGE_TOKENS = 4  # what a provider adds per message (role, separators): an approximation, the same for all
 MEDIA_TOKENS = 1_600  # an image or document block: billed by its pixels (~w×h/750, about 1 600 at most), not its base64
-_MEDIA = frozenset({"image", "image_url", "input_image", "document", "file", "input_file"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,26 +79,6 @@ def pricing(profile: str | PricingProfile) -> PricingProfile:
     raise ConfigError(f"pricing must be one of {', '.join(PROFILES)} or a jev.deciding.cost.PricingProfile (got {profile!r})")
 
 
-def _visible(block: Any) -> str:
-    if type(block) is TextBlock:
-        return block.text
-    if type(block) is ThinkingBlock:
-        return block.thinking
-    if type(block) is ToolUseBlock:
-        value = block.input
-        return f"{block.name} {value if type(value) is str else canonical_json(value).decode()}"
-    if type(block) is ToolResultBlock:
-        output = block.output
-        return output if type(output) is str else "\n".join(_visible(b) for b in output if not _media(b))
-    if type(block) is OtherBlock:
-        return canonical_json(block.data).decode()
-    return ""
-
-
-def _media(block: Any) -> bool:
-    return type(block) is OtherBlock and block.type in _MEDIA
-
-
 def tokens_of(messages: Sequence[Message]) -> int:
     """Estimated tokens of what the model is sent of `messages`: SPEC §4's estimate over their text,
     thinking, calls and results — never ids or metadata — plus `MESSAGE_TOKENS` each, and `MEDIA_TOKENS`
@@ -117,11 +96,11 @@ def _billed(blocks: Sequence[Any]) -> tuple[str, int]:
     for b in blocks:
         if type(b) is TextBlock:
             texts.append(b.text)
-        elif _media(b):
+        elif is_media(b):
             media += 1
         else:
-            texts.append(_visible(b))
-            if type(b) is ToolResultBlock and type(b.output) is tuple and any(_media(x) for x in b.output):
+            texts.append(kind_of(b).token_text(b))
+            if type(b) is ToolResultBlock and type(b.output) is tuple and any(is_media(x) for x in b.output):
                 media += 1
     return "\n".join(texts), media
 

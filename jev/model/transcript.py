@@ -370,7 +370,8 @@ def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
 _MOVED = {**dict.fromkeys(("json_default", "CANONICAL_OPTIONS", "canonical_json", "unwritable", "not_json",
                            "canonical_chars", "chars"), "jev.model.canonical"),
           **dict.fromkeys(("block_problem", "message_problem"), "jev.providers.checks"),
-          **dict.fromkeys(("visible_chars", "CARRIED_OVER", "Pair", "Transcript", "place", "analyze"),
+          "visible_chars": "jev.model.blocks",
+          **dict.fromkeys(("CARRIED_OVER", "Pair", "Transcript", "place", "analyze"),
                           "jev.reading.analysis")}
 
 

@@ -8,10 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-import orjson
-
 from ..errors import TranscriptError
-from ..model.canonical import CANONICAL_OPTIONS, canonical_json, chars, json_default, not_json
+from ..model.blocks import block_chars, input_json
 from ..model.transcript import (
     THINKING_TYPES,
     VERBATIM_KINDS,
@@ -23,52 +21,6 @@ from ..model.transcript import (
 )
 from ..providers.checks import message_problem, plain_message
 from ..support.quick import quick_init
-
-
-def visible_chars(blocks: Any, parts: list[Any] | None = None, where: str = "content") -> int:
-    """Characters of what the model sees of `blocks` (`block_chars` of each; `where`: their path)."""
-    return sum(block_chars(block, parts, where, k) for k, block in enumerate(blocks))
-
-
-def block_chars(block: Any, parts: list[Any] | None, where: str | int, k: int, json: str | None = None) -> int:
-    """Characters of what the model sees of one block — text, thinking, a call's tool name and input (a
-    string as it is, else its canonical JSON: `json` when the caller made it), a result's text (its parts
-    counted alike), another block's canonical JSON — never envelopes, ids or metadata, so a history's size
-    does not depend on the form it was loaded from. The one size rule: `analyze` measures every message
-    with it. With `parts`, the mutable values inside the block (a call's input, a result's metadata,
-    another block's JSON object) are appended to it. A value with no JSON form is refused naming its place,
-    `where[k]`: `where` the path of the blocks holding it, or the index of the message whose content they are
-    (its path made only when needed: this runs for every block of every plan)."""
-    if type(block) is TextBlock:
-        return len(block.text)
-    if type(block) is ToolResultBlock:
-        output = block.output
-        if parts is not None and block.metadata is not None:
-            parts.append(block.metadata)
-        return len(output) if type(output) is str else visible_chars(output, parts, f"{_path(where, k)}.output")
-    if type(block) is ToolUseBlock:
-        value = block.input
-        if type(value) is str:
-            return len(block.name) + len(value)
-        if parts is not None:
-            parts.append(value)
-        return len(block.name) + len(_input_json(block, where, k) if json is None else json)
-    if type(block) is ThinkingBlock:
-        return len(block.thinking)
-    data = getattr(block, "data", block)  # an unknown block: its JSON object is what the model is sent
-    try:
-        size = chars(canonical_json(data))
-    except TypeError:
-        not_json(data, _path(where, k), TranscriptError)
-    if parts is not None:
-        parts.append(data)
-    return size
-
-
-def _path(where: str | int, k: int) -> str:
-    """The path of block `k` of `where` (`block_chars`)."""
-    return f"messages[{where}].content[{k}]" if type(where) is int else f"{where}[{k}]"
-
 
 CARRIED_OVER = -1  # the `call_message` of a result whose call is not in the history (see `analyze`)
 # the kinds of `Transcript.order`: a result, a call, a text block outside assistant messages (the task, a user's
@@ -159,15 +111,6 @@ def place(result: bool, message_index: int, call_id: str) -> str:
     return f"{'r' if result else 'c'}{message_index} {call_id}"
 
 
-def _input_json(call: ToolUseBlock, where: str | int, k: int) -> str:
-    """A call's input as canonical JSON, or `TranscriptError` naming its place (`_path(where, k)`) if it
-    has none."""
-    try:
-        return orjson.dumps(call.input, default=json_default, option=CANONICAL_OPTIONS).decode()
-    except orjson.JSONEncodeError:
-        not_json(call.input, f"{_path(where, k)}.input", TranscriptError)
-
-
 def _check_message(message: Any, i: int) -> None:
     """Raise `TranscriptError` naming what is wrong with `messages[i]`, if anything."""
     if not isinstance(message, Message):
@@ -255,7 +198,7 @@ class _Scan:
                 missing.discard(block.id)
                 i = order[k + 1]
                 j = messages[i].content.index(block)
-                scan.open_calls[block.id] = (i, block, _input_json(block, i, j), order[k + 2])
+                scan.open_calls[block.id] = (i, block, input_json(block, i, j), order[k + 2])
         return scan
 
     def run(self, messages: Sequence[Message], start: int, extends: object = None) -> Transcript:
@@ -293,7 +236,7 @@ class _Scan:
                         _refuse(messages, i, f"ambiguous call id {block.id!r} at messages[{i}].content[{j}]"
                                 + (" (blank)" if not block.id.strip() else
                                    f": the call at messages[{open_calls[block.id][0]}] with this id has no result yet"))
-                    json = _input_json(block, i, j)
+                    json = input_json(block, i, j)
                     read((READ_CALL, i, len(calls)))
                     open_calls[block.id] = (i, block, json, len(calls))
                     calls.append(block)

@@ -1,7 +1,7 @@
 """The caller's history as judged, taken once at the start of a plan: the very message objects, their
 analysis (pairs and model-visible sizes), and what the change guard re-reads.
 
-Sizes count model-visible content only (`jev.reading.analysis.visible_chars`) — never envelopes, ids or
+Sizes count model-visible content only (`jev.model.blocks.visible_chars`) — never envelopes, ids or
 metadata: a history loaded from any form has the same blocks, so the transcript limit and the reduction
 do not depend on the form it came in.
 
@@ -25,9 +25,10 @@ from typing import Any
 import orjson
 
 from ..errors import TranscriptError
+from ..model.blocks import visible_chars
 from ..model.canonical import canonical_json, json_default, not_json
 from ..model.transcript import Message
-from .analysis import Transcript, analyze, extend, visible_chars
+from .analysis import Transcript, analyze, extend
 
 
 def size(message: Any) -> int:
