@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import Ran, cli
+from conftest import CLAUDE_CODE, Ran, cli, needs_data
 
 from jev import FormatError, TextBlock, ThinkingBlock, ToolUseBlock, formats
 from jev.reading.analysis import analyze
@@ -428,10 +428,7 @@ def test_replay_label_and_calibrate_take_each_stretch_as_a_conversation_of_one_s
 def _dev_session() -> bytes:
     """One real dev Claude Code session (the first with a tool pair), as it lies on disk."""
     import tarfile
-    data_file = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude-code-sessions-dev.tar.xz"
-    if not data_file.exists():
-        pytest.skip(f"dev Claude Code sessions not found at {data_file}")
-    with tarfile.open(data_file, "r|*") as tar:
+    with tarfile.open(CLAUDE_CODE, "r|*") as tar:
         for member in tar:
             if member.isfile() and member.name.endswith(".jsonl"):
                 data = tar.extractfile(member).read()
@@ -440,6 +437,7 @@ def _dev_session() -> bytes:
     raise AssertionError("no dev session with a tool call")
 
 
+@needs_data(CLAUDE_CODE)
 def test_glued_entries_read_as_the_entries_they_are() -> None:
     """Issue 62: 12 of 552 real files held two entries on one line (`…}{"type":"summary"…`)."""
     data = _dev_session()
@@ -450,6 +448,7 @@ def test_glued_entries_read_as_the_entries_they_are() -> None:
         formats.parse(b"\n".join([*lines[:3], b"{not json", *lines[4:]]))
 
 
+@needs_data(CLAUDE_CODE)
 def test_a_session_still_being_written_is_read_without_its_cut_last_line(tmp_path: Path) -> None:
     """Issue 62: a truncated last line refused the whole session (46 of 46 damaged copies)."""
     data = _dev_session()
