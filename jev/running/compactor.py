@@ -65,6 +65,8 @@ def judge_exponent(judged_by: JudgeTraits) -> float:
     """The size exponent a judge's probabilities were tuned to be ranked with, else `DEFAULT_SIZE_EXPONENT`
     (1.0: the SPEC §6 amendment)."""
     return DEFAULT_SIZE_EXPONENT if judged_by.size_exponent is None else judged_by.size_exponent
+
+
 _HELD_BECAUSE = {PairReason.NEEDED_RESULT: "confidently needed (raw keep_result >= keep_threshold)",
                  PairReason.REFUSED: "refused by the judge", PairReason.SHORT_RESULT: "too short to cut"}
 
