@@ -322,3 +322,48 @@ def test_a_counter_that_answers_none_never_fails_the_agent_step(tmp_path, mode, 
     errors = [d for d in middleware.recent_decisions if d.status.value == "ERROR"]
     assert errors and all(d.error_kind == "ConfigError" and "token_counter's answer must be a whole number" in d.detail
                           for d in errors)
+
+
+def test_one_middleware_serves_each_thread_as_its_own_conversation(tmp_path) -> None:
+    """An agent built once and run on several threads (a checkpointer): each thread has its own trigger,
+    decisions, snapshot references and compactor session, so one thread's plan never delays another's, and
+    the restore tool answers from the calling thread's snapshots only — the same call id in another thread
+    restores nothing of it."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from jev.integrations.langchain import thread_id
+
+    def reader(prefix: str) -> ScriptedModel:  # the same call ids in every thread, other files
+        turns = [AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": f"{prefix}{i}.py"}, "id": f"call{i}",
+                                            "type": "tool_call"}]) for i in range(3)]
+        return ScriptedModel(messages=iter([*turns, AIMessage("All read.")]))
+
+    archive = FileArchive(tmp_path)
+    judge = ReplayJudge({"call_t1": 0.01, "result_t1": 0.01}, default=0.99)
+    config = CompactionConfig(cost_gate=False, eligible_tools={"read_file"}, preserve_recent_messages=2,
+                              minimum_reduction=0.05)
+    middleware = JevCompactionMiddleware(Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 5.0, "lc"), archive),
+                                         trigger=("messages", 6),
+                                         scope=lambda _runtime: Scope("u", "agent", str(thread_id())))
+    saver = InMemorySaver()
+    for thread, prefix in (("A", "a"), ("B", "b")):
+        graph = create_agent(reader(prefix), tools=[read_file], middleware=[middleware], checkpointer=saver)
+        state = graph.invoke({"messages": [{"role": "user", "content": "Read the files."}]},
+                             {"configurable": {"thread_id": thread}})
+        assert "call0" not in [getattr(m, "tool_call_id", None) for m in state["messages"]], thread  # compacted
+        own = middleware.conversation_of(thread)
+        assert own is not None and own.last_decision.status.value == "DECIDED" and len(own.references) == 1
+    assert middleware.conversation_of(None).references == [] and middleware.last_decision is None
+    tool = middleware.restore_tool()
+
+    def restored(thread: str) -> str:
+        return asyncio.run(tool.ainvoke({"call_id": "call0"}, config={"configurable": {"thread_id": thread}}))
+
+    assert "contents of a0.py" in restored("A") and "b0.py" not in restored("A")
+    assert "contents of b0.py" in restored("B") and "a0.py" not in restored("B")
+    assert restored("C").startswith("No archived result")  # a thread that archived nothing sees no other's
+    crowded = JevCompactionMiddleware(Compactor(judge, config, ExecutionOptions(Mode.SHADOW, 5.0, "lc")),
+                                      conversation=lambda host: host, conversations=2)
+    for key in ("x", "y", "z"):
+        crowded.process_sync([], key)
+    assert crowded.conversation_of("x") is None and crowded.conversation_of("z") is not None  # the oldest let go

@@ -8,12 +8,14 @@ thinking whose prefix changed rather than refuse the request (`_drop_block`). Th
 message count or a token count. With `target_tokens=N` the plan runs in budget mode, sized to bring the
 history under N tokens as `token_counter` (LangChain's approximate counter by default) counts them. The
 middleware keeps its last `keep_decisions` decisions (`last_decision`, `recent_decisions`), never every plan
-it made.
+it made. An agent built once serves many threads: each LangGraph thread (`configurable.thread_id`) is a
+conversation of its own — its own trigger, decisions, snapshot references and compactor session — and the
+restore tool reads only the calling thread's snapshots (`conversation=` names conversations otherwise).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
@@ -40,11 +42,13 @@ class JevCompactionMiddleware(HistoryProcessor, AgentMiddleware):
     def __init__(self, compactor: Compactor, *, trigger: tuple[str, int] = ("messages", 50),
                  scope: Scope | Callable[[Any], Scope | None] | None = None, target_tokens: int | None = None,
                  token_counter: Callable[[list[Any]], int] = count_tokens_approximately,
-                 keep_decisions: int = 1, horizon: int | Callable[[Any], int | None] | None = None) -> None:
+                 keep_decisions: int = 1, horizon: int | Callable[[Any], int | None] | None = None,
+                 conversation: Callable[[Any], Hashable | None] | None = None, conversations: int = 256) -> None:
         AgentMiddleware.__init__(self)
         HistoryProcessor.__init__(self, compactor, FORMAT, trigger=trigger, units=("messages", "tokens"), scope=scope,
                                   target_tokens=target_tokens, token_counter=token_counter,
-                                  keep_decisions=keep_decisions, horizon=horizon)
+                                  keep_decisions=keep_decisions, horizon=horizon,
+                                  conversation=conversation or thread_id, conversations=conversations)
 
     # --- SHADOW: a per-call look, state untouched ---------------------------------------------------
 
@@ -102,7 +106,24 @@ class JevCompactionMiddleware(HistoryProcessor, AgentMiddleware):
         from langchain_core.tools import StructuredTool
 
         self.host.archive()  # a restore tool needs one
-        return StructuredTool.from_function(coroutine=self.host.restore, name=NAME, description=DESCRIPTION)
+
+        async def restore(call_id: str) -> str:  # the calling thread's snapshots only (`HistoryProcessor.restore`)
+            return await self.restore(call_id)
+
+        return StructuredTool.from_function(coroutine=restore, name=NAME, description=DESCRIPTION)
+
+
+def thread_id(_host: Any = None) -> Hashable | None:
+    """The LangGraph thread the running graph step belongs to (`configurable.thread_id`), or None outside a
+    graph or without a checkpointer's thread: the conversation a middleware call or its restore tool serves."""
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a runnable context
+        return None
+    thread = configurable.get("thread_id")
+    return thread if isinstance(thread, Hashable) else None
 
 
 def _unchanged(live: list[Any]) -> Callable[[Sequence[Message]], bool]:
