@@ -78,10 +78,14 @@ class HistoryProcessor(Adapter):
         seen, or no longer among the newest `conversations`)."""
         return self.host if key is None else self._others.get(key)
 
+    def _key(self, host: Any) -> Hashable | None:
+        """The conversation a call with the host's object `host` belongs to (None: the default one)."""
+        return self.conversation(host) if self.conversation is not None else None
+
     def _state(self, host: Any) -> HostCompaction:
         """The state of the conversation `host` belongs to: made on its first call, the oldest let go when
         more than `conversations` are kept."""
-        key = self.conversation(host) if self.conversation is not None else None
+        key = self._key(host)
         if key is None:
             return self.host
         state = self._others.get(key)
@@ -150,8 +154,7 @@ class HistoryProcessor(Adapter):
     async def restore(self, call_id: str, host: Any = None) -> str:
         """The archived call and result `call_id` (newest snapshot holding it) of the conversation `host`
         belongs to, as the agent may be shown it — never another conversation's; the tool is never run again."""
-        key = self.conversation(host) if self.conversation is not None else None
-        state = self.conversation_of(key)
+        state = self.conversation_of(self._key(host))
         if state is None:  # a conversation that archived nothing (or no longer kept): nothing of another's
             return await restore_latest(self.host.archive(), [], call_id)
         return await state.restore(call_id)

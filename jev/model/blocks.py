@@ -16,7 +16,7 @@ import orjson
 
 from ..errors import TranscriptError
 from .canonical import CANONICAL_OPTIONS, canonical_json, chars, json_default, not_json
-from .transcript import SHAPE_OF, BlockShape, OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .transcript import OtherBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 Path = tuple[str | int, ...]  # a value's place inside its block: field names and list indices
 MEDIA_TYPES = frozenset({"image", "image_url", "input_image", "document", "file", "input_file"})  # billed as media
@@ -41,7 +41,6 @@ class BlockKind:
     """What the library does with a block of one type. The base describes an unknown block: its JSON object
     is what the model is sent, held whole and mutable."""
 
-    shape: BlockShape | None = None  # its `jev` form (None: an `OtherBlock`'s, its JSON object)
     mutable = True  # whether `values` can hold anything: a text's or thinking's never does
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
@@ -73,7 +72,6 @@ def is_media(block: Any) -> bool:
 
 
 class _Text(BlockKind):
-    shape = SHAPE_OF[TextBlock]
     mutable = False
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
@@ -90,7 +88,6 @@ class _Text(BlockKind):
 
 
 class _Thinking(BlockKind):
-    shape = SHAPE_OF[ThinkingBlock]
     mutable = False
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
@@ -106,7 +103,6 @@ class _Thinking(BlockKind):
 class _ToolUse(BlockKind):
     """A call: its tool's name and its input (a string as it is, anything else as canonical JSON)."""
 
-    shape = SHAPE_OF[ToolUseBlock]
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
         value = block.input
@@ -128,7 +124,6 @@ class _ToolUse(BlockKind):
 class _ToolResult(BlockKind):
     """A result: a string output as it is, or its blocks, each described by its own kind."""
 
-    shape = SHAPE_OF[ToolResultBlock]
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
         output = block.output
