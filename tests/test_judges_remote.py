@@ -1,11 +1,12 @@
-"""What the remote judges share (`jev.judges.remote`) and the sync runner's kept loops (`jev.support.aio`), on both
+"""What the remote judges share (`jev.judges.remote`) and the sync twins' runners (`jev.support.aio`), on both
 backends against real local servers: failures mapped onto error kinds, and sync plans that keep their
-connections instead of opening new ones, with the clean-up rules of `jev.support.aio`."""
+connections on their owner's loop instead of opening new ones, with the clean-up rules of `jev.support.aio`."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import os
 import socket
@@ -36,7 +37,7 @@ from jev import (
 from jev.judges import JudgeRequest, OpenAIDecisionsJudge, RemoteJudge, SystemOneJudge
 from jev.judges.questions import Question
 from jev.judges.retry import NO_RETRIES
-from jev.support.aio import close_loop
+from jev.support.aio import Runner
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,20 +130,20 @@ def test_the_shared_constructor_rules(backend) -> None:
 
 
 def test_100_sync_plans_open_no_more_connections_than_max_concurrent_requests(backend) -> None:
-    """Sync plans run on their thread's kept loop, so the judge's client and its keep-alive connections
-    serve all of them; three batches a plan, two in flight at once."""
+    """Sync plans run on their session's loop, so the judge's client and its keep-alive connections serve
+    all of them; three batches a plan, two in flight at once. Closing the session closes them."""
     make, serve = backend
     config = dataclasses.replace(reference_config(questions=2), max_concurrent_requests=2)
     server, url = serve("answer")
     with server:
         judge = make(url, retry=NO_RETRIES)
-        c = compactor(judge, config, mode=Mode.SHADOW)
-        for _ in range(100):
-            assert c.plan_sync(reference_messages()).status in (Status.DECIDED, Status.INCONCLUSIVE)
-        judge.close()
+        with compactor(judge, config, mode=Mode.SHADOW) as c:
+            for _ in range(100):
+                assert c.plan_sync(reference_messages()).status in (Status.DECIDED, Status.INCONCLUSIVE)
+            assert len(judge._clients._clients) == 1
     assert len(server.requests) == 300
     assert 1 <= len(set(server.peers)) <= config.max_concurrent_requests
-    assert not judge._clients._clients
+    assert not judge._clients._clients and not c.runner.started
 
 
 def _kept_client(judge: SystemOneJudge):
@@ -150,50 +151,81 @@ def _kept_client(judge: SystemOneJudge):
     return client
 
 
-def test_a_finished_thread_s_loop_is_shut_down_by_the_next_sync_call() -> None:
-    with SystemOneServer(noul(0.5)) as server:
+def test_a_judge_s_sync_calls_take_turns_on_one_connection_and_sessions_of_their_own_run_at_once() -> None:
+    """Four threads ask one judge: its calls take turns on its one loop and keep-alive connection. Four
+    threads plan on a session each over that judge (each reply takes 0.4 s): the plans overlap, each on its
+    session's loop and connection."""
+    def slow(headers: dict, body: dict) -> tuple[int, bytes]:
+        time.sleep(0.4)
+        return noul(0.5)(headers, body)
+
+    def on_threads(work: Callable[[int], object]) -> float:
+        started = time.monotonic()
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return time.monotonic() - started
+    config = dataclasses.replace(reference_config(questions=2), max_concurrent_requests=1)  # one batch at a time
+    with SystemOneServer(slow) as server:
         judge = SystemOneJudge(server.url, retry=NO_RETRIES)
-        clients = []
+        assert on_threads(lambda _k: judge.ask_sync(REQUEST)) >= 1.6
+        assert len(set(server.peers)) == 1
+        judge.close()
+        sessions = [compactor(judge, config, mode=Mode.SHADOW) for _ in range(4)]
+        planned = len(server.requests)
+        took = on_threads(lambda k: sessions[k].plan_sync(reference_messages()))
+        batches = (len(server.requests) - planned) // 4
+        assert took < batches * 0.4 * 2  # in turn: 4 sessions x batches x 0.4 s
+        assert len(judge._clients._clients) == 4
+        for session in sessions:
+            session.close()
+    assert len(set(server.peers)) == 5 and not judge._clients._clients
 
-        def worker() -> None:
-            judge.ask_sync(REQUEST)
-            clients.append(_kept_client(judge))
-        thread = threading.Thread(target=worker)
-        thread.start()
-        thread.join()
-        assert not clients[0].is_closed  # kept: the thread might have called again
-        SystemOneJudge(server.url, retry=NO_RETRIES).ask_sync(REQUEST)  # any sync call, from any thread
-        assert clients[0].is_closed
-        close_loop()
 
-
-def test_close_loop_shuts_this_thread_s_loop_down_and_the_next_call_starts_a_new_one() -> None:
+def test_close_ends_the_loop_and_its_connections_and_the_next_call_starts_a_new_one() -> None:
     with SystemOneServer(noul(0.5)) as server:
         judge = SystemOneJudge(server.url, retry=NO_RETRIES)
         judge.ask_sync(REQUEST)
         first = _kept_client(judge)
-        close_loop()
-        assert first.is_closed and not judge._clients._clients
+        judge.close()
+        assert first.is_closed and not judge._clients._clients and not judge._runner.started
+        judge.close()  # twice: nothing to do
         judge.ask_sync(REQUEST)
         assert _kept_client(judge) is not first
         judge.close()
     assert len(set(server.peers)) == 2
 
 
-def test_sync_twins_called_from_async_code_share_the_helper_s_connection() -> None:
+def test_a_session_let_go_of_ends_its_loop_and_closes_its_connections() -> None:
+    with SystemOneServer(noul(0.5)) as server:
+        judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+        session = compactor(judge, mode=Mode.SHADOW)
+        session.plan_sync(reference_messages())
+        client = _kept_client(judge)
+        loop = session.runner._loop
+        del session
+        gc.collect()
+        assert loop.is_closed() and client.is_closed and not judge._clients._clients
+
+
+def test_sync_twins_called_from_async_code_share_the_owner_s_connection() -> None:
     with SystemOneServer(noul(0.5)) as server:
         judge = SystemOneJudge(server.url, retry=NO_RETRIES)
 
         async def host() -> None:
             for _ in range(3):
-                judge.ask_sync(REQUEST)  # this thread runs a loop: the helper thread's kept loop serves it
+                judge.ask_sync(REQUEST)  # this thread runs a loop: the call waits on the judge's own
         asyncio.run(host())
+        judge.close()
     assert len(server.requests) == 3 and len(set(server.peers)) == 1
 
 
-def test_interpreter_exit_closes_the_kept_loops_and_their_connections() -> None:
-    """A process that ends after sync plans (main thread and a worker thread) closes each kept client's
-    transport on the way out, and leaves no unclosed loop, socket or transport (ResourceWarning shown)."""
+def test_interpreter_exit_closes_every_runner_and_its_connections() -> None:
+    """A process that ends after sync plans — one session planned on the main thread and on a worker
+    thread (one loop), another session on the same judge (a second) — closes each kept client's transport
+    on the way out, and leaves no unclosed loop, socket or transport (ResourceWarning shown)."""
     script = textwrap.dedent("""
         import sys, threading
         import httpx2
@@ -207,10 +239,13 @@ def test_interpreter_exit_closes_the_kept_loops_and_their_connections() -> None:
                 await super().aclose()
                 print("transport closed", flush=True)
 
-        c = compactor(SystemOneJudge(sys.argv[1], transport=Noted()), mode=Mode.SHADOW)
+        judge = SystemOneJudge(sys.argv[1], transport=Noted())
+        c = compactor(judge, mode=Mode.SHADOW)
         assert c.plan_sync(reference_messages()).status.value == "DECIDED"
         worker = threading.Thread(target=lambda: c.plan_sync(reference_messages()))
         worker.start(); worker.join()
+        other = compactor(judge, mode=Mode.SHADOW)
+        other.plan_sync(reference_messages())
         print("planned", flush=True)
     """)
     with SystemOneServer(noul(0.01)) as server:
@@ -222,9 +257,9 @@ def test_interpreter_exit_closes_the_kept_loops_and_their_connections() -> None:
     assert "ResourceWarning" not in proc.stderr and "unclosed" not in proc.stderr.lower(), proc.stderr
 
 
-def test_a_forked_child_starts_with_no_loops_and_leaves_the_parents_alone() -> None:
-    """A child shares its parent's sockets and epoll descriptor after `fork()`: it must make its own loop
-    and client, and the parent's kept connection must still serve the parent afterwards."""
+def test_a_forked_child_starts_its_own_loop_and_leaves_the_parents_alone() -> None:
+    """A child shares its parent's sockets and epoll descriptor after `fork()` but not its loop's thread: it
+    must start its own loop and client, and the parent's kept connection must still serve the parent."""
     with SystemOneServer(noul(0.5)) as server:
         judge = SystemOneJudge(server.url, retry=NO_RETRIES)
         judge.ask_sync(REQUEST)
@@ -245,21 +280,25 @@ def test_a_forked_child_starts_with_no_loops_and_leaves_the_parents_alone() -> N
     assert len(server.requests) == 3 and len(set(server.peers)) == 2  # the parent's connection, the child's
 
 
-def test_a_sync_twin_inside_a_sync_twin_called_from_async_code_does_not_wait_on_itself() -> None:
-    """Async code calls a sync twin (it runs on the helper thread), whose coroutine calls another sync
-    twin: that one runs on a thread of its own instead of queueing behind the first."""
+def test_a_sync_twin_inside_another_owner_s_sync_twin_runs_and_inside_its_own_is_refused() -> None:
+    """A coroutine on one runner's loop may call another owner's sync twin (that loop serves it); calling
+    its own would wait on itself, so it is refused with a message that says what to do."""
     with SystemOneServer(noul(0.5)) as server:
         judge = SystemOneJudge(server.url, retry=NO_RETRIES)
+        outer = Runner()
 
         async def inner() -> object:
-            return judge.ask_sync(REQUEST)  # the helper runs a loop now: a nested sync call
-
-        async def host() -> object:
-            from jev.support.aio import run_sync
-            return run_sync(inner())
-        answers = asyncio.run(host())  # a deadlock would hang here until pytest's timeout fails the test
+            return judge.ask_sync(REQUEST)
+        answers = outer.run(inner())  # a deadlock would hang here until pytest's timeout fails the test
         judge.close()
+
+        async def own() -> object:
+            return outer.run(asyncio.sleep(0))
+        with pytest.raises(RuntimeError, match=r"inside its own owner's loop.*await the async method"):
+            outer.run(own())
+        outer.close()
     assert answers.probabilities == {"call_t1": 0.5, "result_t1": 0.5}
+
 
 
 SECRET = "sk-echo-SECRET-0123456789"

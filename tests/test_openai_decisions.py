@@ -138,7 +138,7 @@ def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loop() -> None:
     """One client per event loop: an async host's plans share keep-alive connections and `asyncio.run`
-    closes them on the way out; sync plans share their thread's kept loop, so its client too, until
+    closes them on the way out; sync plans share their session's loop, so its client too, until the session's
     `close()`; a loop closed without shutting down is forgotten quietly."""
     config = dataclasses.replace(reference_config(questions=2), max_concurrent_requests=1)  # batches in turn
     with DecisionsServer() as server:
@@ -156,7 +156,7 @@ def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loo
         c.plan_sync(reference_messages())
         assert len(set(server.peers)) == 2 and len(judge._clients._clients) == 1  # one more, kept
         (client, _), = judge._clients._clients.values()
-        judge.close()
+        c.close()
         assert client.is_closed() and not judge._clients._clients
 
         unraisable: list[object] = []
@@ -168,7 +168,7 @@ def test_connections_are_reused_across_batches_and_plans_and_closed_with_the_loo
             c.plan_sync(reference_messages())  # forgets the dead loop's client
             del loop
             gc.collect()
-            judge.close()
+            c.close()
         finally:
             sys.unraisablehook = hook
         assert not judge._clients._clients and unraisable == []

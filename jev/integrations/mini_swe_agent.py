@@ -21,7 +21,6 @@ from minisweagent.agents.default import DefaultAgent
 
 from ..model.scope import Scope
 from ..running.compactor import Compactor
-from ..support.aio import run_sync
 from .processor import HistoryProcessor
 
 FORMAT = "mini-swe-agent"
@@ -48,7 +47,7 @@ class JevQueryHook(HistoryProcessor):
     def restore(self, call_id: str) -> str:  # type: ignore[override]
         """The archived call and result `call_id` (newest snapshot holding it), as the agent may be shown it;
         the tool is never run again."""
-        return run_sync(self.host.restore(call_id))
+        return self.compactor.runner.run(self.host.restore(call_id))
 
 
 def _same(now: Sequence[Any], judged: Sequence[Any]) -> bool:

@@ -31,7 +31,6 @@ from ..errors import ConfigError
 from ..model.scope import Scope
 from ..model.transcript import Message, ToolResultBlock
 from ..running.compactor import Compactor
-from ..support.aio import run_sync
 from ..support.validate import require_integer
 from .core import Adapter, HostCompaction, check_trigger, counted_as
 
@@ -114,7 +113,23 @@ class HistoryProcessor(Adapter):
         processor's model for this call (a host that names it per request)."""
         if self.mode is Mode.OFF:
             return messages
-        state = self._state(host)  # this conversation's trigger, clock, decisions, references and session
+        return await self._process(self._state(host), messages, host, unchanged, context, token_counter, model)
+
+    def process_sync(self, messages: Sequence[Any], host: Any = None, *,
+                     unchanged: Unchanged | None = None,
+                     context: dict[str, Any] | None = None, token_counter: Counter | None = None,
+                     model: str | None = None) -> Any:
+        """`process` for a sync host, from any thread, on the loop its conversation's session owns
+        (`Compactor.runner`): one conversation's calls take turns, several conversations run at once."""
+        if self.mode is Mode.OFF:
+            return messages
+        state = self._state(host)
+        return state.compactor.runner.run(self._process(state, messages, host, unchanged, context, token_counter,
+                                                        model))
+
+    async def _process(self, state: HostCompaction, messages: Sequence[Any], host: Any, unchanged: Unchanged | None,
+                       context: dict[str, Any] | None, token_counter: Counter | None, model: str | None) -> Any:
+        """`process` in the conversation `state` (its trigger, clock, decisions, references and session)."""
         state.tick()  # once a model call, before it: the clock the cost gate reads
         live = list(messages)
         counter = token_counter or self.token_counter
@@ -142,14 +157,6 @@ class HistoryProcessor(Adapter):
         out = formats.dump(list(adopted), self.form)
         state.planned(await self._count(state, out, list(adopted), counter))
         return out
-
-    def process_sync(self, messages: Sequence[Any], host: Any = None, *,
-                     unchanged: Unchanged | None = None,
-                     context: dict[str, Any] | None = None, token_counter: Counter | None = None,
-                     model: str | None = None) -> Any:
-        """`process` for a sync host."""
-        return run_sync(self.process(messages, host, unchanged=unchanged, context=context, token_counter=token_counter,
-                                     model=model))
 
     async def restore(self, call_id: str, host: Any = None) -> str:
         """The archived call and result `call_id` (newest snapshot holding it) of the conversation `host`

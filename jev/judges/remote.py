@@ -31,7 +31,7 @@ from ..errors import (
     JudgeStatusError,
     JudgeTimeoutError,
 )
-from ..support.aio import run_sync
+from ..support.aio import Runner
 from ..support.validate import require_positive
 from .base import Answers, JudgeRequest, check_probability, check_usage
 from .http import LoopClients
@@ -89,6 +89,7 @@ class RemoteJudge:
         self.timeout = float(timeout)
         self.retry = retry
         self._secret = secret  # the API key: never in a message, even when a server sends it back
+        self._runner = Runner(f"jev-{self.service}")  # `ask_sync`'s loop, and its connections
         # Neither callable holds the judge (a keeper may close a client after the judge is gone), so a
         # judge let go of is freed at once and its clients closed on their loops' next turn.
         judge = weakref.ref(self)
@@ -114,16 +115,18 @@ class RemoteJudge:
                        sum(p.input_tokens for p in parts), sum(p.output_tokens for p in parts))
 
     def ask_sync(self, request: JudgeRequest) -> Answers:
-        """`ask` for sync code (on this thread's kept loop, so its connections stay open between calls)."""
-        return run_sync(self.ask(request))
+        """`ask` for sync code, on this judge's own loop (`jev.support.aio.Runner`), so its connections stay
+        open between calls, from any thread."""
+        return self._runner.run(self.ask(request))
 
     async def aclose(self) -> None:
         """Close this event loop's connections now (they close anyway when the loop shuts down)."""
         await self._clients.aclose()
 
     def close(self) -> None:
-        """`aclose` for sync code: close the connections this thread's sync calls kept open."""
-        run_sync(self.aclose())
+        """End the loop `ask_sync` ran on, and the connections it kept open. (A session's sync plans ran on
+        the session's loop: `Compactor.close` ends those.)"""
+        self._runner.close()
 
     async def _exchange(self, client: Any, body: bytes, questions: tuple[Question, ...]) -> Part:
         """One attempt, with the key taken out of whatever the server sent back: an endpoint (or a proxy)

@@ -52,7 +52,7 @@ from ..providers import ThinkingPolicy, check, resolve, strip_thinking
 from ..reading.analysis import Pair, Transcript
 from ..reading.history import Remeasured, Taken, chars_after, sizes_each, take, unchanged
 from ..reading.state import cut
-from ..support.aio import run_sync
+from ..support.aio import Runner
 from ..support.validate import require_integer
 from .records import build_record, deliver, pair_records, recommendation, session_of
 
@@ -268,11 +268,29 @@ class Compactor:
         # the characters and tokens of what it made (the tokens also of the originals a token target's estimate
         # weighs them against: `_left`), measured once while the history is read on from the last
         self._made_chars, self._made_tokens = Remeasured(sizes_each), Remeasured(tokens_each)
+        self._runner = Runner("jev-session")  # its sync twins' loop: started by the first, ended by `close()`
 
     @property
     def setup(self) -> CompactorSetup:
         """The frozen setup this session plans with."""
         return self._setup
+
+    @property
+    def runner(self) -> Runner:
+        """The loop this session's sync twins run on (`jev.support.aio.Runner`), with the judge's connections
+        they opened; a host's sync hook runs its own steps around a plan on it too."""
+        return self._runner
+
+    def close(self) -> None:
+        """End the loop the sync twins ran on, and with it the judge connections they kept open (a session
+        let go of, or still open at exit, is closed the same way); a later sync call starts a new one."""
+        self._runner.close()
+
+    def __enter__(self) -> Compactor:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     @property
     def judge(self) -> Judge:
@@ -329,13 +347,13 @@ class Compactor:
 
     def plan_sync(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
                   horizon: int | None = None, idle_seconds: float | None = None) -> Decision:
-        """`plan` for non-async hosts."""
-        return run_sync(self.plan(messages, scope=scope, context=context, horizon=horizon, idle_seconds=idle_seconds))
+        """`plan` for non-async hosts, on this session's loop (`runner`), from any thread."""
+        return self._runner.run(self.plan(messages, scope=scope, context=context, horizon=horizon, idle_seconds=idle_seconds))
 
     def compact_sync(self, messages: Sequence[Message], *, scope: Scope | None = None, context: Any = None,
                      horizon: int | None = None, idle_seconds: float | None = None) -> list[Message] | None:
-        """`compact` for non-async hosts."""
-        return run_sync(self.compact(messages, scope=scope, context=context, horizon=horizon,
+        """`compact` for non-async hosts, on this session's loop (`runner`), from any thread."""
+        return self._runner.run(self.compact(messages, scope=scope, context=context, horizon=horizon,
                                      idle_seconds=idle_seconds))
 
     def for_tokens(self, messages: Sequence[Message], tokens: int, target_tokens: int | None,

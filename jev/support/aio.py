@@ -1,97 +1,113 @@
-"""Running the async core from sync code: one helper, so every sync twin behaves the same.
+"""Running the async core from sync code: a `Runner` is one event loop, kept between calls and owned by what
+has sync twins — a compactor session (`plan_sync`, `compact_sync`), a remote judge (`ask_sync`), a host's
+conversation (`process_sync` runs on its session's) — so what lives on that loop, a remote judge's HTTP
+client and its keep-alive connections, serves every sync call its owner gets and goes when the owner
+closes. The rules:
 
-Each thread that calls a sync twin (`plan_sync`, `compact_sync`, `ask_sync`, …) gets one event loop,
-kept between its calls, so what lives on a loop — a remote judge's HTTP client and its keep-alive
-connections — serves every sync call of that thread instead of a new TCP (and TLS) handshake per plan.
-The clean-up rules:
-
-- after each call, the tasks it left behind are cancelled: nothing runs between calls;
-- a thread's loop is shut down — its async generators closed (the judges' clients with them), its
-  default executor joined, the loop closed — by `close_loop()` in that thread; when a later sync call,
-  from any thread, finds the thread finished; or at interpreter exit (`atexit`);
-- `judge.close()` (or `await judge.aclose()`) closes one judge's connections at once;
-- a sync twin called from a thread that already runs a loop (async code calling sync code) runs on one
-  shared helper thread, whose loop is kept the same way (so such calls take turns);
-- after `os.fork()` the child starts with no loops: it never touches its parent's sockets.
+- the loop is made on the first sync call (async-only code never makes one) and runs on the calling
+  thread, any thread, as `asyncio.run` would, without its SIGINT bookkeeping (which formats `repr()` of the
+  finished task — and so of a whole plan — on every call);
+- an owner's sync calls take turns: a session serves one history, one plan at a time (a second thread's call
+  waits for the first); owners of their own (a session per conversation) run at once;
+- after each call, the tasks it left behind are cancelled: nothing runs between calls (a caller interrupted
+  by `KeyboardInterrupt` cancels its call so);
+- a sync twin called from a thread that already runs a loop (async code calling sync code) runs its
+  owner's loop on a thread of its own; called from inside its own owner's loop it is refused: it would
+  wait on itself;
+- `close()` shuts the loop down — cancels what is left, closes async generators (the judges' clients with
+  them), joins its executor, closes it (waiting for a call in progress); a runner let go of, or still open
+  at interpreter exit, is closed the same way; the next call after `close()` makes a new loop;
+- after `os.fork()` the child makes its own loop on first use: it never touches its parent's sockets.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import os
 import threading
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
+import warnings
+import weakref
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_local = threading.local()  # .loop: this thread's kept loop; .helper: this thread serves other threads' calls
-_loops: dict[threading.Thread, asyncio.AbstractEventLoop] = {}  # every kept loop, by its thread
-_lock = threading.Lock()
-_helper: ThreadPoolExecutor | None = None
 
+class Runner:
+    """One owner's event loop for its sync twins (module docstring). `name` names the thread a call from
+    async code runs on."""
 
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code on this thread's kept loop; when this thread already
-    runs an event loop, on the helper thread's."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _run_here(coro)
-    if getattr(_local, "helper", False):  # the helper itself (or a thread it started): never wait on itself
-        return _run_fresh(coro)
-    return _helper_pool().submit(_run_here, coro).result()
+    def __init__(self, name: str = "jev-sync") -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        _RUNNERS.add(self)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` to completion on this runner's loop, from any thread, and return its result (or raise
+        its exception)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._run_here(coro)
+        if running is self._loop:
+            coro.close()
+            raise RuntimeError(f"a sync twin was called from inside its own owner's loop ({self._name}), where it "
+                               "would wait on itself; await the async method instead")
+        return _on_own_thread(self._name, lambda: self._run_here(coro))
+
+    @property
+    def started(self) -> bool:
+        """Whether it holds a loop now (made by a sync call, not yet closed)."""
+        loop = self._loop
+        return loop is not None and not loop.is_closed()
+
+    def close(self) -> None:
+        """Shut the loop down now (module docstring); closing a runner that holds none does nothing."""
+        with self._lock:
+            finalizer, self._finalizer, self._loop = self._finalizer, None, None
+        if finalizer is not None:
+            finalizer()
+
+    def _run_here(self, coro: Coroutine[Any, Any, T]) -> T:
+        with self._lock:
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                loop = self._loop = asyncio.new_event_loop()
+                self._finalizer = weakref.finalize(self, _shutdown, loop)
+            try:
+                return loop.run_until_complete(coro)
+            finally:
+                _cancel_all(loop)
+
+    def _forget(self) -> None:
+        """In a forked child: drop the parent's loop without touching it, and a lock a parent thread held."""
+        self._lock = threading.Lock()
+        self._loop = None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
 
 
 def close_loop() -> None:
-    """Shut down the calling thread's kept loop now (its judges' connections close with it); the next
-    sync call starts a new one."""
-    loop = getattr(_local, "loop", None)
-    _local.loop = None
-    with _lock:
-        _loops.pop(threading.current_thread(), None)
-    if loop is not None:
-        _shutdown(loop)
+    """Deprecated, does nothing: sync twins no longer keep a loop per thread. Close the owner instead
+    (`Compactor.close`, a remote judge's `close`)."""
+    warnings.warn("jev.support.aio.close_loop() does nothing now: sync twins run on their owner's loop; close "
+                  "the owner instead (Compactor.close(), judge.close())", DeprecationWarning, stacklevel=2)
 
 
-def _run_here(coro: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run` on a kept loop, and without its SIGINT bookkeeping, which formats `repr()` of the
-    finished task — and so of a whole plan — on every call (CPython's `signal.getsignal` enum lookup)."""
-    _shutdown_finished_threads()
-    loop = getattr(_local, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _new_loop()
-    try:
-        return loop.run_until_complete(coro)
-    finally:
-        _cancel_all(loop)
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    loop = asyncio.new_event_loop()
-    with _lock:
-        _loops[threading.current_thread()] = loop
-    _local.loop = loop
-    return loop
-
-
-def _run_fresh(coro: Coroutine[Any, Any, T]) -> T:
-    """A coroutine on a new thread with its own loop, shut down after it (only for the helper calling a
-    sync twin from inside a sync twin)."""
+def _on_own_thread(name: str, call: Callable[[], T]) -> T:
+    """`call()` on a new thread, waited for (this thread runs a loop, and loops do not nest)."""
     box: dict[str, Any] = {}
 
     def target() -> None:
-        _local.helper = True
         try:
-            box["value"] = _run_here(coro)
+            box["value"] = call()
         except BaseException as exc:
             box["error"] = exc
-        finally:
-            close_loop()
 
-    thread = threading.Thread(target=target, name="jev-sync-nested")
+    thread = threading.Thread(target=target, name=name)
     thread.start()
     thread.join()
     if "error" in box:
@@ -99,31 +115,17 @@ def _run_fresh(coro: Coroutine[Any, Any, T]) -> T:
     return box["value"]
 
 
-def _helper_pool() -> ThreadPoolExecutor:
-    global _helper
-    with _lock:
-        if _helper is None:
-            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jev-sync", initializer=_mark_helper)
-        return _helper
-
-
-def _mark_helper() -> None:
-    _local.helper = True
-
-
-def _shutdown_finished_threads() -> None:
-    if all(thread.is_alive() for thread in list(_loops)):  # the usual case, without the lock
-        return
-    with _lock:
-        finished = [thread for thread in _loops if not thread.is_alive()]
-        loops = [_loops.pop(thread) for thread in finished]
-    for loop in loops:
-        _shutdown(loop)
-
-
 def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
-    """What `asyncio.run` does on the way out: cancel, close async generators, join the executor, close."""
-    if loop.is_closed() or loop.is_running():
+    """What `asyncio.run` does on the way out: cancel, close async generators, join the executor, close — on
+    a thread of its own when this one runs a loop (a runner let go of inside async code)."""
+    if loop.is_closed():
+        return
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        _on_own_thread("jev-sync-close", lambda: _shutdown(loop))
         return
     try:
         _cancel_all(loop)
@@ -141,19 +143,12 @@ def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
-@atexit.register
-def _shutdown_all() -> None:
-    with _lock:
-        loops = list(_loops.values())
-        _loops.clear()
-    for loop in loops:
-        _shutdown(loop)
+_RUNNERS: weakref.WeakSet[Runner] = weakref.WeakSet()
 
 
 def _forget_after_fork() -> None:
-    global _local, _lock, _helper
-    _local, _lock, _helper = threading.local(), threading.Lock(), None
-    _loops.clear()
+    for runner in list(_RUNNERS):
+        runner._forget()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
