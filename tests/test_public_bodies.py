@@ -135,3 +135,28 @@ def test_a_freeform_tools_call_and_output_are_one_pair_let_go_together() -> None
     assert [item.get("type", "message") for item in out["input"]] == ["message", "message", "message"]
     assert out["input"][1]["content"] == tombstone(pair, config) and out["input"][2] == body["input"][-1]
     assert formats.detect(out) == "openai-responses-request" and not analyze(formats.load(out)).pairs
+
+
+@pytest.mark.parametrize("name", list(BODIES))
+def test_a_recorded_body_as_a_conversation_types_its_fields_and_writes_back_byte_for_byte(name: str) -> None:
+    """`load_request` gives the messages `load` gives and the body's other fields typed beside them;
+    `dump_request` writes the very body back, and around the messages left after letting go of every pair
+    policy allows writes the same body `dump` does."""
+    sample = BODIES[name]
+    body, form = sample["body"], sample["format"]
+    conversation = formats.load_request(body)
+    key, system_key = FORMS[form][1], FORMS[form][2]
+    assert conversation.form == form and list(conversation.messages) == formats.load(body)
+    assert dict(conversation.fields) == {k: v for k, v in body.items() if k not in (key, system_key)}
+    assert conversation.keys == tuple(body) and conversation.model == body.get("model")
+    assert conversation.system == body.get(system_key) if system_key else conversation.system is None
+    assert orjson.dumps(formats.dump_request(conversation)) == orjson.dumps(body)
+    continued = formats.load_request(_continued(body, form))
+    transcript = analyze(list(continued.messages))
+    config = CompactionConfig(eligible_tools=frozenset(p.tool for p in transcript.pairs), preserve_recent_messages=0)
+    pinned = pins(transcript, config)
+    kept = apply_actions(transcript, {p.key: Action.TRUNCATE_RESULT if p.key in pinned.truncate_only else Action.DROP_PAIR
+                                      for p in pinned.candidates(transcript)}, config)
+    out = formats.dump_request(continued.with_messages(kept))
+    assert out == formats.dump(kept, form) and formats.detect(out) == form
+    assert {k: v for k, v in out.items() if k != key} == {k: v for k, v in _continued(body, form).items() if k != key}

@@ -6,6 +6,7 @@ size."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,7 +14,9 @@ import sys
 import pytest
 
 from jev import Action, CompactionConfig, Compactor, ExecutionOptions, FormatError, Mode, Status, formats
+from jev.formats.request import SYSTEM_ID
 from jev.judges import ReplayJudge
+from jev.model.transcript import Message, TextBlock
 from jev.reading.analysis import analyze
 from jev.reading.history import size
 
@@ -164,3 +167,40 @@ def test_a_server_tools_blocks_say_anthropic() -> None:
     assert formats.detect(messages) == "anthropic"
     assert formats.detect({"model": "claude-sonnet-4-5", "messages": messages}) == "anthropic-request"
     assert formats.dump(formats.load(messages), "anthropic") == messages
+
+
+def test_a_conversation_holds_the_body_apart_from_its_messages_and_a_host_may_change_its_fields() -> None:
+    """The body's fields live on the value, not only on the first message: a plan's messages that lost the
+    first message's bookkeeping still go back into the whole body, and fields a host changes are written."""
+    conversation = formats.load_request(anthropic_body())
+    assert conversation.form == "anthropic-request" and conversation.model == "claude-sonnet-4-5"
+    assert conversation.messages[0].role == "system" and conversation.system == anthropic_body()["system"]
+    assert list(conversation.fields) == ["model", "max_tokens", "tools", "temperature"]
+    bare = [conversation.messages[0].with_origin(envelope=None), *conversation.messages[1:]]
+    assert formats.dump_request(conversation.with_messages(bare)) == anthropic_body()
+    assert formats.dump(bare, "anthropic-request")["messages"] == anthropic_body()["messages"]
+    assert "model" not in formats.dump(bare, "anthropic-request")  # without the value, the fields are gone
+    changed = dataclasses.replace(conversation, fields={**conversation.fields, "max_tokens": 1024, "top_k": 5})
+    out = formats.dump_request(changed)
+    assert list(out) == ["model", "max_tokens", "system", "tools", "messages", "temperature", "top_k"]
+    assert out["max_tokens"] == 1024 and out["top_k"] == 5
+    edited = [Message(SYSTEM_ID, "system", (TextBlock("Be brief."),)), *conversation.messages[1:]]
+    assert formats.dump_request(conversation.with_messages(edited))["system"] == "Be brief."
+
+
+def test_a_responses_body_of_text_input_as_a_conversation_and_what_is_refused_by_name() -> None:
+    body = {"model": "gpt-5", "input": "Hello?", "store": False}
+    conversation = formats.load_request(body)
+    assert conversation.text_input and conversation.system is None and formats.dump_request(conversation) == body
+    with pytest.raises(FormatError, match="'openai-chat' is not an API request body form"):
+        formats.load_request([{"role": "user", "content": "hi"}])
+    with pytest.raises(FormatError, match="'jev' is not an API request body form"):
+        formats.load_request([], "jev")
+    with pytest.raises(FormatError, match=r"fields: 'input' is where openai-responses-request keeps the messages"):
+        dataclasses.replace(conversation, fields={"input": []})
+    with pytest.raises(FormatError, match=r"fields: 'system' is where anthropic-request keeps the system prompt"):
+        dataclasses.replace(formats.load_request(anthropic_body()), fields={"system": "x"})
+    with pytest.raises(FormatError, match="form must be one of anthropic-request"):
+        dataclasses.replace(conversation, form="openai-chat")
+    with pytest.raises(FormatError, match=r"conversation must be a jev\.formats\.Conversation"):
+        formats.dump_request(body)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ import orjson
 from ..errors import FormatError, shown
 from ..model.transcript import ROLES, Message, ToolResultBlock, ToolUseBlock
 from . import request
+from .request import Conversation
 
 # each form's converter module, imported when the form is first read or written (not by `import jev`)
 _MODULES = {"jev": "jev_json", "openai-chat": "openai_chat", "mini-swe-agent": "mini_swe_agent",
@@ -249,6 +250,24 @@ def load(data: Any, format: str = "auto") -> list[Message]:
     return _read(lambda document: [_codec(_form(document, format))[0](document)], data)[0]
 
 
+def load_request(data: Any, format: str = "auto") -> Conversation:
+    """An API request body (`anthropic-request`, `openai-chat-request`, `openai-responses-request`; `auto`
+    detects it) as a `Conversation`: its messages as `load` reads them, and the rest of the body typed beside
+    them. Refused with a `FormatError`: a document that is not a request body, and what `load` refuses."""
+    form = _read(lambda document: _form(document, format), data)
+    if form not in request.FORMS:
+        raise FormatError(f"{shown(form)} is not an API request body form (those are {', '.join(request.FORMS)})")
+    return _read(lambda document: request.read(document, form, _codec), data)
+
+
+def dump_request(conversation: Conversation) -> dict[str, Any]:
+    """The request body of `conversation` (its fields, in its key order, around its messages — a plan's,
+    after `conversation.with_messages(decision.plan.messages)`) as parsed JSON."""
+    if not isinstance(conversation, Conversation):
+        raise FormatError(f"conversation must be a jev.formats.Conversation (got {type(conversation).__name__})")
+    return _written(lambda: request.write(conversation, _codec), conversation.messages, conversation.form)
+
+
 def conversations(data: Any, format: str = "auto") -> list[list[Message]]:
     """Each conversation a document holds, as the model held it: `[load(data, format)]`, but for a Claude Code
     session or a Codex rollout that its host compacted itself one per stretch between its compactions, oldest
@@ -277,7 +296,7 @@ def _read(reader: Callable[[Any], Any], data: Any) -> Any:
         raise FormatError("the document is nested too deep to read (JSON written back allows 255 levels)") from None
     if isinstance(read, str):
         return read
-    for messages in read:
+    for messages in ([read.messages] if isinstance(read, Conversation) else read):
         for i, message in enumerate(messages):
             seen: set[tuple[bool, str]] = set()
             for j, block in enumerate(message.content):
@@ -296,8 +315,14 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
     a source that is not what this form's reader wrote (edited, or made up) is refused with a `FormatError`
     rather than written wrong."""
     codec = _codec(format)[1]
+    return _written(lambda: codec(messages), messages, format)
+
+
+def _written(write: Callable[[], Any], messages: Sequence[Message], format: str) -> Any:
+    """`write()`, the messages in `format`: a document nested too deep, or a message whose bookkeeping is not
+    its reader's (see `dump`), refused by a `FormatError`."""
     try:
-        return codec(messages)
+        return write()
     except RecursionError:
         raise FormatError(f"{format}: a value is nested too deep to write (JSON allows 255 levels)") from None
     except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
@@ -314,5 +339,6 @@ def dump(messages: Sequence[Message], format: str = "jev") -> Any:
                           f"{shown(str(exc))}); remove it to write those messages afresh") from None
 
 
-__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "by_session", "conversation_id", "conversations", "detect",
-           "dump", "load", "parse", "parse_conversation_id", "session_id", "writable"]
+__all__ = ["FORMATS", "TRANSCRIPT_SUFFIXES", "WRITTEN_AS", "Conversation", "by_session", "conversation_id",
+           "conversations", "detect", "dump", "dump_request", "load", "load_request", "parse", "parse_conversation_id",
+           "session_id", "writable"]
