@@ -576,3 +576,25 @@ def test_every_block_type_has_one_description() -> None:
     parts: list = []
     assert block_chars(result, parts, 0, 0) == 2 + len(canonical_json(image.data).decode())
     assert parts == [{"m": [1]}, image.data]
+
+
+def test_the_judge_is_shown_what_each_block_type_s_description_says() -> None:
+    """A remote judge's state holds a message's text blocks as its text and its calls as call entries, and
+    nothing of thinking, media or unknown blocks (`BlockKind.judge_view`); a result only through its call."""
+    from jev.model.blocks import KINDS
+    from jev.model.transcript import ThinkingBlock, ToolResultBlock, ToolUseBlock
+    from jev.reading.analysis import analyze
+    from jev.reading.state import history_entries
+    assert {kind: description.judge_view for kind, description in KINDS.items()} == {
+        TextBlock: "text", ThinkingBlock: None, ToolUseBlock: "call", ToolResultBlock: None, OtherBlock: None}
+    messages = [Message("u", "user", (TextBlock("Read a.py"), OtherBlock({"type": "image", "source": {}}))),
+                Message("a", "assistant", (ThinkingBlock("secret plan"), TextBlock("Reading."),
+                                           TextBlock("Now."), ToolUseBlock("c1", "read", {"path": "a.py"}))),
+                Message("r", "user", (ToolResultBlock("c1", "read", "x" * 50),)),
+                Message("t", "assistant", (ThinkingBlock("only thinking"),))]
+    entries = history_entries(analyze(messages), 300)
+    assert [i for i, _ in entries] == [0, 1]  # the result and the thinking-only message show nothing
+    assert entries[0][1]["text"] == "Read a.py" and entries[0][1]["tool_calls"] == []
+    assert entries[1][1]["text"] == "Reading.\nNow."
+    assert entries[1][1]["tool_calls"] == [{"id": "t1", "tool": "read", "input": '{"path":"a.py"}',
+                                            "result": "success, 50 chars (omitted)"}]

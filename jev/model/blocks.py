@@ -3,7 +3,8 @@
 `transcript.BlockShape` says how a block is read, written and checked in the `jev` form; a `BlockKind` here
 says the rest — how many characters of it the model sees (`size`), the text a token estimate reads
 (`token_text`), the mutable JSON values it holds with their paths (`values`: what the change guard
-serializes and a snapshot records the key order of), and its text in a restored pair (`restore_text`).
+serializes and a snapshot records the key order of), its text in a restored pair (`restore_text`), and what a
+remote judge's state shows of it (`judge_view`).
 `kind_of(block)` finds a block's description; an unknown object is described as an `OtherBlock`'s JSON.
 """
 
@@ -42,6 +43,10 @@ class BlockKind:
     is what the model is sent, held whole and mutable."""
 
     mutable = True  # whether `values` can hold anything: a text's or thinking's never does
+    # what a remote judge's state shows of it (`reading.state.history_entries`): "text" its text, in its
+    # message's entry; "call" a tool call entry (its pair's key, tool, cut input, its result's state and size);
+    # None nothing — thinking, media, unknown blocks, and results, which the judge sees only through their call
+    judge_view: str | None = None
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
         """Characters the model sees of it (`where`, `k`: its place, for errors; `json`: a call's input JSON
@@ -73,6 +78,7 @@ def is_media(block: Any) -> bool:
 
 class _Text(BlockKind):
     mutable = False
+    judge_view = "text"
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
         return len(block.text)
@@ -103,6 +109,7 @@ class _Thinking(BlockKind):
 class _ToolUse(BlockKind):
     """A call: its tool's name and its input (a string as it is, anything else as canonical JSON)."""
 
+    judge_view = "call"
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
         value = block.input
@@ -123,7 +130,6 @@ class _ToolUse(BlockKind):
 
 class _ToolResult(BlockKind):
     """A result: a string output as it is, or its blocks, each described by its own kind."""
-
 
     def size(self, block: Any, where: str | int, k: int, json: str | None = None) -> int:
         output = block.output

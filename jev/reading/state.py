@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StateBudgetError
+from ..model.blocks import kind_of
 from ..model.canonical import canonical_json
 from ..model.transcript import TextBlock, ToolUseBlock
 from .analysis import Transcript
@@ -147,9 +148,12 @@ def history_entries(transcript: Transcript, input_cap: int) -> list[tuple[int, d
         calls = []
         texts = []
         for block in message.content:
-            if type(block) is TextBlock:
+            view = kind_of(block).judge_view  # what the judge is shown of it: `jev.model.blocks.BlockKind`
+            if view == "text":
+                assert type(block) is TextBlock
                 texts.append(block.text)
-            elif type(block) is ToolUseBlock:
+            elif view == "call":
+                assert type(block) is ToolUseBlock
                 pair = call_pair(i, block.id)
                 calls.append({
                     "id": pair.key if pair else "pending",
