@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from conftest import module_workspace
@@ -18,6 +19,7 @@ from google.genai import types
 
 from archive import FileArchive
 from jev import CompactionConfig, Compactor, ExecutionOptions, Mode, Scope, formats
+from jev.applying.archived_pair import NAME
 from jev.integrations.google_adk import JevBeforeModel
 from jev.judges import LocalJudge, ReplayJudge
 
@@ -25,6 +27,7 @@ FILES = 8
 SCOPE = Scope("user-1", "google-adk", "run-1")
 SENT: list[list[dict[str, Any]]] = []  # every request's contents, as the model got them (JSON form)
 STARTED = [0]  # where the current run's requests begin in SENT
+RESTORES = [False]  # whether the model, done reading, restores the first result it no longer sees whole
 
 
 class Scripted(BaseLlm):
@@ -39,30 +42,41 @@ class Scripted(BaseLlm):
                 types.Part(text=f"module {step} next", thought=True, thought_signature=b"thought-%d" % step),
                 types.Part(function_call=types.FunctionCall(name="read_file", args={"name": f"module_{step}.py"}),
                            thought_signature=b"call-%d" % step)]))
+        elif RESTORES[0] and step == FILES and (named := _cut_ids(SENT[-1])):
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(
+                name=NAME, args={"call_id": named[0]}))]))
         else:
             yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="Done.")]))
 
 
+def _cut_ids(contents: list[dict[str, Any]]) -> list[str]:
+    """The call ids whose results a request holds cut (the marker names each)."""
+    return [str(p["function_response"]["response"]["result"]).split('call "')[1].split('"')[0]
+            for c in contents for p in c["parts"] if "function_response" in p
+            and "JEV archived the full result" in str(p["function_response"]["response"])]
 
-def _run(jev: JevBeforeModel | None, work: Path) -> list[Any]:
-    """One run of a fresh agent; the session's events when it ends."""
+
+
+def _run(jev: JevBeforeModel | None, work: Path, restores: bool = False) -> tuple[list[Any], tuple[str, str, str]]:
+    """One run of a fresh agent in a new session; the session's events when it ends, and its key."""
     def read_file(name: str) -> str:
         """Read a file of the workspace."""
         return (work / name).read_text()
 
     STARTED[0] = len(SENT)
-    agent = LlmAgent(name="reader", model=Scripted(model="gemini-3-pro"), tools=[read_file],
-                     before_model_callback=jev)
+    RESTORES[0] = restores
+    agent = LlmAgent(name="reader", model=Scripted(model="gemini-3-pro"),
+                     tools=[read_file, *([jev.restore_tool()] if jev and restores else [])], before_model_callback=jev)
     runner = InMemoryRunner(agent=agent, app_name="jev-test")
 
-    async def go() -> list[Any]:
+    async def go() -> tuple[list[Any], tuple[str, str, str]]:
         session = await runner.session_service.create_session(app_name="jev-test", user_id="u")
         async for _event in runner.run_async(user_id="u", session_id=session.id, new_message=types.Content(
                 role="user", parts=[types.Part(text="Read every module.")])):
             pass
         done = await runner.session_service.get_session(app_name="jev-test", user_id="u", session_id=session.id)
         assert done is not None
-        return list(done.events)
+        return list(done.events), ("jev-test", "u", session.id)
 
     return asyncio.run(go())
 
@@ -77,7 +91,9 @@ def _pairs_and_signatures_hold(contents: list[dict[str, Any]]) -> None:
     open_calls: list[str] = []
     for content in contents:
         for part in content["parts"]:
-            if "function_call" in part:
+            if "function_call" in part and part["function_call"]["name"] == NAME:  # the restore call: unsigned
+                open_calls.append(NAME)
+            elif "function_call" in part:
                 step = part["function_call"]["args"]["name"].split("_")[1].split(".")[0]
                 assert part["thought_signature"] == types.Part(thought_signature=b"call-" + step.encode()) \
                     .model_dump(mode="json")["thought_signature"]
@@ -95,21 +111,37 @@ def test_enforce_compacts_each_request_s_view_and_leaves_the_session_whole(tmp_p
     work = module_workspace(tmp_path, FILES)
     jev = JevBeforeModel(_compactor(LocalJudge(), Mode.ENFORCE, tmp_path), trigger=("tokens", 6000),
                          target_tokens=3000, scope=SCOPE, keep_decisions=50)
-    events = _run(jev, work)
+    events, key = _run(jev, work, restores=True)
     sent = SENT[STARTED[0]:]
-    assert len(sent) == FILES + 1 and jev.references
+    state = jev.conversation_of(key)
+    assert len(sent) == FILES + 2 and state is not None and state.references
     for contents in sent:
         _pairs_and_signatures_hold(contents)
-    cut = [p["function_response"] for c in sent[-1] for p in c["parts"] if "function_response" in p
-           and "JEV archived the full result" in str(p["function_response"]["response"])]
-    assert cut, "the last request holds a cut result"
-    named = str(cut[0]["response"]["result"]).split('call "')[1].split('"')[0]
-    assert "def handler_" in asyncio.run(jev.restore(named))
+    named = _cut_ids(sent[-2])
+    assert named, "the request after the last read holds a cut result"
+    # the model called the restore tool for it: the next request holds the original, from this session's archive
+    restored = [p["function_response"]["response"]["result"] for c in sent[-1] for p in c["parts"]
+                if p.get("function_response", {}).get("name") == NAME]
+    assert len(restored) == 1 and "def handler_" in restored[0]
     # view-only: the session's events still hold every result whole
     whole = [p.function_response.response for e in events for p in (e.content.parts if e.content else []) or []
-             if p.function_response]
+             if p.function_response and p.function_response.name == "read_file"]
     assert len(whole) == FILES and all("JEV" not in str(r) for r in whole)
-    assert jev.last_decision is not None and jev.last_decision.plan is not None
+    assert state.last_decision is not None and state.last_decision.plan is not None
+    # another session of the same agent, reading other files under the same call ids: a state of its own,
+    # and its restores read its own snapshots, never this session's
+    (tmp_path / "other").mkdir()
+    second = module_workspace(tmp_path / "other", FILES)
+    for path in second.iterdir():
+        path.write_text("# the second session's copy\n" + path.read_text())
+    _events, other = _run(jev, second)
+    assert other != key and jev.conversation_of(other) is not state and jev.last_decision is None
+    def in_session(session: tuple[str, str, str]) -> Any:
+        return SimpleNamespace(session=SimpleNamespace(app_name=session[0], user_id=session[1], id=session[2]))
+    assert "second session" in asyncio.run(jev.restore(named[0], in_session(other)))
+    assert "second session" not in asyncio.run(jev.restore(named[0], in_session(key)))
+    unseen = in_session(("jev-test", "u", "never-ran"))
+    assert asyncio.run(jev.restore(named[0], unseen)).startswith("No archived result")
 
 
 def test_shadow_sends_every_request_as_it_was(tmp_path: Path) -> None:
@@ -118,8 +150,9 @@ def test_shadow_sends_every_request_as_it_was(tmp_path: Path) -> None:
     plain = SENT[STARTED[0]:]
     jev = JevBeforeModel(_compactor(LocalJudge(), Mode.SHADOW, tmp_path), trigger=("messages", 3), scope=SCOPE,
                          keep_decisions=50)
-    _run(jev, work)
-    assert SENT[STARTED[0]:] == plain and jev.recent_decisions
+    _events, key = _run(jev, work)
+    state = jev.conversation_of(key)
+    assert SENT[STARTED[0]:] == plain and state is not None and state.recent_decisions
 
 
 def test_a_gemini_model_lets_the_turn_in_progress_go_and_signatures_stay_with_their_parts(tmp_path: Path) -> None:
@@ -130,9 +163,9 @@ def test_a_gemini_model_lets_the_turn_in_progress_go_and_signatures_stay_with_th
     work = module_workspace(tmp_path, FILES)
     jev = JevBeforeModel(_compactor(ReplayJudge({}, default=0.01), Mode.ENFORCE, tmp_path), trigger=("messages", 6),
                          target_tokens=1000, scope=SCOPE, keep_decisions=50)
-    _run(jev, work)
+    _events, key = _run(jev, work)
     sent = SENT[STARTED[0]:]
-    assert jev.references
+    assert jev.conversation_of(key).references
     assert [len(contents) for contents in sent] == [1 + 2 * k for k in range(FILES + 1)]  # nothing dropped
     cut = [k for k, contents in enumerate(sent) for c in contents for p in c["parts"]
            if "JEV archived the full result" in str(p.get("function_response", ""))]

@@ -141,6 +141,11 @@ class HostCompaction:
         """The newest decision kept (None before the first plan)."""
         return self.recent[-1] if self.recent else None
 
+    @property
+    def recent_decisions(self) -> tuple[Decision, ...]:
+        """The last `keep_decisions` decisions, newest last."""
+        return tuple(self.recent)
+
     def deprecated_decisions(self, owner: str) -> list[Decision]:
         """The old `decisions` attribute: now the last `keep_decisions` only, with a warning."""
         warnings.warn(f"{owner}.decisions is deprecated and holds only the last keep_decisions decisions "
@@ -209,7 +214,7 @@ class Adapter:
     @property
     def recent_decisions(self) -> tuple[Decision, ...]:
         """The last `keep_decisions` decisions, newest last."""
-        return tuple(self.host.recent)
+        return self.host.recent_decisions
 
     @property
     def decisions(self) -> list[Decision]:
