@@ -306,6 +306,25 @@ def cli(argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, 
     return Ran(code, out.getvalue(), err.getvalue())
 
 
+def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], script: str, *argv: str) -> Ran:
+    """`python benchmarks/SCRIPT.py ARGV` in this process (run as `__main__`, its folder on the path) as
+    `subprocess.run` would give it — exit code, stdout, stderr as text — without an interpreter's start-up and
+    imports each."""
+    import runpy
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{script}.py"
+    monkeypatch.setattr(sys, "argv", [str(path), *argv])
+    monkeypatch.setattr(sys, "path", [*sys.path, str(path.parent)])  # after the packages: `archive` stays ours
+    capsys.readouterr()
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    out, err = capsys.readouterr()
+    return Ran(code, out, err)
+
+
 SERVER_MODULES = {"test_servers", "test_systemone", "test_systemone_conformance", "test_judges_remote",
                   "test_openai_decisions"}  # each starts local HTTP servers for the judges' wires
 SERVER_FIXTURES = {"seaweed", "sparrow"}  # a real SeaweedFS or sparrow-decider server

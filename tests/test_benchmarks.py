@@ -3,7 +3,6 @@ judge scores them, on real trajectories, and refuse bad flags by name before rea
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import shutil
@@ -15,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from conftest import cli
+from conftest import cli, run_main
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -77,25 +76,24 @@ def _bench(name: str, *args: str) -> subprocess.CompletedProcess[str]:
 def _refusal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, *args: str) -> str:
     """What a benchmark's `main` says on stderr refusing `args` (it must exit 2), run in process: the same
     checks as the script, without a start-up per refusal."""
-    monkeypatch.setattr(sys, "argv", [f"{name}.py", *args])
-    with pytest.raises(SystemExit) as exited:
-        importlib.import_module(name).main()
-    assert exited.value.code == 2, (name, args)
-    return capsys.readouterr().err
+    ran = run_main(monkeypatch, capsys, name, *args)
+    assert ran.returncode == 2, (name, args)
+    return ran.stderr
 
 
 @pytest.mark.slow
 def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by_name(
         run_folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    proc = _bench("quality", "--held-out", str(run_folder), "--min-chars", "0", "--boot", "20")
+    proc = run_main(monkeypatch, capsys, "quality", "--held-out", str(run_folder), "--min-chars", "0", "--boot", "20")
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-6 → run (held out) |")]
     assert [row.split(" | ")[1] for row in rows] == ["labels-v3-strict", "labels-v1", "labels-v2-reuse"] * 2
     assert " 5 (5) " in rows[0]  # one decision point (8 pairs) in each of the five sessions, each its own instance
     assert rows[0].endswith("| 1.000 | — |")  # every policy lets go of the one needed result: no gap, not a ratio of 1e-12
-    big = _bench("quality", "--held-out", str(run_folder), "--boot", "20")  # no point reaches 30 000 characters
+    big = run_main(monkeypatch, capsys, "quality", "--held-out", str(run_folder), "--boot", "20")  # no point reaches 30 000
     assert big.returncode == 0 and "no decision point with ≥ 30,000 characters" in big.stdout
-    risk = _bench("equal_risk", "--held-out", str(run_folder), "--model", str(OLD_WEIGHTS), "--splits", "2")
+    risk = run_main(monkeypatch, capsys, "equal_risk", "--held-out", str(run_folder), "--model", str(OLD_WEIGHTS),
+                    "--splits", "2")
     assert risk.returncode == 0, risk.stderr
     assert risk.stdout.count("| local_model-0.3.0.json → run (held out) |") == 3  # a row per proxy
     refused = _bench("quality", "--held-out", str(run_folder / "nowhere"))  # one refusal through the script

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SCOPE, Ran, cli, reference_messages, s3_archive
+from conftest import SCOPE, Ran, cli, reference_messages, run_main, s3_archive
 
 from archive import FileArchive
 from jev import formats
@@ -328,7 +328,8 @@ def test_version_and_help_start_without_numpy_rich_or_the_judges() -> None:
 
 
 @pytest.mark.slow
-def test_help_states_defaults_and_version_and_benchmarks_only_print_help() -> None:
+def test_help_states_defaults_and_version_and_benchmarks_only_print_help(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     version = subprocess.run([sys.executable, "-m", "jev.cli.main", "--version"], capture_output=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith(b"jev-compaction ")
     compact_help = cli(["compact", "--help"], capture_output=True,
@@ -338,9 +339,8 @@ def test_help_states_defaults_and_version_and_benchmarks_only_print_help() -> No
     assert "(default: None)" not in flat
     for bench in ("plan_speed", "archive", "judge_latency", "quality", "equal_risk", "calibration_validity"):
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{bench}.py"), "--help"], capture_output=True,
-                              timeout=60)
-        assert proc.returncode == 0 and proc.stdout.startswith(b"usage:"), bench
+        ran = run_main(monkeypatch, capsys, bench, "--help")
+        assert ran.returncode == 0 and ran.stdout.startswith("usage:"), bench
         assert time.monotonic() - started < 30, bench  # printed help, ran nothing
 
 
