@@ -13,6 +13,12 @@ from typing import Any
 
 import pytest
 
+# Bytecode is written for what the suite imports, even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE): the test workers and the commands the tests start then read each module compiled
+# once instead of compiling it in every process, and the install need not compile every package ahead.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 # the local servers tests start (loopback only) live beside the tests, shared with the benchmarks
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
 
