@@ -21,6 +21,15 @@ from jev.support.aio import Runner
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("WHO", default="nobody")
 
 
+async def _until_cancelled(cancelled: threading.Event) -> None:
+    """Sleeps until cancelled, and says so."""
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise
+
+
 async def who() -> tuple[str, str]:
     await asyncio.sleep(0)
     return WHO.get(), threading.current_thread().name
@@ -85,20 +94,13 @@ def test_a_caller_interrupted_while_it_waits_cancels_its_call() -> None:
     class Interrupted(Exception):
         pass
 
-    async def long() -> None:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
     def interrupt(_signum: int, _frame: object) -> None:
         raise Interrupted
     previous = signal.signal(signal.SIGALRM, interrupt)
     signal.setitimer(signal.ITIMER_REAL, 0.2)
     try:
         with pytest.raises(Interrupted):
-            runner.run(long())
+            runner.run(_until_cancelled(cancelled))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -121,15 +123,8 @@ def test_tasks_a_call_left_behind_are_cancelled_when_it_returns() -> None:
     runner = Runner()
     cancelled = threading.Event()
 
-    async def linger() -> None:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
     async def leave() -> str:
-        asyncio.get_running_loop().create_task(linger())
+        asyncio.get_running_loop().create_task(_until_cancelled(cancelled))
         await asyncio.sleep(0)
         return "returned"
     assert runner.run(leave()) == "returned" and cancelled.is_set()
