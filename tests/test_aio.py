@@ -161,3 +161,14 @@ def test_close_loop_is_deprecated_and_does_nothing() -> None:
     from jev.support.aio import close_loop
     with pytest.warns(DeprecationWarning, match=r"close the owner instead \(Compactor.close\(\), judge.close\(\)\)"):
         close_loop()
+
+
+def test_closing_from_inside_its_own_loop_is_refused_and_leaves_it_serving() -> None:
+    runner = Runner()
+
+    async def close_me() -> None:
+        runner.close()
+    with pytest.raises(RuntimeError, match=r"close\(\) was called from inside the loop it would close"):
+        runner.run(close_me())
+    assert runner.started and runner.run(asyncio.sleep(0, "served")) == "served"
+    runner.close()

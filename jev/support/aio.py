@@ -64,7 +64,15 @@ class Runner:
         return loop is not None and not loop.is_closed()
 
     def close(self) -> None:
-        """Shut the loop down now (module docstring); closing a runner that holds none does nothing."""
+        """Shut the loop down now (module docstring); closing a runner that holds none does nothing. Refused
+        from inside the loop itself (a plan closing its own session), which could only wait on itself."""
+        try:
+            inside = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            inside = False
+        if inside:
+            raise RuntimeError(f"close() was called from inside the loop it would close ({self._name}); close the "
+                               "owner after its call returns")
         with self._lock:
             finalizer, self._finalizer, self._loop = self._finalizer, None, None
         if finalizer is not None:
