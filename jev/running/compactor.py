@@ -227,7 +227,8 @@ class CompactorSetup:
                               f"{judged_by.name!r}; shadow, label and calibrate again with this judge")
 
     def session(self) -> Compactor:
-        """A compactor for one history (a conversation, an agent's run) on this setup."""
+        """A compactor for one history (a conversation, an agent's run) on this setup; `close()` it, or use it
+        in a `with` block, to end the loop its sync calls ran on."""
         return Compactor.from_setup(self)
 
 
