@@ -160,6 +160,10 @@ KINDS: dict[type, BlockKind] = {TextBlock: _Text(), ThinkingBlock: _Thinking(), 
                                 ToolResultBlock: _ToolResult(), OtherBlock: OTHER}
 
 
+JUDGE_VIEWS: dict[type, str] = {kind: d.judge_view for kind, d in KINDS.items() if d.judge_view is not None}
+"""The block types a remote judge's state shows, with how (`BlockKind.judge_view`), read once per block."""
+
+
 def kind_of(block: Any) -> BlockKind:
     """The description of `block`'s type (an unknown object's: `OTHER`)."""
     return KINDS.get(type(block), OTHER)

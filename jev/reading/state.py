@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StateBudgetError
-from ..model.blocks import kind_of
+from ..model.blocks import JUDGE_VIEWS
 from ..model.canonical import canonical_json
 from ..model.transcript import TextBlock, ToolUseBlock
 from .analysis import Transcript
@@ -148,7 +148,7 @@ def history_entries(transcript: Transcript, input_cap: int) -> list[tuple[int, d
         calls = []
         texts = []
         for block in message.content:
-            view = kind_of(block).judge_view  # what the judge is shown of it: `jev.model.blocks.BlockKind`
+            view = JUDGE_VIEWS.get(type(block))  # what the judge is shown of it: `jev.model.blocks.BlockKind`
             if view == "text":
                 assert type(block) is TextBlock
                 texts.append(block.text)
