@@ -25,10 +25,11 @@ needs_sets = needs_data(SWEBENCH, DEEPSEEK)
 
 @pytest.fixture(scope="session")
 def rows():
-    """The rows the shipped judge is trained on: both dev sets."""
+    """The rows the shipped judge is trained on: both dev sets, read in this process (beside the other test
+    worker, a pool of readers would only add their start-ups: ~5 CPU-seconds)."""
     from calibration.dataset import TrainingRows, build_rows
     from calibration.train_local import READ_DEPTH
-    return TrainingRows.concat([build_rows(DATA, scan_chars=READ_DEPTH), build_rows(DEEPSEEK, scan_chars=READ_DEPTH)])
+    return TrainingRows.concat([build_rows(path, scan_chars=READ_DEPTH, workers=1) for path in (DATA, DEEPSEEK)])
 
 
 @pytest.fixture(scope="session")
