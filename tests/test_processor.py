@@ -84,3 +84,25 @@ def test_bad_arguments_are_refused_by_name(tmp_path) -> None:
         processor(Mode.SHADOW, tmp_path).__class__(processor(Mode.SHADOW, tmp_path).compactor, "auto")
     with pytest.raises(ConfigError, match=r"trigger must be \('messages', n\)"):
         processor(Mode.SHADOW, tmp_path, trigger=("turns", 3))
+
+
+def test_each_conversation_s_sync_calls_run_on_its_own_loop_which_closes_when_it_is_let_go() -> None:
+    """`process_sync` runs on the loop of its conversation's session: conversations do not share one, and a
+    conversation no longer among the newest `conversations` has its loop (and any judge connections on it)
+    closed with it."""
+    from conftest import reference_messages
+
+    from jev import formats
+    compactor = Compactor(ReplayJudge({}, default=0.9), reference_config(), ExecutionOptions(Mode.SHADOW, 5.0, "t"))
+    processor = HistoryProcessor(compactor, "jev", trigger=("messages", 1), conversation=lambda host: host,
+                                 conversations=2)
+    history = formats.dump(reference_messages(), "jev")
+    processor.process_sync(history, "x")
+    processor.process_sync(history, "y")
+    x, y = (processor.conversation_of(key).compactor.runner for key in ("x", "y"))
+    assert x is not y and x._loop is not y._loop and x.started and y.started
+    assert processor.conversation_of("x").last_decision is not None  # planned on that loop
+    loop = x._loop
+    del x
+    processor.process_sync(history, "z")  # x is let go: the oldest of three
+    assert processor.conversation_of("x") is None and loop.is_closed() and y.started
