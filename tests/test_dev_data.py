@@ -281,6 +281,7 @@ def test_claude_code_sessions_sent_to_a_preserved_thinking_model_get_plans_it_ac
     tools = frozenset({"Read", "Bash", "Grep", "Glob"})
     adopted: Counter = Counter()
     plans = 0
+    judge = LocalJudge()  # one judge for every plan, as one setup shares it across sessions
     for k, (_name, data) in enumerate(_claude_code_sessions()):
         messages = formats.load(formats.parse(data))
         for share in (0.25, 0.5, 0.75, 1.0):
@@ -291,8 +292,7 @@ def test_claude_code_sessions_sent_to_a_preserved_thinking_model_get_plans_it_ac
                                           thinking_policy="strip") if policy.startswith("made") else \
                     CompactionConfig(eligible_tools=tools, target_reduction=0.5, model="claude-fable-5-1",
                                      thinking_policy=policy)
-                compactor = Compactor(LocalJudge(), config, ExecutionOptions(Mode.ENFORCE, 60.0),
-                                      StoreArchive(MemoryStore()))
+                compactor = Compactor(judge, config, ExecutionOptions(Mode.ENFORCE, 60.0), StoreArchive(MemoryStore()))
                 decision = compactor.plan_sync(cut, scope=Scope("u", "a", f"s{k}"))
                 if decision.reason is not Reason.ARCHIVED_PROPOSAL:
                     assert decision.status is not Status.ERROR, decision.detail
