@@ -172,3 +172,14 @@ def test_closing_from_inside_its_own_loop_is_refused_and_leaves_it_serving() -> 
         runner.run(close_me())
     assert runner.started and runner.run(asyncio.sleep(0, "served")) == "served"
     runner.close()
+
+
+def test_a_call_from_async_code_runs_on_a_thread_of_its_own_in_its_caller_s_context() -> None:
+    runner = Runner("jev-test")
+
+    async def host() -> tuple[str, str]:
+        WHO.set("async caller")
+        return runner.run(who())  # this thread runs a loop: the owner's loop runs on another thread
+    seen, thread = asyncio.run(host())
+    assert seen == "async caller" and thread == "jev-test" != threading.current_thread().name
+    runner.close()

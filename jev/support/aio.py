@@ -12,8 +12,8 @@ closes. The rules:
 - after each call, the tasks it left behind are cancelled: nothing runs between calls (a caller interrupted
   by `KeyboardInterrupt` cancels its call so);
 - a sync twin called from a thread that already runs a loop (async code calling sync code) runs its
-  owner's loop on a thread of its own; called from inside its own owner's loop it is refused: it would
-  wait on itself;
+  owner's loop on a thread of its own, in the caller's context (`contextvars`); called from inside its own
+  owner's loop it is refused: it would wait on itself;
 - `close()` shuts the loop down — cancels what is left, closes async generators (the judges' clients with
   them), joins its executor, closes it (waiting for a call in progress); a runner let go of, or still open
   at interpreter exit, is closed the same way; the next call after `close()` makes a new loop;
@@ -23,6 +23,7 @@ closes. The rules:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 import warnings
@@ -106,12 +107,14 @@ def close_loop() -> None:
 
 
 def _on_own_thread(name: str, call: Callable[[], T]) -> T:
-    """`call()` on a new thread, waited for (this thread runs a loop, and loops do not nest)."""
+    """`call()` on a new thread, in this thread's context (`contextvars`), waited for (this thread runs a
+    loop, and loops do not nest)."""
     box: dict[str, Any] = {}
+    context = contextvars.copy_context()
 
     def target() -> None:
         try:
-            box["value"] = call()
+            box["value"] = context.run(call)
         except BaseException as exc:
             box["error"] = exc
 
