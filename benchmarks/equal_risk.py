@@ -12,7 +12,7 @@ go. Keep-last-N is read at the judge's pooled risk and, separately, at its per-s
 lets go of every candidate but the newest N at each point; its savings at the judge's realised risk are
 read off its (risk, savings) curve over N (linear between neighbouring N). Ratio = judge / keep-last-N.
 The best threshold in hindsight is the most the certified rule's family (calibration's grid of discard
-thresholds, every candidate window, the chosen keep threshold and size exponent) lets go of on the measuring
+thresholds, every candidate window and keep threshold, the chosen size exponent) lets go of on the measuring
 half with its per-session risk <= alpha, chosen knowing that half's labels; judge / hindsight counts a
 resplit that certified nothing as 0. The last two columns count the resplits letting go of at least 10 % of
 the result characters, and those where the judge saves at least what keep-last-N saves at its per-session
@@ -22,7 +22,8 @@ are not independent); where a set has several runs per instance the table also s
 which is optimistic.
 
     python benchmarks/equal_risk.py [--alpha 0.1[,0.05]] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
-                                    [--recent-pairs 0,4,8,16 [--recent-pairs 0 ...]] [--across-only]
+                                    [--recent-pairs 0,4,8,16 [--recent-pairs 0 ...]]
+                                    [--keep-thresholds 0.4,0.5,0.65,0.8 [--keep-thresholds 0.8 ...]] [--across-only]
     python benchmarks/equal_risk.py --held-out PATH [--held-out PATH ...] [--model FILE]
     python benchmarks/equal_risk.py --labelled FILE [--labelled FILE ...]
 
@@ -60,6 +61,7 @@ from calibration.thresholds import (
     Rows,
     applied,
     decided,
+    parse_keep_thresholds,
     parse_recent_pairs,
     parse_size_exponents,
     recency_rank,
@@ -99,30 +101,32 @@ def at_risk(risk: np.ndarray, saved: np.ndarray, target: float) -> float:
     return float(np.interp(target, risk[order], saved[order]))
 
 
-def hindsight(held: Rows, exponent: float, keep: float, windows: tuple[int, ...], alpha: float) -> float:
+def hindsight(held: Rows, exponent: float, keeps: tuple[float, ...], windows: tuple[int, ...], alpha: float
+              ) -> float:
     """The most the certified rule's family (every discard threshold of calibration's grid, every candidate
-    window, the keep threshold and size exponent chosen) lets go of on the measuring half with its realised
+    window and keep threshold, the size exponent chosen) lets go of on the measuring half with its realised
     per-session risk <= alpha: the best threshold in hindsight, which no calibration can beat."""
     score = result_score(held, True, exponent)
-    grid = GRID[(GRID >= 0) & (keep > GRID)]
     chars = held.result_chars.astype(float)
     best = 0.0
-    for window in windows:
-        dropped, truncated = decided(grid, keep, held, score, window)
-        let_go = dropped | truncated
-        safe = session_losses(let_go, held.needed_result, held.unit_ids).mean(axis=1) <= alpha
-        if safe.any():
-            best = max(best, float((let_go[safe] * chars).sum(axis=1).max() / max(chars.sum(), 1.0)))
+    for keep in keeps:
+        grid = GRID[(GRID >= 0) & (keep > GRID)]
+        for window in windows:
+            dropped, truncated = decided(grid, keep, held, score, window)
+            let_go = dropped | truncated
+            safe = session_losses(let_go, held.needed_result, held.unit_ids).mean(axis=1) <= alpha
+            if safe.any():
+                best = max(best, float((let_go[safe] * chars).sum(axis=1).max() / max(chars.sum(), 1.0)))
     return best
 
 
 def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
-         splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,), windows: tuple[int, ...] = (0,)
-         ) -> list[tuple[float, ...]]:
+         splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,), windows: tuple[int, ...] = (0,),
+         keeps: tuple[float, ...] = (0.8,)) -> list[tuple[float, ...]]:
     """Per resplit: (judge risk, judge savings, keep-last-N savings at that risk, ratio, size exponent
     chosen, per-session risk, keep-last-N savings at it, ratio, window chosen, savings of the best threshold
-    in hindsight); the first nine NaN where nothing was certified (savings then 0). Halves are always drawn
-    by instance."""
+    in hindsight, keep threshold chosen); all but the best in hindsight NaN where nothing was certified
+    (savings then 0). Halves are always drawn by instance."""
     data = labelled(rows, p_result, p_call, needed, by_run)
     instance = np.asarray([group_of(s) for s in rows.sessions])
     groups = np.unique(instance)
@@ -130,13 +134,12 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
     for seed in range(splits):
         calibrate = np.isin(instance, np.random.default_rng(seed).permutation(groups)[: len(groups) // 2])
         calibration = select_thresholds(data.take(calibrate), alpha, delta, size_aware=True, seed=seed,
-                                        size_exponents=exponents, recent_pairs=windows)
+                                        size_exponents=exponents, recent_pairs=windows, keep_threshold=keeps)
         chosen = calibration.overall
         held = data.take(~calibrate)
-        best = hindsight(held, calibration.size_exponent, chosen.keep_threshold if chosen.certified
-                         else calibration.keep_threshold, windows, alpha)
+        best = hindsight(held, calibration.size_exponent, keeps, windows, alpha)
         if not chosen.certified:
-            out.append((float("nan"),) * 9 + (best,))
+            out.append((float("nan"),) * 9 + (best, float("nan")))
             continue
         test = np.flatnonzero(~calibrate)
         # the compactor's own decision table at the certified thresholds: what is certified is what is let go
@@ -152,31 +155,34 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
         out.append((risk, saved, baseline, saved / baseline if baseline > 0 else float("inf"),
                     calibration.size_exponent, per_session, session_baseline,
                     saved / session_baseline if session_baseline > 0 else float("inf"), calibration.recent_pairs,
-                    best))
+                    best, chosen.keep_threshold))
     return out
 
 
 def table_at(cells: list, alpha: float, delta: float, splits: int, exponents: tuple[float, ...],
-             windows: tuple[int, ...]) -> None:
+             windows: tuple[int, ...], keeps: tuple[float, ...] = (0.8,)) -> None:
     """One table: every cell and proxy calibrated at `alpha` over `splits` resplits."""
-    print(f"## alpha {alpha}, recency windows {', '.join(map(str, windows))}\n")
+    print(f"## alpha {alpha}, recency windows {', '.join(map(str, windows))}, keep thresholds "
+          f"{', '.join(f'{k:g}' for k in keeps)}\n")
     print(f"alpha {alpha}, delta {delta}, {splits} resplits (calibrate on half the instances, measure on the other "
           "half); medians over certified resplits [min, max]\n")
-    chose, windowed = len(exponents) > 1, len(windows) > 1
+    chose, windowed, kept = len(exponents) > 1, len(windows) > 1, len(keeps) > 1
     print(f"Size exponents chosen among {', '.join(f'{e:g}' for e in exponents)}; recency windows (newest candidate "
-          f"pairs never judged) among {', '.join(map(str, windows))}.\n")
+          f"pairs never judged) among {', '.join(map(str, windows))}; keep thresholds among "
+          f"{', '.join(f'{k:g}' for k in keeps)} (each combination certified at delta over their number).\n")
     print("| cell | proxy | certified | judge risk, pooled | judge saves | keep-last-N saves at that risk | ratio | "
           "judge risk, per session | keep-last-N saves at that per-session risk | ratio, per session | "
           "best in hindsight saves | judge / hindsight | resplits letting go >= 10 % | resplits >= keep-last-N, "
-          "per session |" + (" exponents chosen |" if chose else "") + (" windows chosen |" if windowed else ""))
+          "per session |" + (" exponents chosen |" if chose else "") + (" windows chosen |" if windowed else "")
+          + (" keep thresholds chosen |" if kept else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if chose else "")
-          + ("---|" if windowed else ""))
+          + ("---|" if windowed else "") + ("---|" if kept else ""))
     runs = [(title + " (runs as sessions)", r, pr, pc, True) for title, r, pr, pc in cells
             if len(set(r.sessions.tolist())) > len({group_of(s) for s in r.sessions})]
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
         for proxy, needed in proxies(r).items():  # a file labelled before a proxy rode along has fewer
             results = np.asarray(cell(r, p_result, p_call, needed, alpha, delta, splits, by_run,
-                                      exponents, windows))
+                                      exponents, windows, keeps))
             ok = results[~np.isnan(results[:, 0])]
 
             def f(k: int) -> str:
@@ -194,16 +200,18 @@ def table_at(cells: list, alpha: float, delta: float, splits: int, exponents: tu
                      if np.isfinite(share).any() else "—")
                   + f" | {int(np.sum(saved >= 0.1))}/{splits} | {beats}/{splits} |"
                   + (f" {', '.join(f'{e:g}' for e in ok[:, 4])} |" if chose else "")
-                  + (f" {', '.join(f'{w:g}' for w in ok[:, 8])} |" if windowed else ""), flush=True)
+                  + (f" {', '.join(f'{w:g}' for w in ok[:, 8])} |" if windowed else "")
+                  + (f" {', '.join(f'{k:g}' for k in ok[:, 10])} |" if kept else ""), flush=True)
 
 
 def checked(parser: argparse.ArgumentParser, args: argparse.Namespace
-            ) -> tuple[tuple[float, ...], list[tuple[int, ...]]]:
-    """`--size-exponents` and each `--recent-pairs` as numbers, or the parser exits naming the flag and the
-    rule (the selector's)."""
+            ) -> tuple[tuple[float, ...], list[tuple[int, ...]], list[tuple[float, ...]]]:
+    """`--size-exponents`, each `--recent-pairs` and each `--keep-thresholds` as numbers, or the parser exits
+    naming the flag and the rule (the selector's)."""
     try:
         return (parse_size_exponents(args.size_exponents),
-                [parse_recent_pairs(text) for text in args.recent_pairs or ["0"]])
+                [parse_recent_pairs(text) for text in args.recent_pairs or ["0"]],
+                [parse_keep_thresholds(text, "--keep-thresholds") for text in args.keep_thresholds or ["0.8"]])
     except ValueError as exc:
         parser.error(str(exc))
 
@@ -220,11 +228,14 @@ def main() -> None:
     parser.add_argument("--recent-pairs", action="append",
                         help="recency windows calibration chooses among (comma-separated, e.g. 0,4,8,16), as `jev "
                              "calibrate --recent-pairs`; repeat for a table each (default: 0)")
+    parser.add_argument("--keep-thresholds", action="append",
+                        help="keep thresholds calibration chooses among (comma-separated, e.g. 0.4,0.5,0.65,0.8), as "
+                             "`jev calibrate --keep-threshold`; repeat for a table each (default: 0.8)")
     parser.add_argument("--across-only", action="store_true",
                         help="only the cells across agent models (the within cells train the recipe five times a set)")
     held_out_arguments(parser)
     args = parser.parse_args()
-    exponents, window_sets = checked(parser, args)
+    exponents, window_sets, keep_sets = checked(parser, args)
     try:
         alphas = [float(a) for a in args.alpha.split(",")]
     except ValueError:
@@ -245,9 +256,10 @@ def main() -> None:
         found.append(scored(f"train {a} → test {b}", trained(ra), rb, SETS[b]))
         found.append(scored(f"train {b} → test {a}", trained(rb), ra, SETS[a]))
     cells = [(c.title, c.rows, c.p_result, c.p_call) for c in found]
-    for alpha in alphas:  # the scores are made once; each alpha and set of windows is its own table
-        for windows in window_sets:
-            table_at(cells, alpha, args.delta, args.splits, exponents, windows)
+    for alpha in alphas:  # the scores are made once; each alpha, set of windows and of keeps is its own table
+        for keeps in keep_sets:
+            for windows in window_sets:
+                table_at(cells, alpha, args.delta, args.splits, exponents, windows, keeps)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 

@@ -24,7 +24,7 @@ from quality import held_out_cells, labelled_cell  # noqa: E402
 
 from calibration.train_local import scores_of  # noqa: E402
 from jev import formats  # noqa: E402
-from jev.judges.local import LocalJudge, load_model  # noqa: E402
+from jev.judges.local import MODEL, LocalJudge, load_model  # noqa: E402
 from jev.reading.analysis import analyze  # noqa: E402
 
 REAL = [ROOT / "examples" / "data" / "django__django-11163.traj.json",
@@ -49,7 +49,7 @@ def test_held_out_scores_are_the_local_judges_at_every_decision_point(run_folder
     model_path = None if weights is None else str(weights)
     [cell] = held_out_cells([str(run_folder)], model_path, workers=1)
     rows, p_result, p_call = cell.rows, cell.p_result, cell.p_call
-    assert cell.title.startswith("jev-local-6 → " if weights is None else "local_model-0.3.0.json → ")
+    assert cell.title.startswith(f"{MODEL} → " if weights is None else "local_model-0.3.0.json → ")
     assert cell.size_exponent == load_model(model_path).get("size_exponent", 1.0)
     judge = LocalJudge(model_path)
     messages = {path.name.removesuffix(".traj.json"): formats.load(orjson.loads(path.read_bytes()), "mini-swe-agent")
@@ -86,7 +86,7 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
         run_folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     proc = run_main(monkeypatch, capsys, "quality", "--held-out", str(run_folder), "--min-chars", "0", "--boot", "20")
     assert proc.returncode == 0, proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| jev-local-6 → run (held out) |")]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(f"| {MODEL} → run (held out) |")]
     assert [row.split(" | ")[1] for row in rows] == ["labels-v3-strict", "labels-v1", "labels-v2-reuse"] * 2
     assert " 5 (5) " in rows[0]  # one decision point (8 pairs) in each of the five sessions, each its own instance
     assert rows[0].endswith("| 1.000 | — |")  # every policy lets go of the one needed result: no gap, not a ratio of 1e-12
@@ -104,7 +104,8 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
             ("quality", ["--held-out", str(run_folder), "--in-sample"], "--held-out scores weights as they are"),
             ("equal_risk", ["--size-exponents", "1,x"], "--size-exponents '1,x': must be comma-separated numbers"),
             ("equal_risk", ["--size-exponents", "5"], "--size-exponents '5' must be a number in (0, 4]"),
-            ("equal_risk", ["--recent-pairs", "3,3"], "--recent-pairs '3,3' must be 1 to 8 distinct integers")]:
+            ("equal_risk", ["--recent-pairs", "3,3"], "--recent-pairs '3,3' must be 1 to 8 distinct integers"),
+            ("equal_risk", ["--keep-thresholds", "0.8,1.5"], "--keep-thresholds '0.8,1.5' must be a number in (0, 1]")]:
         assert says in _refusal(monkeypatch, capsys, name, *args), (name, args)
 
 
@@ -154,7 +155,7 @@ def test_the_rollouts_labelled_rows_score_as_the_held_out_rows_do(run_folder: Pa
                                                                             strict=True))}
     theirs = {(str(s), str(k), int(p)): i for i, (s, k, p) in enumerate(zip(held.sessions, held.keys, held.points,
                                                                               strict=True))}
-    assert title == "jev-local-6 → labelled.jsonl (labelled)" and mine.keys() == theirs.keys() and len(mine) >= 20
+    assert title == f"{MODEL} → labelled.jsonl (labelled)" and mine.keys() == theirs.keys() and len(mine) >= 20
     for key, i in mine.items():
         j = theirs[key]
         assert (rows.needed_result[i], rows.needed_result_alt[i], rows.needed_strict[i], rows.result_chars[i],
