@@ -10,9 +10,10 @@
    keep threshold let go; the call dropped when its score is <= the discard threshold too), and the
    realised mean R_result and R_call are measured there. An instance is one unit (its runs are not
    independent). Plain and size-aware. Then the few-sessions goal: 66 instances drawn at random certify
-   at alpha 0.05, delta 0.1; how often they let go of >= 10 % of candidate result characters.
+   at alpha 0.05, delta 0.1; how often they let go of >= 10 % of candidate result characters. R_result
+   counts the label `--label` names (`jev calibrate`'s default, the strict proxy, unless told).
 
-    python benchmarks/calibration_validity.py [--trials 100] [--resplits 20] [--skip-real]
+    python benchmarks/calibration_validity.py [--trials 100] [--resplits 20] [--skip-real] [--label LABEL]
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from calibration import Rows, select_thresholds
+from calibration.labels import CERTIFIED_LABEL
 from calibration.synthetic import JUDGES, realised_risks, synthetic
-from calibration.thresholds import applied, parse_keep_thresholds, result_score
+from calibration.thresholds import LABEL_COLUMNS, applied, parse_keep_thresholds, result_score
 from calibration.train_local import READ_DEPTH
 
 
@@ -67,14 +69,16 @@ def synthetic_table(trials: int, n_sessions: int, alpha: float, delta: float) ->
     print(f"\nViolations must stay <= delta = {delta:.0%}.\n")
 
 
-def real_rows(rows, p_result: np.ndarray, p_call: np.ndarray, by_run: bool = False) -> Rows:
+def real_rows(rows, p_result: np.ndarray, p_call: np.ndarray, label: str, by_run: bool = False) -> Rows:
     """Labelled rows as `jev label` writes them, one unit per instance (per run when `by_run`: optimistic,
-    the runs of one instance are alike), labels-v1."""
+    the runs of one instance are alike), R_result counting `label`'s "needed" (R_call labels-v1's)."""
+    from quality import proxies
+
     from calibration.dataset import group_of
 
     units = rows.sessions if by_run else np.asarray([group_of(s) for s in rows.sessions])
-    return Rows(units, np.full(len(units), "bash"), p_call, p_result, rows.result_chars, rows.needed_result,
-                rows.needed_call | rows.needed_result)
+    return Rows(units, np.full(len(units), "bash"), p_call, p_result, rows.result_chars, proxies(rows)[label],
+                rows.needed_call | rows.needed_result, label_version=label)
 
 
 def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, calibrate_units: int | None,
@@ -98,12 +102,13 @@ def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, c
     return out
 
 
-def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (0.8,)) -> None:
+def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (0.8,),
+                label: str = CERTIFIED_LABEL) -> None:
     from quality import SETS, out_of_fold
 
     from calibration.dataset import build_rows
 
-    print(f"## Real dev sessions, {n} resplits (half the instances calibrate, the other half measure)\n")
+    print(f"## Real dev sessions, {n} resplits (half the instances calibrate, the other half measure), {label}\n")
     if len(keeps) > 1:
         print(f"Keep thresholds chosen among {', '.join(f'{k:g}' for k in keeps)}, each at delta over their number.\n")
     print("| set | ranking | alpha | certified | realised R_result, median [max] | resplits with R_result > "
@@ -114,9 +119,9 @@ def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (
         rows = build_rows(path, workers=2, scan_chars=READ_DEPTH)
         found = out_of_fold(name, rows, path)
         scores = (found.p_result, found.p_call)
-        data[name] = real_rows(rows, *scores)
+        data[name] = real_rows(rows, *scores, label)
         if len(np.unique(data[name].sessions)) < 100:  # too few instances to certify by halves: runs as units too
-            data[f"{name}, runs as units"] = real_rows(rows, *scores, by_run=True)
+            data[f"{name}, runs as units"] = real_rows(rows, *scores, label, by_run=True)
     for name, d in data.items():
         for size_aware in (False, True):
             for a in (alpha, 0.05):
@@ -156,6 +161,8 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--skip-real", action="store_true", help="synthetic judges only (no ../shared/data needed)")
     parser.add_argument("--skip-synthetic", action="store_true", help="the real dev sessions only")
+    parser.add_argument("--label", default=CERTIFIED_LABEL, choices=tuple(LABEL_COLUMNS),
+                        help="the proxy R_result counts on the real sessions (default: %(default)s, jev calibrate's)")
     parser.add_argument("--keep-thresholds", default="0.8",
                         help="keep thresholds the real resplits choose among (as jev calibrate --keep-threshold)")
     args = parser.parse_args()
@@ -167,7 +174,7 @@ def main() -> None:
     if not args.skip_synthetic:
         synthetic_table(args.trials, args.sessions, args.alpha, args.delta)
     if not args.skip_real:
-        real_tables(args.resplits, args.alpha, args.delta, keeps)
+        real_tables(args.resplits, args.alpha, args.delta, keeps, args.label)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 

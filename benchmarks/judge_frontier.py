@@ -21,9 +21,9 @@ from, so a shortfall reads as "no point of the curve clears the bar", not as a b
 Each row ranks by the mixture's sum (P / saves ** a; the shipped link is monotone, so the exponent grid
 covers it) at each strict share and size exponent, on the yardstick of `benchmarks/quality.py` (half of
 the candidate characters at points with >= 30 000; size-aware oracle), with 95 % intervals over
-instances. `--scan-chars` reads more of each result end (the features' depth; 120 ships).
+instances. `--scan-chars` reads more of each result end (the features' depth; 600 ships).
 
-    python benchmarks/judge_frontier.py [--scan-chars 120 --scan-chars 1500] [--boot 1000] [--out FILE]
+    python benchmarks/judge_frontier.py [--scan-chars 600 --scan-chars 1500] [--boot 1000] [--out FILE]
 
 It writes its table (default `benchmarks/judge_frontier.md`) with the machine, the date and how long it took;
 what the curve says is read in `docs/reference/judges.md`.
@@ -48,27 +48,27 @@ from calibration.dataset import TrainingRows, build_rows
 from calibration.labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
 from calibration.rarity import Rarity
 from calibration.yardstick import tally, with_intervals
-from jev.judges.local import mixed, score, score_trees
+from jev.judges.local import load_model, mixed, score, score_trees
 
 ROOT = Path(__file__).resolve().parents[1]
+CAPACITY = load_model()["card"]["keep_result"]["chosen"]["capacity"]  # the shipped parts' capacity
 NOTE = ("Gap closed on the yardstick of `benchmarks/quality.py` (half of the candidate characters let go at points "
         "with >= 30 000; size-aware oracle), 95 % intervals over instances. Each row is one point of the curve the "
         "recipe's free knob traces: the strict part's share of the result head's mixture (labels-v2-reuse's the "
-        "rest; the labels-v1 part, which the shipped head also mixes, left out: the curve is the two proxies' "
-        "trade-off), and the size exponent budget mode ranks with (P / saves^a). Parts at the shipped capacity "
-        "(leaves of >= 1 000 rows), ranked by the mixture's sum (the shipped link is monotone). *Across*: trained on "
+        "rest: the curve is the two proxies' trade-off), and the size exponent budget mode ranks with "
+        f"(P / saves^a). Parts at the shipped capacity (leaves of >= {CAPACITY['min_samples_leaf']:,} rows), "
+        "ranked by the mixture's sum (the shipped link is monotone). *Across*: trained on "
         "one dev set, scored on the other. *Within*: instance-grouped 5-fold cross-validation on one set, what a "
         "model trained on the test agent's own sessions reaches out of fold. *Richer model in sample*: boosted trees "
-        "of up to 300 iterations, 31 leaves and leaves of >= 20 rows (~15x the shipped parts' leaves) fitted on one "
+        "of up to 300 iterations, 31 leaves and leaves of >= 20 rows fitted on one "
         "set and scored on the same rows: what the features can describe at all. *Both labels known*: each part "
         "replaced by its own label (0.98 or 0.02): whether a bar can be met at all at this budget, where the "
-        "proxies compete for the same characters. Depth: characters of each result end the features read (120 "
-        "ships; what deeper reading costs is in `judge_latency.md`).")
+        "proxies compete for the same characters. Depth: characters of each result end the features read "
+        f"({recipe.READ_DEPTH} ships; what deeper reading costs is in `judge_latency.md`).")
 SHARES = (0.4, 0.6, 0.8, 1.0)
 EXPONENTS = (1.0, 1.5)
-CAPACITY = recipe.CAPACITIES[1]  # the shipped choice: leaves of >= 1 000 rows
 RICHER = {**recipe.TREES, "max_iter": 300, "max_depth": None, "max_leaf_nodes": 31, "min_samples_leaf": 20,
-          "learning_rate": 0.1}  # the in-sample reference: ~15x the shipped parts' leaves, leaves of >= 20 rows
+          "learning_rate": 0.1}  # the in-sample reference: 31 leaves a tree, leaves of >= 20 rows
 KNOWN = 0.02  # a known label as a part's probability, 0.02 or 0.98: never 0, so results needed under
 # neither proxy still rank by size (the biggest let go first, as the size-aware oracle does)
 Curve = Iterator[tuple[float, float, dict[str, tuple[float, float, float]]]]  # share, exponent, gap per proxy
@@ -80,7 +80,7 @@ def say(text: str) -> None:
 
 def strict_shares(strict: float) -> tuple[float, ...]:
     """The recipe's parts' shares for a point of this curve: the strict part's `strict`, labels-v2-reuse's
-    the rest, labels-v1's none (the curve is the two proxies' trade-off)."""
+    the rest (the curve is the two proxies' trade-off)."""
     return tuple({ALT_LABEL_VERSION: 1 - strict, STRICT_LABEL_VERSION: strict}.get(p, 0.0) for p in recipe.PARTS)
 
 
@@ -156,12 +156,13 @@ def cell(value: tuple[float, float, float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scan-chars", type=int, action="append", metavar="N",
-                        help="characters of each result end the features read (repeatable; default 120 and 1500)")
+                        help=f"characters of each result end the features read (repeatable; default {recipe.READ_DEPTH}, "
+                             "the shipped depth, and 1500)")
     parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of instances (default 1000)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "judge_frontier.md",
                         help="the table file it writes (default benchmarks/judge_frontier.md)")
     args = parser.parse_args(argv)
-    depths = args.scan_chars or [120, 1500]
+    depths = args.scan_chars or [recipe.READ_DEPTH, 1500]
     for depth in depths:
         recipe.checked_scan_chars(parser, depth)
     if args.boot < 1:

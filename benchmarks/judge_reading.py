@@ -6,7 +6,7 @@ them its newest words name, and the "unsaid" counts with the agent's words count
 count them) and line numbers (`LINE_NUMBER_FEATURES`: the numbers `grep -n` or `cat -n` showed that later
 calls address). Each candidate is scored by the training recipe's own criterion (`calibration.train_local`:
 the call head and every result-head candidate fitted out of fold on instance-grouped 5-fold splits of both
-dev sets, the mean gap closed under the three proxies at the yardstick's budget) and timed as the shipped
+dev sets, the mean gap closed under its proxies at the yardstick's budget) and timed as the shipped
 judge would run reading it (the shipped heads, the candidate's reading: cold and warm, against the floor,
 at 400 pairs, as `benchmarks/judge_latency.py` times them). The choice is the best criterion among the
 candidates within the budget (cold <= 2.2x and warm <= 1.0x the floor) — and among those within
@@ -109,7 +109,7 @@ def main() -> None:
     sources = [str(p) for p in recipe.DEFAULT_DATA]
     rarity = Rarity.of(recipe.rarity_of(sources))
     lines, found = [], []
-    header = ("| depth | optional features | labels-v1 | labels-v2-reuse | labels-v3-strict | mean (the criterion) | "
+    header = (f"| depth | optional features | {' | '.join(recipe.PARTS)} | mean (the criterion) | "
               "cold / floor | warm / floor | within budget |")
     for depth in depths:
         print(f"[{time.strftime('%H:%M:%S')}] depth {depth}: building rows", file=sys.stderr, flush=True)
@@ -119,9 +119,9 @@ def main() -> None:
             cold, warm = timed[depth, optional]
             ok = cold <= COLD_BAR and warm <= WARM_BAR
             found.append((ok, best["mean"], cold, depth, optional))
-            lines.append(f"| {depth} | {' + '.join(optional) or 'none'} | {best['labels-v1']:.4f} | "
-                         f"{best['labels-v2-reuse']:.4f} | {best['labels-v3-strict']:.4f} | {best['mean']:.4f} | "
-                         f"{cold:.2f}x | {warm:.2f}x | {'yes' if ok else 'no'} |")
+            lines.append(f"| {depth} | {' + '.join(optional) or 'none'} | "
+                         + "".join(f"{best[p]:.4f} | " for p in recipe.PARTS)
+                         + f"{best['mean']:.4f} | {cold:.2f}x | {warm:.2f}x | {'yes' if ok else 'no'} |")
             print(lines[-1], file=sys.stderr, flush=True)
     within = [f for f in found if f[0]]
     choice = None
@@ -137,7 +137,7 @@ def main() -> None:
                 "own criterion: its best candidate's gaps under each proxy and their mean); latency of the shipped "
                 f"heads reading this way at {PAIRS} pairs, timed by judge_latency.py in a process of its own "
                 f"(budget: cold <= {COLD_BAR}x, warm <= "
-                f"{WARM_BAR}x the floor). {said}", [header, "|---|---|---|---|---|---|---|---|---|", *lines],
+                f"{WARM_BAR}x the floor). {said}", [header, "|---" * (6 + len(recipe.PARTS)) + "|", *lines],
                 time.monotonic() - started)
     print(said)
 

@@ -208,6 +208,19 @@ def needed_later(transcript: Transcript) -> NeededLater:
 
 
 STRICT_LABEL_VERSION = "labels-v3-strict"
+# what `jev calibrate` certifies unless told: the proxy whose needs read as genuine most often when read by
+# hand (0.75 and 0.83 of the cases on the two dev sets, labels-v1's 0.42 and 0.17:
+# benchmarks/proxy_precision_sample.md), so a bound on it bounds needs that were real
+CERTIFIED_LABEL = STRICT_LABEL_VERSION
+# what a result counts as needed for, under each proxy: the guarantee says it in words
+LABEL_MEANINGS = {
+    LABEL_VERSION: "the agent later used a word of 4+ characters this result was the latest to show, or re-ran "
+                   "its command",
+    ALT_LABEL_VERSION: "the agent later copied a whole line of it, re-ran its command or edited a file it read",
+    STRICT_LABEL_VERSION: "the agent later wrote, and used in a command, a rare distinctive identifier (a path, a "
+                          "dotted name, or a name with _, a digit or an inner capital) that this result alone "
+                          "had shown; needs through common words, copied lines or re-runs are not counted",
+}
 RARE_SHARE = 0.02  # a token shown or run in at most this share of the dev instances is rare
 _TOKEN = re.compile(r"[A-Za-z0-9_./-]+")
 _LETTER = re.compile(r"[A-Za-z]")

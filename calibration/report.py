@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from .labels import CERTIFIED_LABEL, LABEL_MEANINGS
 from .risk import sessions_needed
 from .thresholds import Calibration, Selection, TargetSelection, result_score
 
@@ -17,8 +18,9 @@ from .thresholds import Calibration, Selection, TargetSelection, result_score
 def guarantee(result: Calibration | Selection, label: str = "") -> str:
     """The guarantee, in one or two sentences (or why there is none), naming both risks."""
     selection = result.overall if isinstance(result, Calibration) else result
-    label = label or (result.test_rows.label_version if isinstance(result, Calibration) else "labels-v1")
-    tail = (f" Labels: the hindsight proxy {label}; the guarantee covers this judge version and sessions from "
+    label = label or (result.test_rows.label_version if isinstance(result, Calibration) else CERTIFIED_LABEL)
+    meaning = f" (a result counts as needed when {LABEL_MEANINGS[label]})" if label in LABEL_MEANINGS else ""
+    tail = (f" Labels: the hindsight proxy {label}{meaning}; the guarantee covers this judge version and sessions from "
             "the same distribution only.")
     delta = result.delta if isinstance(result, Calibration) else selection.delta
     chosen = ""

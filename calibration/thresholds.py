@@ -49,7 +49,7 @@ from jev.deciding.policy import (
 from jev.support.validate import require_in
 
 from .fit import ScoreCalibrator
-from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
+from .labels import ALT_LABEL_VERSION, CERTIFIED_LABEL, LABEL_VERSION, STRICT_LABEL_VERSION
 from .risk import BOUNDS, Certified, learn_then_test, pvalue, session_losses, sessions_needed, upper_bound
 
 SIZE_RULE = CompactionConfig(size_exponent=DEFAULT_SIZE_EXPONENT)  # what size-aware calibration applies by default
@@ -154,18 +154,20 @@ LABEL_COLUMNS = {LABEL_VERSION: "needed_result", ALT_LABEL_VERSION: "needed_resu
                  STRICT_LABEL_VERSION: "needed_result_strict"}  # a label version -> its `jev label` field
 
 
-def rows_from(records: Iterable[Mapping[str, Any]], label: str = LABEL_VERSION) -> Rows:
+def rows_from(records: Iterable[Mapping[str, Any]], label: str | None = None) -> Rows:
     """Rows from labelled JSON objects (`jev label` output): one judge and one label version only. `label`
-    picks which proxy's "needed" R_result counts (the field `LABEL_COLUMNS` names); rows without it are
-    refused by name."""
+    picks which proxy's "needed" R_result counts (the field `LABEL_COLUMNS` names; `CERTIFIED_LABEL`, the
+    strict proxy, when None); rows without it are refused by name."""
+    label = CERTIFIED_LABEL if label is None else label
     if label not in LABEL_COLUMNS:
         raise ValueError(f"label must be one of {', '.join(LABEL_COLUMNS)} (got {label!r})")
     column = LABEL_COLUMNS[label]
     kept = [r for r in records if isinstance(r.get("keep_call"), (int, float)) and
             isinstance(r.get("keep_result"), (int, float)) and r.get("reason") != "PINNED"]
     if any(column not in r for r in kept):
+        carried = [name for name, c in LABEL_COLUMNS.items() if kept and all(c in r for r in kept)]
         raise ValueError(f"the labelled rows carry no {column} ({label}): label them again with this version's "
-                         "jev label")
+                         "jev label" + (f", or count a label they carry ({', '.join(carried)})" if carried else ""))
     points = [r.get("decision_point") for r in kept]
     return Rows(np.asarray([str(r["session_id"]) for r in kept]), np.asarray([str(r.get("tool", "")) for r in kept]),
                 np.asarray([float(r["keep_call"]) for r in kept]), np.asarray([float(r["keep_result"]) for r in kept]),

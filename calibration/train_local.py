@@ -2,16 +2,17 @@
 
     python -m calibration.train_local --out FILE [--data PATH ...] [--scan-chars N] [--no-cells]
 
-Version 3 weights (`jev-local-6`). Two heads on the same decision-time features:
+Version 3 weights (`jev-local-7`). Two heads on the same decision-time features:
 
 - `keep_result`, a mixture: shallow gradient-boosted trees (scikit-learn's histogram GBT, depth 3,
   exported as arrays and scored with numpy, checked against scikit-learn's own scores) fitted once per
-  label proxy — labels-v1 (an identifier this result last provided, used later, or a re-run: what `jev
-  calibrate` certifies by default), labels-v2-reuse (copied lines, re-runs, edits of files read) and
-  labels-v3-strict (a rare identifier this result alone introduced, written later) — their probabilities
-  summed with weights inverse to each proxy's base rate (`SHARES`: each part's share of that sum), then a
-  logistic map of the sum's log onto P(needed under any proxy), fitted on out-of-fold sums. One model
-  serves every label calibration uses.
+  label proxy — labels-v3-strict (a rare identifier this result alone introduced, written later: what
+  `jev calibrate` certifies by default, the proxy whose needs read as genuine most often) and
+  labels-v2-reuse (copied lines, re-runs, edits of files read) — their probabilities summed with weights
+  inverse to each proxy's base rate (`SHARES`: each part's share of that sum), then a logistic map of the
+  sum's log onto P(needed under either proxy), fitted on out-of-fold sums. labels-v1 (an identifier this
+  result last provided, used later, or a re-run) has no part: a part of it made the strict proxy's gap
+  across agents smaller (`jev-local-6`), and what it counts reads as genuine least often.
 - `keep_call`, as before: the mean of a standardised logistic regression (isotonic map on instance-grouped
   out-of-fold scores) and boosted trees, on labels-v1's "call needed" or either of the older proxies'
   "result needed" (`TRAINING_LABEL`).
@@ -19,7 +20,7 @@ Version 3 weights (`jev-local-6`). Two heads on the same decision-time features:
 The trees' capacity, the parts' shares and the size exponent budget mode ranks with (P / saves ** a) are
 chosen by instance-grouped 5-fold cross-validation on the yardstick itself (`calibration.yardstick`:
 half of the candidate result characters let go at points with 30 000 of them; the mean of the gap
-closed under the three proxies, out of fold); sessions are never split, DeepSeek runs of one instance stay
+closed under the two proxies, out of fold); sessions are never split, DeepSeek runs of one instance stay
 together. The chosen exponent ships as `size_exponent`. The words more than 2 % of the training instances
 show ship as `rarity` (the strict proxy's tokens and the features' word hashes), computed from the
 training data before any row is built. Features whose scale is one agent's habit — absolute result
@@ -69,7 +70,7 @@ DEFAULT_DATA = (_DATA / "mini-swe-agent-swebench-dev.tar.xz", _DATA / "mini-swe-
 CORPORA = {"mini-swe-agent-swebench-dev": "mini-swe-agent 1 (Gemini 3 Pro) on SWE-bench Verified",
            "mini-swe-agent-deepseek-dev": "mini-swe-agent 2.x (DeepSeek chat/reasoner/lite) on SWE-bench Lite"}
 TRAINING_LABEL = f"{LABEL_VERSION} call, or {LABEL_VERSION} or {ALT_LABEL_VERSION} result"  # the call head's
-PARTS = (LABEL_VERSION, ALT_LABEL_VERSION, STRICT_LABEL_VERSION)  # the result head's mixture: a part per proxy
+PARTS = (ALT_LABEL_VERSION, STRICT_LABEL_VERSION)  # the result head's mixture: a part per proxy
 RESULT_LABEL = " or ".join(PARTS)  # what the result head's probability is of
 C = 0.1
 FOLDS = 5
@@ -78,9 +79,8 @@ BLEND = 0.5  # the weight of the linear head in the call head's mean
 # every head for every pair, and must stay within 2x the floor at 400 pairs)
 CAPACITIES = ({"max_iter": 80, "learning_rate": 0.15, "min_samples_leaf": 300},
               {"max_iter": 80, "learning_rate": 0.15, "min_samples_leaf": 1000})
-# each part's share of the mixture's weights (in `PARTS` order), plainest first: none for labels-v1 (the
-# recipe before it joined), then a growing one
-SHARES = ((0.0, 0.6, 0.4), (0.0, 0.5, 0.5), (0.2, 0.5, 0.3), (0.2, 0.4, 0.4), (0.34, 0.33, 0.33))
+# each part's share of the mixture's weights (in `PARTS` order): the strict part's growing
+SHARES = ((0.6, 0.4), (0.5, 0.5), (0.4, 0.6))
 SIZE_EXPONENTS = (1.0, 1.5, 2.0)
 BUDGET, MIN_CHARS = 0.5, 30_000  # the yardstick's point: half the candidate characters where there are 30 000
 # one agent's scale, not a transferable signal: their rank_* versions stay (see the module's docstring)
@@ -89,7 +89,7 @@ FEATURES_ALL = tuple(name for name in FEATURE_NAMES if name not in LEFT_OUT)
 # what the shipped judge reads, chosen by `benchmarks/judge_reading.py` (its table: judge_reading.md): the
 # depth and the optional features (the agent's own words, line numbers) with the best cross-validated
 # criterion within the latency budget
-READ_DEPTH = 120
+READ_DEPTH = 600
 NOT_READ = AGENT_FEATURES | LINE_NUMBER_FEATURES
 FEATURES = tuple(name for name in FEATURES_ALL if name not in NOT_READ)
 COLUMNS = np.asarray([FEATURE_NAMES.index(name) for name in FEATURES])
@@ -247,13 +247,12 @@ def call_label(rows: TrainingRows) -> np.ndarray:
 def part_labels(rows: TrainingRows) -> dict[str, np.ndarray]:
     """What each part of the result head learns: its proxy's "needed" (`PARTS`)."""
     assert rows.needed_result_alt is not None and rows.needed_strict is not None, "rows built without every proxy"
-    return {LABEL_VERSION: rows.needed_result, ALT_LABEL_VERSION: rows.needed_result_alt,
-            STRICT_LABEL_VERSION: rows.needed_strict}
+    return {ALT_LABEL_VERSION: rows.needed_result_alt, STRICT_LABEL_VERSION: rows.needed_strict}
 
 
 def result_label(rows: TrainingRows) -> np.ndarray:
-    """What the result head's probability is of: any proxy calls the result needed."""
-    return rows.needed_result | rows.needed_result_alt | rows.needed_strict
+    """What the result head's probability is of: either proxy calls the result needed."""
+    return np.logical_or.reduce(list(part_labels(rows).values()))
 
 
 def part_weights(base_rates: list[float], shares: tuple[float, ...]) -> list[float]:
@@ -287,7 +286,7 @@ def choose(rows: TrainingRows, oof_call: np.ndarray, progress: Callable[[str], N
     """Capacity, shares and size exponent by instance-grouped 5-fold cross-validation on the yardstick:
     each candidate's result head is fitted without a fold and ranks that fold's decision points in budget
     mode beside the call head's out-of-fold probabilities (`oof_call`, from the same folds); the mean of
-    its gap closed under the three proxies, pooled out of fold, decides (the first best in grid order, the
+    its gap closed under the two proxies, pooled out of fold, decides (the first best in grid order, the
     plainer candidates first)."""
     X, groups = columns(rows.X), groups_of(rows)
     folds = list(GroupKFold(FOLDS).split(X, rows.needed_result, groups))

@@ -152,8 +152,8 @@ def test_size_aware_and_per_tool_rules_in_the_config() -> None:
 
 
 def _labelled_file(path: Path, rows: Rows, strict: bool = False) -> Path:
-    """`rows` as `jev label` writes them; with `strict`, every result needed under labels-v1 and the rows'
-    own needed flags as the strict label's."""
+    """`rows` as `jev label` writes them, the rows' own needed flags under every proxy; with `strict`, every
+    result needed under labels-v1 and labels-v2-reuse and the rows' own needed flags as the strict label's."""
     with path.open("w") as f:
         for i in range(len(rows.sessions)):
             needed = bool(rows.needed_result[i])
@@ -161,7 +161,7 @@ def _labelled_file(path: Path, rows: Rows, strict: bool = False) -> Path:
                                 "keep_call": rows.keep_call[i], "keep_result": rows.keep_result[i],
                                 "result_chars": int(rows.result_chars[i]), "reason": "UNCERTAIN",
                                 "needed_result": True if strict else needed,
-                                **({"needed_result_strict": needed} if strict else {}),
+                                "needed_result_reuse": True if strict else needed, "needed_result_strict": needed,
                                 "needed_call": bool(rows.needed_call[i])}) + "\n")
     return path
 
@@ -201,28 +201,35 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
 
 
 def test_cli_calibrate_certifies_on_the_label_named(tmp_path: Path) -> None:
-    """`--label labels-v3-strict` counts the strict proxy's "needed" (`needed_result_strict`) in R_result:
-    where labels-v1 calls every result needed, certifying on the strict label lets go of more; the stamp
-    names the label; a file without the column is refused by name (exit 2), nothing written."""
+    """`--label` picks the proxy whose "needed" R_result counts; without it, the strict proxy's
+    (`needed_result_strict`, `CERTIFIED_LABEL`): where labels-v1 calls every result needed, certifying on the
+    strict label lets go of more; the stamp names the label; a file without the column is refused by name
+    and by the labels it does carry (exit 2), nothing written."""
+    from calibration.labels import CERTIFIED_LABEL
+    assert CERTIFIED_LABEL == "labels-v3-strict"
     labelled = _labelled_file(tmp_path / "labelled.jsonl", synthetic(120, "beta", np.random.default_rng(9)),
                               strict=True)
-    v1 = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--out", str(tmp_path / "v1")],
-             cwd=ROOT, capture_output=True, timeout=120)
+    v1 = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--label", "labels-v1",
+              "--out", str(tmp_path / "v1")], cwd=ROOT, capture_output=True, timeout=120)
     out = tmp_path / "strict"
-    strict = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--label", "labels-v3-strict",
-                  "--out", str(out)], cwd=ROOT, capture_output=True, timeout=120)
+    strict = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--out", str(out)],
+                 cwd=ROOT, capture_output=True, timeout=120)
     assert strict.returncode == 0, strict.stderr.decode()
     stamped = json.loads((out / "thresholds.json").read_text())
     assert stamped["calibrated_for"]["label_version"] == "labels-v3-strict"
+    assert "labels-v3-strict (a result counts as needed when the agent later wrote" in json.loads(strict.stdout)[
+        "guarantee"]
     assert v1.returncode == 0, v1.stderr.decode()
     lenient = json.loads((tmp_path / "v1" / "thresholds.json").read_text())
+    assert lenient["calibrated_for"]["label_version"] == "labels-v1"
     assert stamped["discard_threshold"] > lenient["discard_threshold"]  # 0.119 against 0.039 here
     bare = tmp_path / "bare.jsonl"
     bare.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "needed_result_strict"})
                             + "\n" for line in labelled.read_text().splitlines()))
-    refused = cli(["calibrate", str(bare), "--alpha", "0.1", "--delta", "0.1", "--label", "labels-v3-strict",
-                   "--out", str(tmp_path / "bare")], cwd=ROOT, capture_output=True, timeout=120)
+    refused = cli(["calibrate", str(bare), "--alpha", "0.1", "--delta", "0.1", "--out", str(tmp_path / "bare")],
+                  cwd=ROOT, capture_output=True, timeout=120)
     assert refused.returncode == 2 and b"needed_result_strict" in refused.stderr
+    assert b"labels-v1, labels-v2-reuse" in refused.stderr  # what the file can be certified on instead
     assert not (tmp_path / "bare").exists()
 
 
@@ -296,7 +303,7 @@ def test_thresholds_are_stamped_and_refused_for_another_judge(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="certified for judge 'jev-local', not 'other'"):
         Compactor(ReplayJudge({}, model="other"), applied)
     with pytest.raises(ValueError, match="several values of judge"):
-        rows_from([{"session_id": "a", "keep_call": 0.1, "keep_result": 0.1, "needed_result": False,
+        rows_from([{"session_id": "a", "keep_call": 0.1, "keep_result": 0.1, "needed_result_strict": False,
                     "needed_call": False, "judge": j} for j in ("x", "y")])
     # the report draws the bound that certified: at the selected point it is <= alpha, both risks named
     report(result, tmp_path)

@@ -14,7 +14,7 @@ from conftest import DEEPSEEK, SWEBENCH, call, msg, needs_data, other_tools_hist
 from jev import ConfigError, JudgeError, ThinkingBlock, formats
 from jev.judges import JudgeRequest, LocalJudge
 from jev.judges.features import CATEGORIES, FEATURE_NAMES, category, transcript_features
-from jev.judges.local import load_model
+from jev.judges.local import MODEL, load_model
 from jev.judges.questions import questions_for
 from jev.reading.analysis import analyze
 
@@ -134,7 +134,7 @@ def test_a_question_about_no_pair_of_the_transcript_is_refused_by_name() -> None
 
 def test_a_model_is_scored_reading_the_depth_it_names(tmp_path: Path) -> None:
     """`scan_chars` in the file sets how much of each result end the features read: an identifier 300
-    characters into a long result is seen at 600, not at the default 120."""
+    characters into a long result is seen at the shipped 600, not at 120."""
     from jev.judges.features import feature_matrix
     from jev.judges.local import score
     filler = "x " * 150
@@ -147,16 +147,16 @@ def test_a_model_is_scored_reading_the_depth_it_names(tmp_path: Path) -> None:
     held = FEATURE_NAMES.index("held_words")
     assert feature_matrix(t)[1][0, held] == 0 and feature_matrix(t, 600)[1][0, held] > 0
     model = json.loads((ROOT / "jev" / "judges" / "local_model.json").read_text())
-    assert model["scan_chars"] == 120 and LocalJudge().scan_chars == 120
-    model["scan_chars"] = 600
-    (tmp_path / "deep.json").write_text(json.dumps(model))
-    deep = LocalJudge(str(tmp_path / "deep.json"))
+    assert model["scan_chars"] == 600 and LocalJudge().scan_chars == 600
+    model["scan_chars"] = 120
+    (tmp_path / "shallow.json").write_text(json.dumps(model))
+    shallow = LocalJudge(str(tmp_path / "shallow.json"))
     common = np.asarray(model["rarity"]["common_words"], dtype=np.uint64)
-    X = feature_matrix(t, 600, common=common)[1][:, [FEATURE_NAMES.index(f) for f in model["features"]]]
+    X = feature_matrix(t, 120, common=common)[1][:, [FEATURE_NAMES.index(f) for f in model["features"]]]
     expected = score(model["heads"]["keep_result"], X, model["version"])
-    assert deep.scan_chars == 600
-    assert [deep.scores(t)[k][1] for k in ("t1", "t2")] == [round(p, 4) for p in expected.tolist()]
-    assert deep.scores(t) != LocalJudge().scores(analyze(messages))
+    assert shallow.scan_chars == 120
+    assert [shallow.scores(t)[k][1] for k in ("t1", "t2")] == [round(p, 4) for p in expected.tolist()]
+    assert shallow.scores(t) != LocalJudge().scores(analyze(messages))
 
 
 def test_scores_are_probabilities_and_deterministic() -> None:
@@ -428,7 +428,9 @@ def test_training_reproduces_the_shipped_weights(rows) -> None:
     call, theirs = model["heads"]["keep_call"], shipped["heads"]["keep_call"]
     for key in ("mean", "scale", "coef"):
         np.testing.assert_allclose(call["linear"][key], theirs["linear"][key], rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose(call["linear"]["isotonic"]["y"], theirs["linear"]["isotonic"]["y"], atol=1e-6)
+    # the isotonic map pools out-of-fold scores that the linear fit gives to ~1e-7 (its BLAS sums depend on the
+    # threads): where two pool near a tie, a step's value may move by a few 1e-4
+    np.testing.assert_allclose(call["linear"]["isotonic"]["y"], theirs["linear"]["isotonic"]["y"], atol=1e-3)
     mine, theirs = model["heads"]["keep_result"]["mixture"], shipped["heads"]["keep_result"]["mixture"]
     for k, v in mine["link"].items():
         assert v == pytest.approx(theirs["link"][k], rel=1e-6)
@@ -447,7 +449,7 @@ def test_jev_local_4_stays_loadable_with_local_file(tmp_path: Path) -> None:
     path = Path(__file__).parent / "data" / "local_model-jev-local-4.json"
     assert json.loads(path.read_text())["version"] == 2
     judge = judge_from(f"local:{path}", None, None)
-    assert isinstance(judge, LocalJudge) and judge.model == "jev-local-6:local_model-jev-local-4.json"
+    assert isinstance(judge, LocalJudge) and judge.model == f"{MODEL}:local_model-jev-local-4.json"
     assert judge.size_exponent == 1.0
     messages = [msg("0", "user", text("Fix a.py")), msg("c", "assistant", call("x")), msg("r", "tool", result("x"))]
     scores = _ask(judge, messages)

@@ -12,6 +12,7 @@ import pytest
 from conftest import SWEBENCH, needs_data
 
 from calibration.dataset import raw_trajectories
+from jev.judges.local import MODEL
 
 DATA = SWEBENCH
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,7 @@ def test_four_commands_from_recorded_sessions_to_enforce(tmp_path: Path) -> None
     assert summary["sessions"] == 150 and summary["plans"] > 300 and summary["let_go_by_tool"]["bash"]["truncated"]
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert len(records) == summary["plans"] and {r["mode"] for r in records} == {"SHADOW"}
-    assert {r["judge"] for r in records} == {"jev-local-6"}
+    assert {r["judge"] for r in records} == {MODEL}
     again = jev("replay", str(sessions), "--records", "records.jsonl", cwd=tmp_path)
     assert again.returncode == 2 and b"exists" in again.stderr  # never mixed with older records
 
@@ -53,7 +54,7 @@ def test_four_commands_from_recorded_sessions_to_enforce(tmp_path: Path) -> None
     result = json.loads(calibrate.stdout)
     assert result["certified"] and "R_result" in result["guarantee"] and "R_call" in result["guarantee"]
     thresholds = json.loads((tmp_path / "cal" / "thresholds.json").read_text())
-    assert thresholds["calibrated_for"]["judge"] == "jev-local-6"
+    assert thresholds["calibrated_for"]["judge"] == MODEL
 
     # 4. ENFORCE on a session none of the above saw, with the certified thresholds
     session, data = held_out
@@ -72,4 +73,4 @@ def test_four_commands_from_recorded_sessions_to_enforce(tmp_path: Path) -> None
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"model": "someone-else", "answers": {}, "default": 0.5}))
     refused = jev("compact", "new.json", "--config", "cal/thresholds.json", "--judge", f"replay:{other}", cwd=tmp_path)
-    assert refused.returncode == 2 and b"certified for judge 'jev-local-6'" in refused.stderr
+    assert refused.returncode == 2 and f"certified for judge '{MODEL}'".encode() in refused.stderr

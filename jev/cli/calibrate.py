@@ -26,9 +26,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "of later-needed calls dropped")
     p.add_argument("--delta", type=float, default=0.1, help="tolerated probability that the guarantee fails")
     p.add_argument("--per-tool", action="store_true", help="also certify thresholds per tool")
-    p.add_argument("--label", default="labels-v1", choices=("labels-v1", "labels-v2-reuse", "labels-v3-strict"),
-                   help="which proxy's 'needed' R_result counts (labels-v3-strict: the strict proxy; "
-                        "R_call always labels-v1's)")
+    p.add_argument("--label", default=None, choices=("labels-v1", "labels-v2-reuse", "labels-v3-strict"),
+                   help="which proxy's 'needed' R_result counts (default: labels-v3-strict, the strict proxy, "
+                        "whose needs read as genuine most often; R_call always labels-v1's)")
     p.add_argument("--size-aware", action=argparse.BooleanOptionalAction, default=True,
                    help="rank results by expected loss per character saved, as the compactor does by default "
                         "(--no-size-aware: plain probabilities)")
