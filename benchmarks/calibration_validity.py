@@ -14,6 +14,7 @@
    counts the label `--label` names (`jev calibrate`'s default, the strict proxy, unless told).
 
     python benchmarks/calibration_validity.py [--trials 100] [--resplits 20] [--skip-real] [--label LABEL]
+                                              [--bound wsr|wsr-avg|hb]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibration import Rows, select_thresholds
 from calibration.labels import CERTIFIED_LABEL
+from calibration.risk import BOUNDS
 from calibration.synthetic import JUDGES, realised_risks, synthetic
 from calibration.thresholds import LABEL_COLUMNS, applied, parse_keep_thresholds, result_score
 from calibration.train_local import READ_DEPTH
@@ -46,8 +48,13 @@ def naive(rows: Rows, alpha: float) -> float:
     return best
 
 
-def synthetic_table(trials: int, n_sessions: int, alpha: float, delta: float) -> None:
-    print(f"## Synthetic judges\n\nalpha={alpha} delta={delta}, {trials} trials of {n_sessions} sessions each; "
+def named(bound: str) -> str:
+    """A table heading's mention of the bound: none for the default, `wsr`, so its tables read as before."""
+    return "" if bound == "wsr" else f", bound {bound}"
+
+
+def synthetic_table(trials: int, n_sessions: int, alpha: float, delta: float, bound: str = "wsr") -> None:
+    print(f"## Synthetic judges{named(bound)}\n\nalpha={alpha} delta={delta}, {trials} trials of {n_sessions} sessions each; "
           "true risks measured on 400 fresh sessions per trial (plain scores)\n")
     print("| judge | certified | violations (R_result or R_call > alpha) | naive violations | results let go |")
     print("|---|---|---|---|---|")
@@ -58,7 +65,7 @@ def synthetic_table(trials: int, n_sessions: int, alpha: float, delta: float) ->
         for trial in range(trials):
             rows = synthetic(n_sessions, judge, rng)
             fresh = synthetic(400, judge, rng)
-            s = select_thresholds(rows, alpha, delta, size_aware=False, seed=trial).overall
+            s = select_thresholds(rows, alpha, delta, size_aware=False, seed=trial, bound=bound).overall
             if s.certified:
                 certified += 1
                 violations += max(realised_risks(fresh, s.discard_threshold)) > alpha
@@ -82,14 +89,15 @@ def real_rows(rows, p_result: np.ndarray, p_call: np.ndarray, label: str, by_run
 
 
 def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, calibrate_units: int | None,
-             keeps: tuple[float, ...] = (0.8,)) -> list[tuple[bool, float, float, float]]:
+             keeps: tuple[float, ...] = (0.8,), bound: str = "wsr") -> list[tuple[bool, float, float, float]]:
     """(certified, realised R_result, realised R_call, share of characters let go) on the held-out units."""
     units = np.unique(data.sessions)
     out = []
     for seed in range(n):
         chosen = np.random.default_rng(seed).permutation(units)[: calibrate_units or len(units) // 2]
         mask = np.isin(data.sessions, chosen)
-        s = select_thresholds(data.take(mask), alpha, delta, size_aware=size_aware, keep_threshold=keeps).overall
+        s = select_thresholds(data.take(mask), alpha, delta, size_aware=size_aware, keep_threshold=keeps,
+                              bound=bound).overall
         held = data.take(~mask)
         if not s.certified:
             out.append((False, 0.0, 0.0, 0.0))
@@ -103,12 +111,13 @@ def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, c
 
 
 def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (0.8,),
-                label: str = CERTIFIED_LABEL) -> None:
+                label: str = CERTIFIED_LABEL, bound: str = "wsr") -> None:
     from quality import SETS, out_of_fold
 
     from calibration.dataset import build_rows
 
-    print(f"## Real dev sessions, {n} resplits (half the instances calibrate, the other half measure), {label}\n")
+    print(f"## Real dev sessions, {n} resplits (half the instances calibrate, the other half measure), {label}"
+          f"{named(bound)}\n")
     if len(keeps) > 1:
         print(f"Keep thresholds chosen among {', '.join(f'{k:g}' for k in keeps)}, each at delta over their number.\n")
     print("| set | ranking | alpha | certified | realised R_result, median [max] | resplits with R_result > "
@@ -125,7 +134,7 @@ def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (
     for name, d in data.items():
         for size_aware in (False, True):
             for a in (alpha, 0.05):
-                got = resplits(d, a, delta, size_aware, n, None, keeps)
+                got = resplits(d, a, delta, size_aware, n, None, keeps, bound)
                 ok = [g for g in got if g[0]]
                 rr = np.asarray([g[1] for g in ok])
                 print(f"| {name} ({len(np.unique(d.sessions))} units) | "
@@ -145,7 +154,7 @@ def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (
         if len(np.unique(d.sessions)) <= 66:
             print(f"| {name} | only {len(np.unique(d.sessions))} instances: not measured | | | |")
             continue
-        got = resplits(d, 0.05, delta, True, n, 66, keeps)
+        got = resplits(d, 0.05, delta, True, n, 66, keeps, bound)
         ok = [g for g in got if g[0]]
         rr = np.asarray([g[1] for g in ok]) if ok else np.zeros(1)
         print(f"| {name} ({len(np.unique(d.sessions))} instances) | {len(ok)}/{n} | {sum(g[3] >= 0.10 for g in ok)}/{n} | "
@@ -163,6 +172,7 @@ def main() -> None:
     parser.add_argument("--skip-synthetic", action="store_true", help="the real dev sessions only")
     parser.add_argument("--label", default=CERTIFIED_LABEL, choices=tuple(LABEL_COLUMNS),
                         help="the proxy R_result counts on the real sessions (default: %(default)s, jev calibrate's)")
+    parser.add_argument("--bound", default="wsr", choices=BOUNDS, help="the test certifying (as jev calibrate --bound)")
     parser.add_argument("--keep-thresholds", default="0.8",
                         help="keep thresholds the real resplits choose among (as jev calibrate --keep-threshold)")
     args = parser.parse_args()
@@ -172,9 +182,9 @@ def main() -> None:
         parser.error(str(exc))
     started = time.monotonic()
     if not args.skip_synthetic:
-        synthetic_table(args.trials, args.sessions, args.alpha, args.delta)
+        synthetic_table(args.trials, args.sessions, args.alpha, args.delta, args.bound)
     if not args.skip_real:
-        real_tables(args.resplits, args.alpha, args.delta, keeps, args.label)
+        real_tables(args.resplits, args.alpha, args.delta, keeps, args.label, args.bound)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 

@@ -7,6 +7,12 @@ Two bounds, both valid for losses in [0, 1] drawn independently per session:
   capped below 1/(1 - alpha)) is a non-negative supermartingale when the true risk is >= alpha, so by
   Ville's inequality p = 1 / max_t K_t is a valid p-value. It adapts to the losses' variance: sessions
   with small losses count for almost as much as sessions with none, where Hoeffding–Bentkus needs zeros.
+- `wsr-avg`: the same bets, but the capital at the last session averaged over `ORDERS` fixed pseudo-random
+  orders (an average of e-values is an e-value, so p = 1 / that average is valid by Markov's inequality). It
+  does not hang on one order: `wsr` certifies as soon as its capital is high anywhere along its order, so
+  under a sparse label a run of sessions that needed nothing early in the order can certify a threshold
+  whose mean loss over all of them is above alpha (valid, but the luck of one order); `wsr-avg` reads every
+  session in every order, at some cost in what it certifies.
 - `hb`: Hoeffding–Bentkus on the mean, which depends on the mean only.
 
 Guarantee: with probability >= 1 - delta over the calibration sessions, the expected per-session loss of
@@ -25,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
-BOUNDS = ("wsr", "hb")
+BOUNDS = ("wsr", "wsr-avg", "hb")
+ORDERS = 16  # the orders `wsr-avg` averages the final capital over, fixed before any loss is seen
 BET_CAP = 0.95  # share of the largest safe bet 1/(1 - alpha): one session that loses everything keeps 5 %
 
 
@@ -61,6 +68,23 @@ def wsr_pvalue(losses: np.ndarray, alpha: float) -> float:
     x = np.asarray(losses, float)
     if len(x) == 0:
         return 1.0
+    best = float(_log_capital(x, alpha).max())
+    return 1.0 if best <= 0 else float(min(1.0, math.exp(-best)))
+
+
+def wsr_avg_pvalue(losses: np.ndarray, alpha: float) -> float:
+    """Betting p-value for H0: true risk >= alpha from the capital after the last session, averaged over
+    `ORDERS` orders of the losses fixed in advance (seeded, independent of the losses): order-robust."""
+    x = np.asarray(losses, float)
+    if len(x) == 0:
+        return 1.0
+    finals = [_log_capital(x[np.random.default_rng(order).permutation(len(x))], alpha)[-1] for order in range(ORDERS)]
+    log_e = float(np.logaddexp.reduce(finals)) - math.log(ORDERS)  # log of the mean capital, without overflow
+    return 1.0 if log_e <= 0 else float(min(1.0, math.exp(-log_e)))
+
+
+def _log_capital(x: np.ndarray, alpha: float) -> np.ndarray:
+    """log K_t after each loss of `x`, in order: aGRAPA bets on H0 "true risk >= alpha"."""
     cap = BET_CAP / (1 - alpha)
     # running mean and variance of the losses before each session, started from a prior of alpha / 2 and
     # alpha / 4 (one pseudo-session: a guess at the scale, not at the answer; any choice stays valid)
@@ -71,15 +95,15 @@ def wsr_pvalue(losses: np.ndarray, alpha: float) -> float:
     var = np.maximum((alpha / 4 + prev_sq) / count - mean * mean, 1e-6)
     edge = alpha - mean
     bets = np.clip(edge / (var + edge * edge), 0.0, cap)  # aGRAPA: the growth-optimal bet, estimated
-    log_capital = np.cumsum(np.log1p(bets * (alpha - x)))
-    best = float(log_capital.max())
-    return 1.0 if best <= 0 else float(min(1.0, math.exp(-best)))
+    return np.cumsum(np.log1p(bets * (alpha - x)))
 
 
 def pvalue(losses: np.ndarray, alpha: float, bound: str = "wsr") -> float:
     """The p-value of one point's per-session losses under the chosen bound."""
     if bound == "wsr":
         return wsr_pvalue(losses, alpha)
+    if bound == "wsr-avg":
+        return wsr_avg_pvalue(losses, alpha)
     if bound == "hb":
         return hb_pvalue(float(np.mean(losses)) if len(losses) else 0.0, len(losses), alpha)
     raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {bound!r})")

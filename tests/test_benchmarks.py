@@ -205,3 +205,17 @@ def test_the_yardstick_scores_a_remote_judge_from_its_shadow_records(
                        (["--labelled", str(two)], "labelled rows of several judges (gw-luna, other)")]:
         for name in ("quality", "equal_risk"):  # the same flag, the same checks
             assert says in _refusal(monkeypatch, capsys, name, *args), (name, args)
+
+
+def test_calibration_validity_names_a_bound_other_than_the_default(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """`--bound wsr-avg` certifies the synthetic trials with the order-averaged test, and its table says so;
+    the default's heading stays as it was; a bound it does not know is refused by name."""
+    averaged = run_main(monkeypatch, capsys, "calibration_validity", "--skip-real", "--trials", "2", "--sessions", "80",
+                        "--bound", "wsr-avg")
+    assert averaged.returncode == 0, averaged.stderr
+    assert "## Synthetic judges, bound wsr-avg" in averaged.stdout and "| beta | 100% |" in averaged.stdout
+    default = run_main(monkeypatch, capsys, "calibration_validity", "--skip-real", "--trials", "2", "--sessions", "80")
+    assert "## Synthetic judges\n" in default.stdout
+    refused = run_main(monkeypatch, capsys, "calibration_validity", "--skip-real", "--bound", "clopper")
+    assert refused.returncode == 2 and "--bound: invalid choice: 'clopper'" in refused.stderr

@@ -12,7 +12,7 @@ import pytest
 from conftest import cli
 
 from calibration import Rows, ScoreCalibrator, report, rows_from, select_thresholds
-from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_pvalue
+from calibration.risk import hb_pvalue, learn_then_test, sessions_needed, wsr_avg_pvalue, wsr_pvalue
 from calibration.synthetic import realised_risks, synthetic
 from calibration.thresholds import TARGETS, applied, budget_let_go, result_score, split
 from jev import Action, CompactionConfig, Compactor, ConfigError
@@ -28,7 +28,7 @@ def realised_risk(rows: Rows, d: float) -> float:
 
 
 @pytest.mark.parametrize(("judge", "bound"), [("oracle-5", "wsr"), ("beta", "wsr"), ("overconfident", "wsr"),
-                                             ("beta", "hb")])
+                                             ("beta", "hb"), ("beta", "wsr-avg"), ("overconfident", "wsr-avg")])
 def test_guarantee_holds_over_resplits(judge: str, bound: str) -> None:
     alpha, delta, trials, violations, certified = 0.1, 0.2, 40, 0, 0
     rng = np.random.default_rng(7)
@@ -57,6 +57,29 @@ def test_the_betting_pvalue_is_valid_at_the_boundary_and_reaches_the_floor() -> 
     assert wsr_pvalue(small, 0.05) <= 0.1 < hb_pvalue(float(small.mean()), 66, 0.05)
     with pytest.raises(ValueError, match="bound must be one of"):
         select_thresholds(synthetic(10, "beta", rng), 0.1, 0.1, bound="hoeffding")
+
+
+def test_the_averaged_betting_pvalue_is_valid_and_does_not_hang_on_one_order(tmp_path: Path) -> None:
+    """`wsr-avg`: valid at the boundary as `wsr` is; and where sessions that lost nothing come first and the
+    mean loss is above alpha (a sparse label's lucky order), `wsr` certifies — valid for a random order, but
+    this one's luck — while the average over orders does not, and it reads the same whatever the order."""
+    rng = np.random.default_rng(12)
+    alpha, delta = 0.1, 0.1
+    rejections = sum(wsr_avg_pvalue(np.where(rng.random(200) < 0.5, rng.random(200) * 4 * alpha, 0.0), alpha)
+                     <= delta for _ in range(400))
+    assert rejections <= delta * 400
+    lucky = np.concatenate([np.zeros(60), np.where(np.arange(124) % 4 == 0, 0.8, 0.0)])  # mean 0.14 > alpha
+    assert lucky.mean() > alpha
+    assert wsr_pvalue(lucky, alpha) <= delta < wsr_avg_pvalue(lucky, alpha)
+    assert wsr_avg_pvalue(lucky[::-1], alpha) == pytest.approx(wsr_avg_pvalue(lucky, alpha), rel=0.5)
+    assert wsr_pvalue(lucky[::-1], alpha) > delta  # the same losses in another order: wsr no longer certifies
+    # it still certifies what is clearly below alpha, with few sessions
+    assert wsr_avg_pvalue(np.zeros(60), 0.05) <= 0.1
+    labelled = _labelled_file(tmp_path / "l.jsonl", synthetic(120, "beta", np.random.default_rng(9)))
+    proc = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--bound", "wsr-avg", "--out",
+                str(labelled.parent / "out")], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads((labelled.parent / "out" / "calibration.json").read_text())["overall"]["bound"] == "wsr-avg"
 
 
 def test_an_oracle_wrong_too_often_for_alpha_certifies_nothing() -> None:

@@ -49,8 +49,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "(preserve_recent_pairs); comma-separated candidates (e.g. 0,4,8,16) are each certified at "
                         "delta over their number and the one letting go of the most is written; not with --target "
                         "(default: %(default)s)")
-    p.add_argument("--bound", choices=("wsr", "hb"), default="wsr",
-                   help="wsr: Waudby-Smith–Ramdas betting; hb: Hoeffding–Bentkus")
+    p.add_argument("--bound", choices=("wsr", "wsr-avg", "hb"), default="wsr",
+                   help="wsr: Waudby-Smith–Ramdas betting along one order of the sessions; wsr-avg: the same bets, "
+                        "the final capital averaged over 16 fixed orders (does not hang on one order's luck, "
+                        "certifies less); hb: Hoeffding–Bentkus")
     p.add_argument("--fit-share", type=float, default=0.0,
                    help="share of sessions spent on a score-quantile grid instead of certifying (0: a fixed grid, "
                         "every session certifies)")
