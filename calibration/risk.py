@@ -23,6 +23,7 @@ no correction is needed), along one fixed sequence from the safest point.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Sequence
@@ -78,24 +79,32 @@ def wsr_avg_pvalue(losses: np.ndarray, alpha: float) -> float:
     x = np.asarray(losses, float)
     if len(x) == 0:
         return 1.0
-    finals = [_log_capital(x[np.random.default_rng(order).permutation(len(x))], alpha)[-1] for order in range(ORDERS)]
+    finals = _log_capital(x[_orders(len(x))], alpha)[:, -1]  # every order at once, one row each
     log_e = float(np.logaddexp.reduce(finals)) - math.log(ORDERS)  # log of the mean capital, without overflow
     return 1.0 if log_e <= 0 else float(min(1.0, math.exp(-log_e)))
 
 
+@functools.lru_cache(maxsize=64)
+def _orders(n: int) -> np.ndarray:
+    """`ORDERS` orders of n sessions, (ORDERS, n) indices, seeded: fixed before any loss is seen."""
+    return np.stack([np.random.default_rng(order).permutation(n) for order in range(ORDERS)])
+
+
 def _log_capital(x: np.ndarray, alpha: float) -> np.ndarray:
-    """log K_t after each loss of `x`, in order: aGRAPA bets on H0 "true risk >= alpha"."""
+    """log K_t after each loss of `x` (along its last axis, each row an order of its own), in order: aGRAPA
+    bets on H0 "true risk >= alpha"."""
     cap = BET_CAP / (1 - alpha)
     # running mean and variance of the losses before each session, started from a prior of alpha / 2 and
     # alpha / 4 (one pseudo-session: a guess at the scale, not at the answer; any choice stays valid)
-    count = np.arange(1, len(x) + 1, dtype=float)
-    prev_sum = np.concatenate([[0.0], np.cumsum(x)[:-1]])
-    prev_sq = np.concatenate([[0.0], np.cumsum(x * x)[:-1]])
+    count = np.arange(1, x.shape[-1] + 1, dtype=float)
+    before = np.zeros((*x.shape[:-1], 1))
+    prev_sum = np.concatenate([before, np.cumsum(x, axis=-1)[..., :-1]], axis=-1)
+    prev_sq = np.concatenate([before, np.cumsum(x * x, axis=-1)[..., :-1]], axis=-1)
     mean = (alpha / 2 + prev_sum) / count
     var = np.maximum((alpha / 4 + prev_sq) / count - mean * mean, 1e-6)
     edge = alpha - mean
     bets = np.clip(edge / (var + edge * edge), 0.0, cap)  # aGRAPA: the growth-optimal bet, estimated
-    return np.cumsum(np.log1p(bets * (alpha - x)))
+    return np.cumsum(np.log1p(bets * (alpha - x)), axis=-1)
 
 
 def pvalue(losses: np.ndarray, alpha: float, bound: str = "wsr") -> float:
