@@ -28,7 +28,8 @@ sizes and lines, message positions, history lengths — are left out: their rank
 order and transfer across agents. What the features read — the depth of each result end, and whether
 the agent's own words and line numbers — is `READ_DEPTH` and `NOT_READ`, chosen the same way among depths
 and optional feature sets within the judge's latency budget (`benchmarks/judge_reading.py`).
-Deterministic: same data, same weights.
+Deterministic: same data, same weights (on the same BLAS thread count: the linear
+fit's sums follow it in the last digits, and the call head's isotonic map pools those scores).
 
 Unless `--no-cells`, the card also gives the cross-model cells: the same recipe (selection included)
 trained on each dev set and scored on the other, under each proxy, with 95 % intervals over instances
