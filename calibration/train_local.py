@@ -28,8 +28,8 @@ sizes and lines, message positions, history lengths — are left out: their rank
 order and transfer across agents. What the features read — the depth of each result end, and whether
 the agent's own words and line numbers — is `READ_DEPTH` and `NOT_READ`, chosen the same way among depths
 and optional feature sets within the judge's latency budget (`benchmarks/judge_reading.py`).
-Deterministic: same data, same weights (on the same BLAS thread count: the linear
-fit's sums follow it in the last digits, and the call head's isotonic map pools those scores).
+Deterministic: same data, same weights, on any thread count (the linear fit runs BLAS on one thread;
+the trees' histograms are summed feature by feature).
 
 Unless `--no-cells`, the card also gives the cross-model cells: the same recipe (selection included)
 trained on each dev set and scored on the other, under each proxy, with 95 % intervals over instances
@@ -55,6 +55,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold
+from threadpoolctl import threadpool_limits
 
 from jev import formats
 from jev.judges.features import AGENT_FEATURES, FEATURE_NAMES, LINE_NUMBER_FEATURES
@@ -118,10 +119,13 @@ def columns(X: np.ndarray) -> np.ndarray:
 
 
 def fit_linear(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    """The standardised linear head, fitted on the rows."""
+    """The standardised linear head, fitted on the rows. BLAS runs on one thread here: its sums follow
+    the thread count in the last digits, and the call head's isotonic map pools those scores, so the
+    weights would otherwise depend on the machine."""
     mean, scale = X.mean(axis=0), X.std(axis=0)
     scale[scale == 0] = 1.0
-    model = LogisticRegression(C=C, max_iter=5000).fit((X - mean) / scale, y)
+    with threadpool_limits(1, user_api="blas"):
+        model = LogisticRegression(C=C, max_iter=5000).fit((X - mean) / scale, y)
     return {"mean": mean.tolist(), "scale": scale.tolist(), "coef": model.coef_[0].tolist(),
             "intercept": float(model.intercept_[0])}
 

@@ -418,9 +418,8 @@ def test_training_reproduces_the_shipped_weights(rows) -> None:
     from calibration.train_local import READ_DEPTH, train
     shipped = load_model()
     # beside another test worker, scikit-learn's OpenMP threads would wait on each other for a core: one
-    # thread then (a tree's histograms are summed feature by feature, so the weights are the same). BLAS
-    # keeps its default, as the shipped training ran: the linear fit's sums follow its threads in the last
-    # digits, and the isotonic map pools those scores
+    # thread then (a tree's histograms are summed feature by feature, so the weights are the same; the
+    # linear fit pins BLAS to one thread itself)
     with threadpool_limits(1 if os.environ.get("PYTEST_XDIST_WORKER") else None, user_api="openmp"):
         model = train(rows, rarity=shipped["rarity"])
     assert model["features"] == shipped["features"] and model["scan_chars"] == shipped["scan_chars"] == READ_DEPTH
