@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibration import Rows, select_thresholds
 from calibration.labels import CERTIFIED_LABEL
-from calibration.risk import BOUNDS
+from calibration.risk import BOUNDS, DEFAULT_BOUND
 from calibration.synthetic import JUDGES, realised_risks, synthetic
 from calibration.thresholds import LABEL_COLUMNS, applied, parse_keep_thresholds, result_score
 from calibration.train_local import READ_DEPTH
@@ -49,11 +49,11 @@ def naive(rows: Rows, alpha: float) -> float:
 
 
 def named(bound: str) -> str:
-    """A table heading's mention of the bound: none for the default, `wsr`, so its tables read as before."""
-    return "" if bound == "wsr" else f", bound {bound}"
+    """A table heading's mention of the bound: none for jev calibrate's default."""
+    return "" if bound == DEFAULT_BOUND else f", bound {bound}"
 
 
-def synthetic_table(trials: int, n_sessions: int, alpha: float, delta: float, bound: str = "wsr") -> None:
+def synthetic_table(trials: int, n_sessions: int, alpha: float, delta: float, bound: str = DEFAULT_BOUND) -> None:
     print(f"## Synthetic judges{named(bound)}\n\nalpha={alpha} delta={delta}, {trials} trials of {n_sessions} sessions each; "
           "true risks measured on 400 fresh sessions per trial (plain scores)\n")
     print("| judge | certified | violations (R_result or R_call > alpha) | naive violations | results let go |")
@@ -89,7 +89,7 @@ def real_rows(rows, p_result: np.ndarray, p_call: np.ndarray, label: str, by_run
 
 
 def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, calibrate_units: int | None,
-             keeps: tuple[float, ...] = (0.8,), bound: str = "wsr") -> list[tuple[bool, float, float, float]]:
+             keeps: tuple[float, ...] = (0.8,), bound: str = DEFAULT_BOUND) -> list[tuple[bool, float, float, float]]:
     """(certified, realised R_result, realised R_call, share of characters let go) on the held-out units."""
     units = np.unique(data.sessions)
     out = []
@@ -111,7 +111,7 @@ def resplits(data: Rows, alpha: float, delta: float, size_aware: bool, n: int, c
 
 
 def real_tables(n: int, alpha: float, delta: float, keeps: tuple[float, ...] = (0.8,),
-                label: str = CERTIFIED_LABEL, bound: str = "wsr") -> None:
+                label: str = CERTIFIED_LABEL, bound: str = DEFAULT_BOUND) -> None:
     from quality import SETS, out_of_fold
 
     from calibration.dataset import build_rows
@@ -172,7 +172,8 @@ def main() -> None:
     parser.add_argument("--skip-synthetic", action="store_true", help="the real dev sessions only")
     parser.add_argument("--label", default=CERTIFIED_LABEL, choices=tuple(LABEL_COLUMNS),
                         help="the proxy R_result counts on the real sessions (default: %(default)s, jev calibrate's)")
-    parser.add_argument("--bound", default="wsr", choices=BOUNDS, help="the test certifying (as jev calibrate --bound)")
+    parser.add_argument("--bound", default=DEFAULT_BOUND, choices=BOUNDS,
+                        help="the test certifying (as jev calibrate --bound; default: %(default)s, its default)")
     parser.add_argument("--keep-thresholds", default="0.8",
                         help="keep thresholds the real resplits choose among (as jev calibrate --keep-threshold)")
     args = parser.parse_args()

@@ -33,6 +33,7 @@ import numpy as np
 from scipy.stats import binom
 
 BOUNDS = ("wsr", "wsr-avg", "hb")
+DEFAULT_BOUND = "wsr-avg"  # order-robust: one order's early run of clean sessions cannot certify (design.md)
 ORDERS = 16  # the orders `wsr-avg` averages the final capital over, fixed before any loss is seen
 BET_CAP = 0.95  # share of the largest safe bet 1/(1 - alpha): one session that loses everything keeps 5 %
 
@@ -107,7 +108,7 @@ def _log_capital(x: np.ndarray, alpha: float) -> np.ndarray:
     return np.cumsum(np.log1p(bets * (alpha - x)), axis=-1)
 
 
-def pvalue(losses: np.ndarray, alpha: float, bound: str = "wsr") -> float:
+def pvalue(losses: np.ndarray, alpha: float, bound: str = DEFAULT_BOUND) -> float:
     """The p-value of one point's per-session losses under the chosen bound."""
     if bound == "wsr":
         return wsr_pvalue(losses, alpha)
@@ -118,7 +119,7 @@ def pvalue(losses: np.ndarray, alpha: float, bound: str = "wsr") -> float:
     raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {bound!r})")
 
 
-def upper_bound(losses: np.ndarray, delta: float, bound: str = "wsr") -> float:
+def upper_bound(losses: np.ndarray, delta: float, bound: str = DEFAULT_BOUND) -> float:
     """The (1 - delta) upper confidence bound the test implies: the smallest level it would certify
     (bisection; p-values fall as the level rises). Drawn in the report so the picture is the verdict."""
     lo, hi = 0.0, 1.0
@@ -151,7 +152,7 @@ class Certified:
 
 
 def learn_then_test(losses: Sequence[np.ndarray] | np.ndarray, alpha: float, delta: float,
-                    bound: str = "wsr") -> Certified:
+                    bound: str = DEFAULT_BOUND) -> Certified:
     """Reject H_j: some risk > alpha while every risk's p-value at j is <= delta, safest first; stop at
     the first failure (FWER <= delta). `losses` holds one (grid points, sessions) array per risk."""
     stack = np.asarray(losses, float)

@@ -50,7 +50,16 @@ from jev.support.validate import require_in
 
 from .fit import ScoreCalibrator
 from .labels import ALT_LABEL_VERSION, CERTIFIED_LABEL, LABEL_VERSION, STRICT_LABEL_VERSION
-from .risk import BOUNDS, Certified, learn_then_test, pvalue, session_losses, sessions_needed, upper_bound
+from .risk import (
+    BOUNDS,
+    DEFAULT_BOUND,
+    Certified,
+    learn_then_test,
+    pvalue,
+    session_losses,
+    sessions_needed,
+    upper_bound,
+)
 
 SIZE_RULE = CompactionConfig(size_exponent=DEFAULT_SIZE_EXPONENT)  # what size-aware calibration applies by default
 GRID = np.concatenate([[-1.0], np.geomspace(1e-5, 0.99, 300)])  # fixed before any data is seen
@@ -466,7 +475,7 @@ class ThresholdSelector:
     `calibration_`, the whole outcome as one frozen value)."""
 
     def __init__(self, alpha: float = 0.05, delta: float = 0.1, *, per_tool: bool = False, size_aware: bool = True,
-                 uncertain_rate: float | None = None, bound: str = "wsr", fit_share: float = 0.0, target: bool = False,
+                 uncertain_rate: float | None = None, bound: str = DEFAULT_BOUND, fit_share: float = 0.0, target: bool = False,
                  keep_threshold: float | tuple[float, ...] = SIZE_RULE.keep_threshold, curve_bounds: bool = False,
                  seed: int = 0,
                  size_exponents: tuple[float, ...] = (DEFAULT_SIZE_EXPONENT,),

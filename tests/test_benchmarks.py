@@ -209,12 +209,12 @@ def test_the_yardstick_scores_a_remote_judge_from_its_shadow_records(
 
 def test_calibration_validity_names_a_bound_other_than_the_default(monkeypatch: pytest.MonkeyPatch,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """`--bound wsr-avg` certifies the synthetic trials with the order-averaged test, and its table says so;
-    the default's heading stays as it was; a bound it does not know is refused by name."""
-    averaged = run_main(monkeypatch, capsys, "calibration_validity", "--skip-real", "--trials", "2", "--sessions", "80",
-                        "--bound", "wsr-avg")
-    assert averaged.returncode == 0, averaged.stderr
-    assert "## Synthetic judges, bound wsr-avg" in averaged.stdout and "| beta | 100% |" in averaged.stdout
+    """`--bound wsr` certifies the synthetic trials with the one-order test, and its table says so; the
+    default's (wsr-avg's) heading names no bound; a bound it does not know is refused by name."""
+    one_order = run_main(monkeypatch, capsys, "calibration_validity", "--skip-real", "--trials", "2", "--sessions", "80",
+                         "--bound", "wsr")
+    assert one_order.returncode == 0, one_order.stderr
+    assert "## Synthetic judges, bound wsr\n" in one_order.stdout and "| beta | 100% |" in one_order.stdout
     default = run_main(monkeypatch, capsys, "calibration_validity", "--skip-real", "--trials", "2", "--sessions", "80")
     assert "## Synthetic judges\n" in default.stdout
     refused = run_main(monkeypatch, capsys, "calibration_validity", "--skip-real", "--bound", "clopper")

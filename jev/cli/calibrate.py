@@ -49,10 +49,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "(preserve_recent_pairs); comma-separated candidates (e.g. 0,4,8,16) are each certified at "
                         "delta over their number and the one letting go of the most is written; not with --target "
                         "(default: %(default)s)")
-    p.add_argument("--bound", choices=("wsr", "wsr-avg", "hb"), default="wsr",
-                   help="wsr: Waudby-Smith–Ramdas betting along one order of the sessions; wsr-avg: the same bets, "
-                        "the final capital averaged over 16 fixed orders (does not hang on one order's luck, "
-                        "certifies less); hb: Hoeffding–Bentkus")
+    p.add_argument("--bound", choices=("wsr", "wsr-avg", "hb"), default=None,
+                   help="wsr-avg (default): Waudby-Smith–Ramdas betting, the final capital averaged over 16 orders "
+                        "of the sessions fixed in advance, so one order's early run of sessions that needed nothing "
+                        "cannot certify; wsr: the same bets along one order, certifying at the capital's peak "
+                        "(lets go of more, can hang on that order's luck); hb: Hoeffding–Bentkus")
     p.add_argument("--fit-share", type=float, default=0.0,
                    help="share of sessions spent on a score-quantile grid instead of certifying (0: a fixed grid, "
                         "every session certifies)")
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from calibration import ThresholdSelector, rows_from
     from calibration import report as write_report
     from calibration.join import read_records
+    from calibration.risk import DEFAULT_BOUND
 
     out = console(args.quiet)
     exponents, keeps, windows = _checked(args)  # before any work
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"LABELLED {args.labelled!r}: not labelled rows from jev label ({exc})") from None
         progress.update(task, description="certifying")
         selector = ThresholdSelector(args.alpha, args.delta, per_tool=args.per_tool, size_aware=args.size_aware,
-                                     bound=args.bound, fit_share=args.fit_share,
+                                     bound=args.bound or DEFAULT_BOUND, fit_share=args.fit_share,
                                      target=args.target, keep_threshold=keeps, curve_bounds=True,
                                      seed=args.seed, size_exponents=exponents, recent_pairs=windows)
         try:
