@@ -11,7 +11,7 @@ import numpy as np
 import orjson
 
 from .labels import CERTIFIED_LABEL, LABEL_MEANINGS
-from .risk import sessions_needed
+from .risk import BOUND_NAMES, sessions_needed
 from .thresholds import Calibration, Selection, TargetSelection, result_score
 
 
@@ -132,7 +132,7 @@ def markdown(result: Calibration, images: list[str]) -> str:
                                          + (f", the exponent chosen among {', '.join(f'{e:g}' for e in result.size_exponents)}"
                                             " for the most characters let go" if len(result.size_exponents) > 1 else "")
                                          + ")" if result.size_aware else "off"),
-             f"- bound: {s.bound} ({'Waudby-Smith–Ramdas betting' if s.bound == 'wsr' else 'Hoeffding–Bentkus'}); "
+             f"- bound: {s.bound} ({BOUND_NAMES[s.bound]}); "
              f"sessions spent on fitting: {len(set(result.fit_rows.unit_ids.tolist()))}",
              "", "## Expected effect (certifying sessions)", "",
              f"- candidate pairs let go: {s.pairs_discarded:.1%}; candidate result characters let go: {s.chars_discarded:.1%}",

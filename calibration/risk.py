@@ -1,13 +1,13 @@
 """Risk control with sessions as the unit: per-session losses, p-values for "the expected loss exceeds
 alpha", and Learn-then-Test fixed-sequence testing (Angelopoulos et al., arXiv 2110.01052).
 
-Two bounds, both valid for losses in [0, 1] drawn independently per session:
-- `wsr`, the default: a betting test (Waudby-Smith & Ramdas, arXiv 2010.09686). Capital
+Three bounds, all valid for losses in [0, 1] drawn independently per session:
+- `wsr`: a betting test (Waudby-Smith & Ramdas, arXiv 2010.09686). Capital
   K_t = prod (1 + lambda_i (alpha - L_i)) with each bet chosen from the sessions before it (aGRAPA,
   capped below 1/(1 - alpha)) is a non-negative supermartingale when the true risk is >= alpha, so by
   Ville's inequality p = 1 / max_t K_t is a valid p-value. It adapts to the losses' variance: sessions
   with small losses count for almost as much as sessions with none, where Hoeffding–Bentkus needs zeros.
-- `wsr-avg`: the same bets, but the capital at the last session averaged over `ORDERS` fixed pseudo-random
+- `wsr-avg`, the default: the same bets, but the capital at the last session averaged over `ORDERS` fixed pseudo-random
   orders (an average of e-values is an e-value, so p = 1 / that average is valid by Markov's inequality). It
   does not hang on one order: `wsr` certifies as soon as its capital is high anywhere along its order, so
   under a sparse label a run of sessions that needed nothing early in the order can certify a threshold
@@ -32,7 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
-BOUNDS = ("wsr", "wsr-avg", "hb")
+BOUND_NAMES = {"wsr": "Waudby-Smith–Ramdas betting along one order of the sessions",
+               "wsr-avg": "Waudby-Smith–Ramdas betting, the final capital averaged over 16 fixed orders",
+               "hb": "Hoeffding–Bentkus"}  # what a report calls each bound
+BOUNDS = tuple(BOUND_NAMES)
 DEFAULT_BOUND = "wsr-avg"  # order-robust: one order's early run of clean sessions cannot certify (design.md)
 ORDERS = 16  # the orders `wsr-avg` averages the final capital over, fixed before any loss is seen
 BET_CAP = 0.95  # share of the largest safe bet 1/(1 - alpha): one session that loses everything keeps 5 %
