@@ -24,7 +24,7 @@ which is optimistic.
     python benchmarks/equal_risk.py [--alpha 0.1[,0.05]] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
                                     [--recent-pairs 0,4,8,16 [--recent-pairs 0 ...]]
                                     [--keep-thresholds 0.4,0.5,0.65,0.8 [--keep-thresholds 0.8 ...]] [--across-only]
-                                    [--bound wsr|wsr-avg|hb] [--choose union|fit --fit-share F]
+                                    [--bound wsr|wsr-avg|hb]
     python benchmarks/equal_risk.py --held-out PATH [--held-out PATH ...] [--model FILE]
     python benchmarks/equal_risk.py --labelled FILE [--labelled FILE ...]
 
@@ -123,8 +123,7 @@ def hindsight(held: Rows, exponent: float, keeps: tuple[float, ...], windows: tu
 
 def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, alpha: float, delta: float,
          splits: int, by_run: bool = False, exponents: tuple[float, ...] = (1.0,), windows: tuple[int, ...] = (0,),
-         keeps: tuple[float, ...] = (0.8,), bound: str = DEFAULT_BOUND, choose: str = "union", fit_share: float = 0.0
-         ) -> list[tuple[float, ...]]:
+         keeps: tuple[float, ...] = (0.8,), bound: str = DEFAULT_BOUND) -> list[tuple[float, ...]]:
     """Per resplit: (judge risk, judge savings, keep-last-N savings at that risk, ratio, size exponent
     chosen, per-session risk, keep-last-N savings at it, ratio, window chosen, savings of the best threshold
     in hindsight, keep threshold chosen); all but the best in hindsight NaN where nothing was certified
@@ -137,7 +136,7 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
         calibrate = np.isin(instance, np.random.default_rng(seed).permutation(groups)[: len(groups) // 2])
         calibration = select_thresholds(data.take(calibrate), alpha, delta, size_aware=True, seed=seed,
                                         size_exponents=exponents, recent_pairs=windows, keep_threshold=keeps,
-                                        bound=bound, choose=choose, fit_share=fit_share)
+                                        bound=bound)
         chosen = calibration.overall
         held = data.take(~calibrate)
         best = hindsight(held, calibration.size_exponent, keeps, windows, alpha)
@@ -163,19 +162,16 @@ def cell(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: n
 
 
 def table_at(cells: list, alpha: float, delta: float, splits: int, exponents: tuple[float, ...],
-             windows: tuple[int, ...], keeps: tuple[float, ...] = (0.8,), bound: str = DEFAULT_BOUND,
-             choose: str = "union", fit_share: float = 0.0) -> None:
+             windows: tuple[int, ...], keeps: tuple[float, ...] = (0.8,), bound: str = DEFAULT_BOUND) -> None:
     """One table: every cell and proxy calibrated at `alpha` over `splits` resplits."""
     print(f"## alpha {alpha}, recency windows {', '.join(map(str, windows))}, keep thresholds "
-          f"{', '.join(f'{k:g}' for k in keeps)}{', chosen on fit sessions' if choose == 'fit' else ''}\n")
+          f"{', '.join(f'{k:g}' for k in keeps)}\n")
     print(f"alpha {alpha}, delta {delta}, bound {bound}, {splits} resplits (calibrate on half the instances, measure "
           "on the other half); medians over certified resplits [min, max]\n")
     chose, windowed, kept = len(exponents) > 1, len(windows) > 1, len(keeps) > 1
     print(f"Size exponents chosen among {', '.join(f'{e:g}' for e in exponents)}; recency windows (newest candidate "
           f"pairs never judged) among {', '.join(map(str, windows))}; keep thresholds among "
-          f"{', '.join(f'{k:g}' for k in keeps)} " + ("(each combination certified at delta over their number).\n"
-          if choose == "union" else f"(one chosen on {fit_share:.0%} of the calibrating sessions, certified at delta "
-          "on the rest).\n"))
+          f"{', '.join(f'{k:g}' for k in keeps)} (each combination certified at delta over their number).\n")
     print("| cell | proxy | certified | judge risk, pooled | judge saves | keep-last-N saves at that risk | ratio | "
           "judge risk, per session | keep-last-N saves at that per-session risk | ratio, per session | "
           "best in hindsight saves | judge / hindsight | resplits letting go >= 10 % | resplits >= keep-last-N, "
@@ -188,7 +184,7 @@ def table_at(cells: list, alpha: float, delta: float, splits: int, exponents: tu
     for title, r, p_result, p_call, by_run in [(*c, False) for c in cells] + runs:
         for proxy, needed in proxies(r).items():  # a file labelled before a proxy rode along has fewer
             results = np.asarray(cell(r, p_result, p_call, needed, alpha, delta, splits, by_run,
-                                      exponents, windows, keeps, bound, choose, fit_share))
+                                      exponents, windows, keeps, bound))
             ok = results[~np.isnan(results[:, 0])]
 
             def f(k: int) -> str:
@@ -239,18 +235,11 @@ def main() -> None:
                              "`jev calibrate --keep-threshold`; repeat for a table each (default: 0.8)")
     parser.add_argument("--bound", default=DEFAULT_BOUND, choices=BOUNDS,
                         help="the test certifying, as `jev calibrate --bound` (default: %(default)s, its default)")
-    parser.add_argument("--choose", default="union", choices=("union", "fit"),
-                        help="how one candidate is chosen, as `jev calibrate --choose` (default: %(default)s)")
-    parser.add_argument("--fit-share", type=float, default=0.0,
-                        help="share of the calibrating sessions spent choosing (with --choose fit), as `jev calibrate "
-                             "--fit-share`")
     parser.add_argument("--across-only", action="store_true",
                         help="only the cells across agent models (the within cells train the recipe five times a set)")
     held_out_arguments(parser)
     args = parser.parse_args()
     exponents, window_sets, keep_sets = checked(parser, args)
-    if args.choose == "fit" and not 0 < args.fit_share < 1:
-        parser.error("--choose fit: give --fit-share in (0, 1), the share of the calibrating sessions that choose")
     try:
         alphas = [float(a) for a in args.alpha.split(",")]
     except ValueError:
@@ -274,8 +263,7 @@ def main() -> None:
     for alpha in alphas:  # the scores are made once; each alpha, set of windows and of keeps is its own table
         for keeps in keep_sets:
             for windows in window_sets:
-                table_at(cells, alpha, args.delta, args.splits, exponents, windows, keeps, args.bound, args.choose,
-                         args.fit_share)
+                table_at(cells, alpha, args.delta, args.splits, exponents, windows, keeps, args.bound)
     print(f"\ntotal {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 

@@ -65,7 +65,6 @@ SIZE_RULE = CompactionConfig(size_exponent=DEFAULT_SIZE_EXPONENT)  # what size-a
 GRID = np.concatenate([[-1.0], np.geomspace(1e-5, 0.99, 300)])  # fixed before any data is seen
 QUANTILE_POINTS = 200  # grid points at the fit sessions' score quantiles, when fit_share > 0
 TARGETS = (0.01, 0.02, 0.03, *(round(0.05 * i, 2) for i in range(1, 20)))  # budget-mode targets, safest first
-CHOICES = ("union", "fit")  # how one candidate is chosen among several (`ThresholdSelector.fit`)
 MAX_EXPONENTS = 8  # size-exponent candidates at most: each costs the guarantee a share of delta
 LOSS = "R_result (later-needed results let go) and R_call (later-needed calls dropped), per session"
 
@@ -274,14 +273,11 @@ class Calibration:
     keep_thresholds: tuple[float, ...] = (SIZE_RULE.keep_threshold,)  # the keep thresholds it was chosen among
     recent_pairs: int = 0  # the recency window certified (CompactionConfig.preserve_recent_pairs)
     recent_pairs_among: tuple[int, ...] = (0,)  # the windows it was chosen among
-    chosen_on_fit: bool = False  # the candidate chosen on the fit sessions, only it certified (choose="fit")
 
     @property
     def delta(self) -> float:
         """The guarantee's delta: each candidate (size exponent × keep threshold × window) was certified at
-        this over their number, or the one chosen on the fit sessions at this alone."""
-        if self.chosen_on_fit:
-            return self.overall.delta
+        this over their number."""
         return self.overall.delta * len(self.size_exponents) * len(self.keep_thresholds) * len(self.recent_pairs_among)
 
     def stamp(self) -> dict[str, Any]:
@@ -295,8 +291,6 @@ class Calibration:
             out["keep_threshold_chosen_among"] = list(self.keep_thresholds)
         if len(self.recent_pairs_among) > 1:
             out["recent_pairs_chosen_among"] = list(self.recent_pairs_among)
-        if self.chosen_on_fit:
-            out["chosen_on"] = "fit sessions"
         return out
 
     def config(self) -> dict[str, Any]:
@@ -485,7 +479,7 @@ class ThresholdSelector:
                  keep_threshold: float | tuple[float, ...] = SIZE_RULE.keep_threshold, curve_bounds: bool = False,
                  seed: int = 0,
                  size_exponents: tuple[float, ...] = (DEFAULT_SIZE_EXPONENT,),
-                 recent_pairs: int | tuple[int, ...] = 0, choose: str = "union") -> None:
+                 recent_pairs: int | tuple[int, ...] = 0) -> None:
         self.alpha = alpha
         self.delta = delta
         self.per_tool = per_tool
@@ -499,7 +493,6 @@ class ThresholdSelector:
         self.curve_bounds = curve_bounds
         self.seed = seed
         self.recent_pairs = recent_pairs
-        self.choose = choose
 
     def _validate(self, rows: Rows) -> None:
         # ConfigError is a ValueError: the rules and their wording are jev's (jev.support.validate)
@@ -512,11 +505,6 @@ class ThresholdSelector:
         check_keep_thresholds(self.keep_threshold)
         check_size_exponents(self.size_exponents, self.size_aware)
         windows = check_recent_pairs(self.recent_pairs)
-        if self.choose not in CHOICES:
-            raise ValueError(f"choose must be one of {', '.join(CHOICES)} (got {self.choose!r})")
-        if self.choose == "fit" and not self.fit_share:
-            raise ValueError("choose='fit' chooses among the candidates on the fit sessions: set fit_share > 0 "
-                             "(e.g. 1/3)")
         if self.bound not in BOUNDS:
             raise ValueError(f"bound must be one of {', '.join(BOUNDS)} (got {self.bound!r})")
         if len(rows.sessions) == 0:
@@ -533,35 +521,26 @@ class ThresholdSelector:
 
     def fit(self, rows: Rows) -> ThresholdSelector:
         """Certify on `rows`; returns self. With several `size_exponents` or keep thresholds (`keep_threshold`
-        may be a sequence) — recency windows (`recent_pairs`) are candidates alike — one combination is
-        certified, and the keep threshold and window chosen are the ones the compactor is then configured with:
-        - `choose="union"`: every combination is certified at delta / their number and the one that lets go of
-          the most is kept: a union bound over the candidates, so the guarantee holds at delta for the one chosen;
-        - `choose="fit"`: the combination is chosen on the fit sessions (`fit_share` of them; `choose_on_fit`)
-          and only it is certified, at delta, on the others: they never took part in the choice, so no share of
-          delta is spent on the candidates it was not."""
+        may be a sequence) every combination is certified at delta / their number and the one that lets go of
+        the most is kept: a union bound over the candidates, so the guarantee holds at delta for the one chosen
+        — and the keep threshold chosen is the one the compactor is then configured with. Recency windows
+        (`recent_pairs`) are candidates alike."""
         self._validate(rows)
         exponents = tuple(float(e) for e in self.size_exponents)
         keeps = check_keep_thresholds(self.keep_threshold)
         windows = check_recent_pairs(self.recent_pairs)
         fit_rows, test_rows = split(rows, self.seed, self.fit_share)
-        candidates = [(e, k, w) for e in exponents for k in keeps for w in windows]
-        if self.choose == "fit":
-            grids = {e: self._grid(fit_rows, e) for e in exponents}  # the grids the test then walks
-            e, k, w = choose_on_fit(fit_rows, candidates, grids, self.alpha, self.size_aware)
-            best = self._fit_one(fit_rows, test_rows, e, k, w, self.delta, exponents, keeps, windows, on_fit=True)
-        else:
-            share = self.delta / len(candidates)
-            best = max((self._fit_one(fit_rows, test_rows, e, k, w, share, exponents, keeps, windows)
-                        for e, k, w in candidates), key=_savings)  # the first of equals: the candidates' own order
+        share = self.delta / (len(exponents) * len(keeps) * len(windows))
+        outcomes = [self._fit_one(fit_rows, test_rows, e, k, w, share, exponents, keeps, windows)
+                    for e in exponents for k in keeps for w in windows]
+        best = max(outcomes, key=_savings)  # the first of equals: the candidates' own order
         self.calibration_ = best
         self.overall_, self.per_tool_, self.target_ = best.overall, best.per_tool, best.target
         self.result_calibrator_, self.call_calibrator_ = best.result_calibrator, best.call_calibrator
         return self
 
     def _fit_one(self, fit_rows: Rows, test_rows: Rows, exponent: float, keep: float, window: int, delta: float,
-                 exponents: tuple[float, ...], keeps: tuple[float, ...], windows: tuple[int, ...],
-                 on_fit: bool = False) -> Calibration:
+                 exponents: tuple[float, ...], keeps: tuple[float, ...], windows: tuple[int, ...]) -> Calibration:
         """Everything certified with one size exponent, keep threshold and recency window, at `delta`."""
         result_calibrator, call_calibrator = fit(fit_rows if len(fit_rows.sessions) else test_rows, self.size_aware,
                                                  exponent)
@@ -574,7 +553,7 @@ class ThresholdSelector:
                 per.append(self._select(tool, f, t, cal, exponent, keep, delta, window))
         target = self._select_target(test_rows, exponent, keep, delta) if self.target else None
         return Calibration(overall, tuple(per), self.size_aware, result_calibrator, call_calibrator, fit_rows, test_rows,
-                           target, keep, exponent, exponents, keeps, window, windows, on_fit)
+                           target, keep, exponent, exponents, keeps, window, windows)
 
     def _grid(self, fit_rows: Rows, exponent: float) -> np.ndarray:
         if not len(fit_rows.sessions):
@@ -692,27 +671,6 @@ def budget_let_go(rows: Rows, targets: tuple[float, ...], size_aware: bool, keep
         drops[:, index] = chosen & is_drop[None, :]
         removed += (chosen * saves[None, :]).sum(axis=1)
     return let_go, drops, removed
-
-
-def choose_on_fit(fit_rows: Rows, candidates: list[tuple[float, float, int]], grids: Mapping[float, np.ndarray],
-                  alpha: float, size_aware: bool) -> tuple[float, float, int]:
-    """The (size exponent, keep threshold, window) that lets go of the most result characters on the fit
-    sessions, walking its grid (`grids`, per size exponent) from the safest point while both empirical
-    per-session risks stay <= alpha, as the test then walks it: no label of a certifying session is read.
-    The first of equals, in the candidates' own order."""
-    chars = np.maximum(fit_rows.result_chars, 0).astype(float)
-    best, most = candidates[0], -1.0
-    for e, k, w in candidates:
-        raw = grids[e][grids[e] < k]
-        dropped, truncated = decided(raw, k, fit_rows, result_score(fit_rows, size_aware, e), w)
-        below = dropped | truncated
-        r, c = _losses(fit_rows, below, dropped)
-        within = (r.mean(axis=1) <= alpha) & (c.mean(axis=1) <= alpha)
-        last = len(raw) if within.all() else int(np.argmin(within))  # the walk stops at its first failure
-        let_go = float((below[last - 1] * chars).sum()) if last else 0.0
-        if let_go > most:
-            best, most = (e, k, w), let_go
-    return best
 
 
 def _savings(c: Calibration) -> tuple[bool, float, bool, float]:

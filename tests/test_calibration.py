@@ -221,16 +221,6 @@ def test_cli_calibrate_writes_thresholds_that_jev_compact_accepts(tmp_path: Path
     assert "chosen among 0.5, 1, 2" in (chosen / "report.md").read_text()
     assert CompactionConfig.from_mapping(picked).size_exponent == picked["size_exponent"]
 
-    on_fit = tmp_path / "on-fit"  # the keep threshold chosen on a third of the sessions, the rest certify at delta
-    proc = cli(["calibrate", str(labelled), "--alpha", "0.1", "--delta", "0.1", "--keep-threshold", "0.5,0.8",
-                "--choose", "fit", "--fit-share", "0.33", "--out", str(on_fit)], cwd=ROOT, capture_output=True,
-               timeout=120)
-    assert proc.returncode == 0, proc.stderr.decode()
-    picked = json.loads((on_fit / "thresholds.json").read_text())
-    assert picked["keep_threshold"] in (0.5, 0.8) and picked["calibrated_for"]["chosen_on"] == "fit sessions"
-    assert picked["calibrated_for"]["sessions"] == 80 and "only it was certified, at delta = 0.1" in \
-        json.loads(proc.stdout)["guarantee"]
-
     few = tmp_path / "few.jsonl"
     few.write_text("".join(line + "\n" for line in labelled.read_text().splitlines()[:150]))
     proc = cli(["calibrate", str(few), "--alpha", "0.02",
@@ -495,46 +485,3 @@ def test_the_guarantee_holds_for_the_size_exponent_chosen() -> None:
 def test_size_exponents_are_refused_by_name(params: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         select_thresholds(synthetic(30, "beta", np.random.default_rng(0)), 0.1, 0.1, **params)
-
-
-def test_choosing_on_the_fit_sessions_certifies_only_the_one_chosen_at_the_whole_delta() -> None:
-    from calibration import guarantee
-
-    rows = recency_rows(150, np.random.default_rng(8))
-    windows = (0, 2, 4, 8)
-    chosen = select_thresholds(rows, 0.1, 0.1, recent_pairs=windows, choose="fit", fit_share=1 / 3)
-    union = select_thresholds(rows, 0.1, 0.1, recent_pairs=windows)
-    s = chosen.overall
-    # the window recency needs is found on the fit sessions, and certified on the rest at delta, not delta/4
-    assert s.certified and chosen.recent_pairs >= 3 and chosen.chosen_on_fit
-    assert s.delta == chosen.delta == pytest.approx(0.1) and union.overall.delta == pytest.approx(0.1 / 4)
-    assert s.n_sessions == len(np.unique(split(rows, 0, 1 / 3)[1].unit_ids)) < 150
-    assert chosen.config()["calibrated_for"]["chosen_on"] == "fit sessions"
-    assert "only it was certified, at delta = 0.1" in guarantee(chosen)
-    assert "windows 0, 2, 4, 8" in guarantee(chosen) and "delta/4" in guarantee(union)
-    # the choice reads no label of a certifying session: the same candidate whatever they say
-    test_rows = split(rows, 0, 1 / 3)[1]
-    certifying = np.isin(rows.unit_ids, test_rows.unit_ids)
-    flipped = dataclasses.replace(rows, needed_result=np.where(certifying, ~rows.needed_result, rows.needed_result))
-    again = select_thresholds(flipped, 0.1, 0.1, recent_pairs=windows, choose="fit", fit_share=1 / 3)
-    assert again.recent_pairs == chosen.recent_pairs and again.overall.risk_result != s.risk_result
-    with pytest.raises(ValueError, match="choose='fit' chooses among the candidates on the fit sessions: set fit_share"):
-        select_thresholds(rows, 0.1, 0.1, recent_pairs=windows, choose="fit")
-    with pytest.raises(ValueError, match="choose must be one of union, fit"):
-        select_thresholds(rows, 0.1, 0.1, choose="best")
-
-
-def test_the_guarantee_holds_when_the_keep_threshold_is_chosen_on_the_fit_sessions() -> None:
-    alpha, delta, trials, violations, certified = 0.1, 0.2, 40, 0, 0
-    rng = np.random.default_rng(17)
-    for trial in range(trials):
-        rows = synthetic(150, "beta", rng)
-        result = select_thresholds(rows, alpha, delta, size_aware=False, keep_threshold=(0.5, 0.65, 0.8),
-                                   choose="fit", fit_share=1 / 3, seed=trial)
-        s = result.overall
-        if s.certified:
-            certified += 1
-            fresh = synthetic(400, "beta", rng)
-            violations += max(realised_risks(fresh, s.discard_threshold, keep=s.keep_threshold)) > alpha
-    assert certified >= trials * 0.5
-    assert violations <= delta * trials

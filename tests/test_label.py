@@ -228,7 +228,6 @@ def test_the_old_uncertain_rate_flag_warns_and_changes_nothing(tmp_path: Path) -
     (["--recent-pairs", "4,x"], "--recent-pairs '4,x': must be comma-separated integers"),
     (["--recent-pairs", "0,-2"], "--recent-pairs '0,-2' must be 1 to 8 distinct integers >= 0"),
     (["--recent-pairs", "0,4", "--target"], "--recent-pairs 0,4: not with --target"),
-    (["--recent-pairs", "0,4", "--choose", "fit"], "--choose fit: chooses among the candidates on the --fit-share"),
 ])
 def test_jev_calibrate_blames_the_flag_not_the_file(tmp_path: Path, flags: list, message: str) -> None:
     labelled = tmp_path / "l.jsonl"

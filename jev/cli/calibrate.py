@@ -57,11 +57,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fit-share", type=float, default=0.0,
                    help="share of sessions spent on a score-quantile grid instead of certifying (0: a fixed grid, "
                         "every session certifies)")
-    p.add_argument("--choose", choices=("union", "fit"), default="union",
-                   help="with several candidates (exponents, keep thresholds, windows): union certifies each at delta "
-                        "over their number and writes the one letting go of the most; fit chooses one on the "
-                        "--fit-share sessions (which then certify nothing) and certifies only it, at delta "
-                        "(default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the session split (with --fit-share)")
     p.add_argument("--out", required=True, help="directory for thresholds.json, calibration.json and the report")
     p.set_defaults(run=run)
@@ -92,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
         selector = ThresholdSelector(args.alpha, args.delta, per_tool=args.per_tool, size_aware=args.size_aware,
                                      bound=args.bound or DEFAULT_BOUND, fit_share=args.fit_share,
                                      target=args.target, keep_threshold=keeps, curve_bounds=True,
-                                     seed=args.seed, size_exponents=exponents, recent_pairs=windows,
-                                     choose=args.choose)
+                                     seed=args.seed, size_exponents=exponents, recent_pairs=windows)
         try:
             result = selector.fit(rows).calibration_
         except ValueError as exc:
@@ -125,9 +119,6 @@ def _checked(args: argparse.Namespace) -> tuple[tuple[float, ...], tuple[float, 
         print("jev: warning: --uncertain-rate is deprecated and has no effect: the thresholds are certified with "
               "--keep-threshold, the keep threshold the compactor runs", file=sys.stderr)
     flag(require_in, "--fit-share", args.fit_share, 0, 1, open_high=True)
-    if args.choose == "fit" and not args.fit_share:
-        raise UsageError("--choose fit: chooses among the candidates on the --fit-share sessions; give --fit-share "
-                         "(e.g. 0.33)")
     try:
         windows = parse_recent_pairs(args.recent_pairs)
         if args.target and windows != (0,):
