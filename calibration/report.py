@@ -24,11 +24,14 @@ def guarantee(result: Calibration | Selection, label: str = "") -> str:
             "the same distribution only.")
     delta = result.delta if isinstance(result, Calibration) else selection.delta
     chosen = ""
-    if isinstance(result, Calibration) and len(result.size_exponents) * len(result.keep_thresholds) > 1:
-        n = len(result.size_exponents) * len(result.keep_thresholds)
-        chosen = (f" The size exponent {result.size_exponent:g} and keep threshold {result.keep_threshold:g} were "
-                  f"chosen among exponents {', '.join(f'{e:g}' for e in result.size_exponents)} and keep thresholds "
-                  f"{', '.join(f'{k:g}' for k in result.keep_thresholds)}, each combination certified at delta/{n} "
+    n = (len(result.size_exponents) * len(result.keep_thresholds) * len(result.recent_pairs_among)
+         if isinstance(result, Calibration) else 1)
+    if isinstance(result, Calibration) and n > 1:
+        chosen = (f" The size exponent {result.size_exponent:g}, keep threshold {result.keep_threshold:g} and recency "
+                  f"window {result.recent_pairs} were chosen among exponents "
+                  f"{', '.join(f'{e:g}' for e in result.size_exponents)}, keep thresholds "
+                  f"{', '.join(f'{k:g}' for k in result.keep_thresholds)} and windows "
+                  f"{', '.join(map(str, result.recent_pairs_among))}, each combination certified at delta/{n} "
                   f"= {selection.delta:.3g}, so this holds for the one chosen.")
     sentences = []
     if selection.certified:

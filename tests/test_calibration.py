@@ -414,6 +414,9 @@ def test_a_certified_recency_window_keeps_what_keep_last_n_keeps_and_is_what_the
     # scores that say nothing let go of little on their own; with a window, of what keep-last-N does
     assert s.certified and s.chars_discarded > alone.overall.chars_discarded + 0.3
     assert chosen.recent_pairs == s.recent_pairs >= 3 and chosen.delta == pytest.approx(0.1)
+    from calibration import guarantee
+    assert f"recency window {s.recent_pairs} were chosen among" in guarantee(chosen)
+    assert "windows 0, 2, 4, 8, each combination certified at delta/4 = 0.025" in guarantee(chosen)
     by_window = [select_thresholds(rows, 0.1, 0.1 / len(windows), recent_pairs=w) for w in windows]
     assert s.chars_discarded == max(c.overall.chars_discarded for c in by_window)
     # what is certified is what that compactor lets go: nothing among the newest `recent_pairs` of a point
