@@ -32,12 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
+ORDERS = 16  # the orders `wsr-avg` averages the final capital over, fixed before any loss is seen
 BOUND_NAMES = {"wsr": "Waudby-Smith–Ramdas betting along one order of the sessions",
-               "wsr-avg": "Waudby-Smith–Ramdas betting, the final capital averaged over 16 fixed orders",
+               "wsr-avg": f"Waudby-Smith–Ramdas betting, the final capital averaged over {ORDERS} fixed orders",
                "hb": "Hoeffding–Bentkus"}  # what a report calls each bound
 BOUNDS = tuple(BOUND_NAMES)
 DEFAULT_BOUND = "wsr-avg"  # order-robust: one order's early run of clean sessions cannot certify (design.md)
-ORDERS = 16  # the orders `wsr-avg` averages the final capital over, fixed before any loss is seen
 BET_CAP = 0.95  # share of the largest safe bet 1/(1 - alpha): one session that loses everything keeps 5 %
 
 
