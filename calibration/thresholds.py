@@ -589,7 +589,10 @@ class ThresholdSelector:
             first = outcome.certified.risks[:, min(nxt, len(raw) - 1)]
             above = " and ".join(n for n, v in (("R_result", first[0]), ("R_call", first[1])) if v >= alpha)
             if n_sessions < need:
-                why = f"at least {need} sessions with no observed loss are needed for alpha={alpha}, delta={delta}"
+                why = f"at least {need} sessions with no observed loss are needed for alpha={alpha}, delta={delta:.3g}"
+                if delta < self.delta:  # the union bound's share: say what one candidate alone would need
+                    why += (f" (delta {self.delta:g} shared by {round(self.delta / delta)} candidates; one candidate "
+                            f"alone needs {sessions_needed(alpha, self.delta)})")
             elif more:
                 why = f"about {more} sessions like these would certify the first threshold that lets go more"
             else:

@@ -95,6 +95,16 @@ def test_an_oracle_wrong_too_often_for_alpha_certifies_nothing(bound: str, why: 
     assert not result.overall.certified and why in result.overall.message
 
 
+def test_too_few_sessions_for_the_candidates_says_what_one_alone_would_need() -> None:
+    # 60 sessions certify at alpha 0.05, delta 0.1 (45 needed) but not at delta 0.1 / 3 (67 needed)
+    rows = synthetic(60, "oracle-5", np.random.default_rng(4))
+    one = select_thresholds(rows, 0.05, 0.1)
+    three = select_thresholds(rows, 0.05, 0.1, keep_threshold=(0.5, 0.65, 0.8))
+    assert one.overall.certified and not three.overall.certified
+    assert ("at least 67 sessions with no observed loss are needed for alpha=0.05, delta=0.0333 (delta 0.1 shared "
+            "by 3 candidates; one candidate alone needs 45)") in three.overall.message
+
+
 def test_a_needed_call_dropped_is_a_loss_of_its_own() -> None:
     # the result head is perfect, but needed calls score like unneeded ones: R_result stays 0, R_call does not
     rng = np.random.default_rng(13)
