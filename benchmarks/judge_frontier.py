@@ -23,7 +23,7 @@ covers it) at each strict share and size exponent, on the yardstick of `benchmar
 the candidate characters at points with >= 30 000; size-aware oracle), with 95 % intervals over
 instances. `--scan-chars` reads more of each result end (the features' depth; 600 ships).
 
-    python benchmarks/judge_frontier.py [--scan-chars 600 --scan-chars 1500] [--boot 1000] [--out FILE]
+    python benchmarks/judge_frontier.py [--scan-chars 600 --scan-chars 1500] [--boot 10000] [--out FILE]
 
 It writes its table (default `benchmarks/judge_frontier.md`) with the machine, the date and how long it took;
 what the curve says is read in `docs/reference/judges.md`.
@@ -47,7 +47,7 @@ from calibration import train_local as recipe
 from calibration.dataset import TrainingRows, build_rows
 from calibration.labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
 from calibration.rarity import Rarity
-from calibration.yardstick import tally, with_intervals
+from calibration.yardstick import BOOT, tally, with_intervals
 from jev.judges.local import load_model, mixed, score, score_trees
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan-chars", type=int, action="append", metavar="N",
                         help=f"characters of each result end the features read (repeatable; default {recipe.READ_DEPTH}, "
                              "the shipped depth, and 1500)")
-    parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of instances (default 1000)")
+    parser.add_argument("--boot", type=int, default=BOOT, help="bootstrap resamples of instances (default %(default)s)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "judge_frontier.md",
                         help="the table file it writes (default benchmarks/judge_frontier.md)")
     args = parser.parse_args(argv)

@@ -69,7 +69,7 @@ from calibration.join import read_records
 from calibration.labels import STRICT_LABEL_VERSION, pair_uses
 from calibration.rarity import Rarity
 from calibration.train_local import READ_DEPTH, checked_scan_chars, corpus_name, scores_of, train
-from calibration.yardstick import POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals
+from calibration.yardstick import BOOT, POLICIES, Tally, exponent_at, let_go, points, pooled, tally, with_intervals
 from jev.errors import ConfigError
 from jev.judges.local import MODEL, load_model
 from jev.reading.analysis import analyze
@@ -296,9 +296,10 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=0.5, help="target_reduction of the judge at each point")
     parser.add_argument("--min-chars", type=int, default=30_000, help="points with at least this many candidate "
                                                                       "result characters")
-    parser.add_argument("--boot", type=int, default=10000,
-                        help="bootstrap resamples of sessions/instances (at 1000, the pooled strict gap's lower bound "
-                             "moved by 0.009 (SD) from one resampling seed to another; at 10000, by 0.002)")
+    parser.add_argument("--boot", type=int, default=BOOT,
+                        help="bootstrap resamples of sessions/instances (default %(default)s: at 1000, the pooled strict "
+                             "gap's lower bound moved by 0.009 (SD) from one resampling seed to another; at 10000, by "
+                             "0.002)")
     parser.add_argument("--out-md", help="also write the table as Markdown here")
     parser.add_argument("--within", action="store_true",
                         help="also score each dev set by 5-fold grouped cross-validation (each fold trains the recipe "

@@ -65,7 +65,7 @@ from jev.reading.analysis import analyze
 from .dataset import TrainingRows, build_rows, group_of, raw_trajectories
 from .labels import ALT_LABEL_VERSION, LABEL_VERSION, STRICT_LABEL_VERSION
 from .rarity import Rarity, rarity_table
-from .yardstick import tally, with_intervals
+from .yardstick import BOOT, tally, with_intervals
 
 _DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DEFAULT_DATA = (_DATA / "mini-swe-agent-swebench-dev.tar.xz", _DATA / "mini-swe-agent-deepseek-dev.tar.xz")
@@ -388,7 +388,7 @@ def train(rows: TrainingRows, corpora: list[str] | None = None, scan_chars: int 
     return model
 
 
-def cross_model_cells(by_corpus: dict[str, TrainingRows], rarity: dict[str, Any], scan_chars: int, boot: int = 1000,
+def cross_model_cells(by_corpus: dict[str, TrainingRows], rarity: dict[str, Any], scan_chars: int, boot: int = BOOT,
                       progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The recipe, selection included, trained on each of two corpora and scored on the other: per proxy,
     L of the judge, recency and the oracle and the gap closed, each with a 95 % interval over the test

@@ -176,7 +176,10 @@ def tally(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, labels: 
     return out
 
 
-def with_intervals(t: Tally, boot: int, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+BOOT = 10_000  # bootstrap resamples: at 1 000 the pooled strict gap's lower bound moved by 0.009 (SD) between seeds
+
+
+def with_intervals(t: Tally, boot: int = BOOT, seed: int = 0) -> dict[str, tuple[float, float, float]]:
     """L per policy and the gap closed, each (estimate, 2.5 %, 97.5 %) over `boot` resamples of groups."""
     n = len(t.groups)
     draws = np.random.default_rng(seed + 1).multinomial(n, np.full(n, 1 / n), size=boot)
