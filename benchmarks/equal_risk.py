@@ -24,7 +24,7 @@ which is optimistic.
     python benchmarks/equal_risk.py [--alpha 0.1[,0.05]] [--delta 0.1] [--splits 10] [--size-exponents 0.5,1,2]
                                     [--recent-pairs 0,4,8,16 [--recent-pairs 0 ...]]
                                     [--keep-thresholds 0.4,0.5,0.65,0.8 [--keep-thresholds 0.8 ...]] [--across-only]
-                                    [--bound wsr|wsr-avg|hb]
+                                    [--bound wsr|wsr-avg|hb] [--scan-chars N]
     python benchmarks/equal_risk.py --held-out PATH [--held-out PATH ...] [--model FILE]
     python benchmarks/equal_risk.py --labelled FILE [--labelled FILE ...]
 
@@ -32,7 +32,9 @@ which is optimistic.
 calibrating on half of that source's instances and measuring on the other half, as a deployment would
 calibrate on its own shadow logs; nothing is trained and the dev sets are not read. `--labelled FILE`
 does it for any judge from its labelled SHADOW records (`jev replay`, then `jev label`), as `quality.py
---labelled` does.
+--labelled` does. `--scan-chars N` trains the dev-set cells' judges on rows that read N characters of each
+result end (the shipped depth by default), as `quality.py --scan-chars` does: what another reading depth
+would certify.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from quality import (
     labelled_cells,
     out_of_fold,
     proxies,
+    scan_chars_argument,
     scored,
     trained,
 )
@@ -68,7 +71,7 @@ from calibration.thresholds import (
     recency_rank,
     result_score,
 )
-from calibration.train_local import READ_DEPTH
+from calibration.train_local import READ_DEPTH, checked_scan_chars
 
 
 def labelled(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, needed: np.ndarray, by_run: bool) -> Rows:
@@ -237,9 +240,15 @@ def main() -> None:
                         help="the test certifying, as `jev calibrate --bound` (default: %(default)s, its default)")
     parser.add_argument("--across-only", action="store_true",
                         help="only the cells across agent models (the within cells train the recipe five times a set)")
+    scan_chars_argument(parser)
     held_out_arguments(parser)
     args = parser.parse_args()
     exponents, window_sets, keep_sets = checked(parser, args)
+    checked_scan_chars(parser, args.scan_chars)
+    if args.scan_chars != READ_DEPTH and (args.held_out or args.labelled):
+        parser.error("--scan-chars retrains the dev-set cells: not with --held-out or --labelled, which score a "
+                     "judge as it is (train weights with `python -m calibration.train_local --scan-chars N`, then "
+                     "pass them as --model)")
     try:
         alphas = [float(a) for a in args.alpha.split(",")]
     except ValueError:
@@ -253,7 +262,7 @@ def main() -> None:
     elif sources:
         found = held_out_cells(sources, args.model)
     else:
-        rows = {name: build_rows(path, workers=2, scan_chars=READ_DEPTH) for name, path in SETS.items()}
+        rows = {name: build_rows(path, workers=2, scan_chars=args.scan_chars) for name, path in SETS.items()}
         (a, ra), (b, rb) = rows.items()
         found = [] if args.across_only else [out_of_fold(f"within {name} (5-fold CV, nested)", r, SETS[name])
                                              for name, r in rows.items()]

@@ -247,6 +247,14 @@ def why_lost(rows: TrainingRows, p_result: np.ndarray, p_call: np.ndarray, sourc
     return out
 
 
+def scan_chars_argument(parser: argparse.ArgumentParser) -> None:
+    """`--scan-chars N`: this script's and `equal_risk.py`'s (the dev-set cells train the recipe on rows that
+    read N characters of each result end)."""
+    parser.add_argument("--scan-chars", type=int, default=READ_DEPTH, metavar="N",
+                        help=f"characters of each result end the judge's features read (default {READ_DEPTH}, "
+                             "the shipped judge's): the dev-set cells retrain the recipe reading that depth")
+
+
 def held_out_arguments(parser: argparse.ArgumentParser) -> None:
     """`--held-out PATH` (repeatable), `--model FILE` and `--labelled FILE` (repeatable): this script's and
     `equal_risk.py`'s."""
@@ -313,9 +321,7 @@ def main() -> None:
     parser.add_argument("--identifiers", action="store_true",
                         help="also score every cell on labels-v1 counting identifier-shaped uses only (a diagnostic "
                              "of the proxy's prose-word noise)")
-    parser.add_argument("--scan-chars", type=int, default=READ_DEPTH, metavar="N",
-                        help=f"characters of each result end the judge's features read (default {READ_DEPTH}, "
-                             "the shipped judge's)")
+    scan_chars_argument(parser)
     held_out_arguments(parser)
     args = parser.parse_args()
     checked_scan_chars(parser, args.scan_chars)

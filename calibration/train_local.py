@@ -430,11 +430,11 @@ def corpus_name(path: str | Path) -> str:
     return CORPORA.get(name, name)
 
 
-def checked_scan_chars(parser: argparse.ArgumentParser, value: int) -> int:
-    """`--scan-chars N` as given, or the parser exits naming the flag and the rule (this script's and the
-    benchmarks' flag)."""
+def checked_scan_chars(parser: argparse.ArgumentParser, value: int, flag: str = "--scan-chars") -> int:
+    """A reading depth as given (`--scan-chars N`, this script's and the benchmarks' flag, or the `flag` that
+    gave it), or the parser exits naming the flag and the rule."""
     if value < 1:
-        parser.error(f"--scan-chars must be an integer >= 1 (got {value})")
+        parser.error(f"{flag} must be an integer >= 1 (got {value})")
     return value
 
 

@@ -105,7 +105,9 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
             ("equal_risk", ["--size-exponents", "1,x"], "--size-exponents '1,x': must be comma-separated numbers"),
             ("equal_risk", ["--size-exponents", "5"], "--size-exponents '5' must be a number in (0, 4]"),
             ("equal_risk", ["--recent-pairs", "3,3"], "--recent-pairs '3,3' must be 1 to 8 distinct integers"),
-            ("equal_risk", ["--keep-thresholds", "0.8,1.5"], "--keep-thresholds '0.8,1.5' must be a number in (0, 1]")]:
+            ("equal_risk", ["--keep-thresholds", "0.8,1.5"], "--keep-thresholds '0.8,1.5' must be a number in (0, 1]"),
+            ("equal_risk", ["--scan-chars", "0"], "--scan-chars must be an integer >= 1 (got 0)"),
+            ("equal_risk", ["--held-out", str(run_folder), "--scan-chars", "800"], "--scan-chars retrains the dev-set")]:
         assert says in _refusal(monkeypatch, capsys, name, *args), (name, args)
 
 
@@ -116,6 +118,16 @@ def test_judge_frontier_refuses_bad_flags_by_name(monkeypatch: pytest.MonkeyPatc
                        (["--boot", "0"], "--boot must be an integer >= 1 (got 0)"),
                        (["--boot", "x"], "--boot: invalid int value: 'x'")]:
         assert says in _refusal(monkeypatch, capsys, "judge_frontier", *args), args
+
+
+def test_judge_reading_refuses_bad_flags_by_name(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before anything is timed or read: the flag and its rule named."""
+    for args, says in [(["--latency-runs", "0"], "--latency-runs must be an integer >= 1 (got 0)"),
+                       (["--depths", "600,x"], "--depths '600,x': must be comma-separated integers"),
+                       (["--depths", "600,0"], "--depths must be an integer >= 1 (got 0)"),
+                       (["--features", "none,words"], "--features 'none,words': each set is none or names among")]:
+        assert says in _refusal(monkeypatch, capsys, "judge_reading", *args), args
 
 
 def test_proxy_precision_verdicts_are_the_samples_one_each() -> None:
