@@ -91,7 +91,7 @@ FEATURES_ALL = tuple(name for name in FEATURE_NAMES if name not in LEFT_OUT)
 # what the shipped judge reads, chosen by `benchmarks/judge_reading.py` (its table: judge_reading.md): the
 # depth and the optional features (the agent's own words, line numbers) with the best cross-validated
 # criterion within the latency budget
-READ_DEPTH = 600
+READ_DEPTH = 800
 NOT_READ = AGENT_FEATURES | LINE_NUMBER_FEATURES
 FEATURES = tuple(name for name in FEATURES_ALL if name not in NOT_READ)
 COLUMNS = np.asarray([FEATURE_NAMES.index(name) for name in FEATURES])

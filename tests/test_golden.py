@@ -11,7 +11,8 @@ and three of their SHADOW plans (a dropped parallel call's tombstone now follows
 every session (2026-12-06, issue 64: the local judge's weights are `jev-local-6`, whose scores differ);
 every session (2026-12-07, issue 64: `jev-local-7`, two parts reading 600 characters of each result end);
 168 sessions' scores and records (2026-12-07: `jev-local-7` refitted with BLAS on one thread, its call
-scores moved by up to 4.5e-4; every status, reason, decision and reduction was checked unchanged).
+scores moved by up to 4.5e-4; every status, reason, decision and reduction was checked unchanged);
+every session (2026-12-07, issue 64: `jev-local-8`, the same recipe reading 800 characters of each result end).
 
 Rewrite the file only when a behaviour change is meant (say so in the commit):
     python tests/test_golden.py --write

@@ -147,7 +147,7 @@ def test_a_model_is_scored_reading_the_depth_it_names(tmp_path: Path) -> None:
     held = FEATURE_NAMES.index("held_words")
     assert feature_matrix(t)[1][0, held] == 0 and feature_matrix(t, 600)[1][0, held] > 0
     model = json.loads((ROOT / "jev" / "judges" / "local_model.json").read_text())
-    assert model["scan_chars"] == 600 and LocalJudge().scan_chars == 600
+    assert model["scan_chars"] == 800 and LocalJudge().scan_chars == 800
     model["scan_chars"] = 120
     (tmp_path / "shallow.json").write_text(json.dumps(model))
     shallow = LocalJudge(str(tmp_path / "shallow.json"))

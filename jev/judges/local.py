@@ -26,7 +26,7 @@ from ..errors import ConfigError, JudgeError
 from .base import Answers, JudgeRequest
 from .features import AGENT_FEATURES, FEATURE_NAMES, LINE_NUMBER_FEATURES, SCAN_CHARS, FeatureReader
 
-MODEL = "jev-local-7"  # a new name with new weights: thresholds calibrated for the old ones are refused
+MODEL = "jev-local-8"  # a new name with new weights: thresholds calibrated for the old ones are refused
 _HEADS = ("keep_call", "keep_result")
 
 
