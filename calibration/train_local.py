@@ -2,7 +2,7 @@
 
     python -m calibration.train_local --out FILE [--data PATH ...] [--scan-chars N] [--no-cells]
 
-Version 3 weights (`jev-local-7`). Two heads on the same decision-time features:
+Version 3 weights (`jev-local-8`). Two heads on the same decision-time features:
 
 - `keep_result`, a mixture: shallow gradient-boosted trees (scikit-learn's histogram GBT, depth 3,
   exported as arrays and scored with numpy, checked against scikit-learn's own scores) fitted once per
