@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from decisions_server import DecisionsServer  # noqa: E402
 from quality import held_out_cells, labelled_cell  # noqa: E402
 
-from calibration.train_local import scores_of  # noqa: E402
+from calibration.train_local import READ_DEPTH, scores_of  # noqa: E402
 from jev import formats  # noqa: E402
 from jev.judges.local import MODEL, LocalJudge, load_model  # noqa: E402
 from jev.reading.analysis import analyze  # noqa: E402
@@ -107,7 +107,8 @@ def test_quality_and_equal_risk_run_on_held_out_sessions_and_refuse_bad_flags_by
             ("equal_risk", ["--recent-pairs", "3,3"], "--recent-pairs '3,3' must be 1 to 8 distinct integers"),
             ("equal_risk", ["--keep-thresholds", "0.8,1.5"], "--keep-thresholds '0.8,1.5' must be a number in (0, 1]"),
             ("equal_risk", ["--scan-chars", "0"], "--scan-chars must be an integer >= 1 (got 0)"),
-            ("equal_risk", ["--held-out", str(run_folder), "--scan-chars", "800"], "--scan-chars retrains the dev-set")]:
+            ("equal_risk", ["--held-out", str(run_folder), "--scan-chars", str(READ_DEPTH // 2)],
+             "--scan-chars retrains the dev-set")]:
         assert says in _refusal(monkeypatch, capsys, name, *args), (name, args)
 
 
